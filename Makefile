@@ -1,0 +1,36 @@
+# make setup: Docker engine, base image, .venv (idempotent). make test: the test suite.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+
+.PHONY: setup docker venv base-image test lint bench clean-containers
+
+setup: docker venv base-image
+
+docker:
+	bash scripts/setup_docker.sh
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+base-image: venv docker
+	$(BIN)/trajforge base-image
+
+test: lint
+	$(BIN)/pytest -q tests
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+bench:
+	$(BIN)/python benchmarks/validate.py
+
+clean-containers:
+	$(BIN)/trajforge janitor

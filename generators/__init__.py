@@ -1,0 +1,1 @@
+"""Everything that creates: sources, mining, environments, instructions, rollouts."""

@@ -1,0 +1,1 @@
+"""Beam pipelines and the `trajforge` CLI: orchestration only."""

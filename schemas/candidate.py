@@ -1,0 +1,58 @@
+"""Candidate: a change that might become a task, before anything has been executed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import pyarrow as pa
+
+META_TYPE = pa.struct(
+    [
+        ("commit", pa.string()),
+        ("message", pa.string()),
+        ("author_date", pa.string()),
+        ("files_changed", pa.int32()),
+        ("lines_added", pa.int32()),
+        ("lines_removed", pa.int32()),
+        ("skipped_files", pa.list_(pa.string())),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class CandidateMeta:
+    commit: str  # the commit that introduced the change (base_commit is its first parent)
+    message: str
+    author_date: str
+    files_changed: int
+    lines_added: int
+    lines_removed: int
+    skipped_files: tuple[str, ...] = ()  # binary / vendored / generated files left out of patches
+
+
+@dataclass(frozen=True)
+class Candidate:
+    candidate_id: str
+    repo: str  # display name, SWE-bench style ("owner/name", "pypi/toolz")
+    source: str  # what a worker needs to materialise the repo again: path, URL or "pypi:NAME"
+    base_commit: str
+    patch: str  # the fix: non-test files
+    test_patch: str  # test files
+    origin: str  # commit | release | bug/<operator> | bug/llm | explore
+    created_at: str
+    meta: CandidateMeta = field(default_factory=lambda: CandidateMeta("", "", "", 0, 0, 0))
+
+    ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
+        [
+            ("candidate_id", pa.string()),
+            ("repo", pa.string()),
+            ("source", pa.string()),
+            ("base_commit", pa.string()),
+            ("patch", pa.large_string()),
+            ("test_patch", pa.large_string()),
+            ("origin", pa.string()),
+            ("created_at", pa.string()),
+            ("meta", META_TYPE),
+        ]
+    )

@@ -1,0 +1,162 @@
+"""Every knob, validated on load: a bad value is one line that names the key.
+
+``params.yaml`` mirrors these dataclasses section by section; CLI flags override single values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from dataclasses import dataclass, field
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+from schemas.errors import ParamsError
+
+
+@dataclass
+class SourcesParams:
+    repos: list[str] = field(default_factory=list)  # local paths or git URLs
+    pypi: list[str] = field(default_factory=list)  # PyPI names, turned into release histories
+    max_releases: int = 15  # newest N releases of each PyPI package
+    pypi_url: str = "https://pypi.org"
+
+
+@dataclass
+class MineParams:
+    commits: list[str] = field(default_factory=list)  # only these SHAs (any repo)
+    since: str | None = None  # git date, e.g. "2023-01-01"
+    until: str | None = None
+    max_commits: int = 300  # newest N first-parent commits per repo
+    max_files: int = 30  # files changed (patch + test_patch), after skipping
+    max_lines: int = 3000  # lines added + removed, after skipping
+    skip_globs: list[str] = field(
+        default_factory=lambda: [
+            "*vendor/*",
+            "*_vendor/*",
+            "*third_party/*",
+            "*.min.js",
+            "*.lock",
+            "*_pb2.py",
+            "*.egg-info/*",
+            "PKG-INFO",
+        ]
+    )
+
+
+@dataclass
+class EnvironmentParams:
+    default_python: str = "3.11"
+    pythons: list[str] = field(default_factory=lambda: ["3.11"])  # base images that may be built
+    ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"  # mounted at build time
+    pip_index_url: str | None = None
+    build_timeout_s: int = 1200
+    build_network: str = "bridge"  # network for image builds only; tests never get one
+
+
+@dataclass
+class SandboxParams:
+    kind: str = "docker"  # docker | local (no isolation; development only)
+    memory: str = "2g"
+    cpus: float = 1.0
+    pids: int = 512
+    docker_host: str | None = None  # else DOCKER_HOST / the local socket
+
+
+@dataclass
+class ValidateParams:
+    workers: int = 2
+    reruns: int = 1
+    rerun_scope: str = "changed"  # changed: rerun the tests the verdict rests on | suite
+    test_timeout_s: int = 600
+    max_log_bytes: int = 200_000
+
+
+@dataclass
+class PipelineParams:
+    runner: str = "local"  # local (in-process FnApiRunner) | DataflowRunner | FlinkRunner | ...
+    shards: int = 1  # Parquet files per output table
+
+
+@dataclass
+class Params:
+    cache_dir: str = ".cache/trajforge"
+    sources: SourcesParams = field(default_factory=SourcesParams)
+    mine: MineParams = field(default_factory=MineParams)
+    environment: EnvironmentParams = field(default_factory=EnvironmentParams)
+    sandbox: SandboxParams = field(default_factory=SandboxParams)
+    validate: ValidateParams = field(default_factory=ValidateParams)
+    pipeline: PipelineParams = field(default_factory=PipelineParams)
+
+    def check(self) -> Params:
+        _choice("sandbox.kind", self.sandbox.kind, ("docker", "local"))
+        _choice("validate.rerun_scope", self.validate.rerun_scope, ("changed", "suite"))
+        for key, value in (
+            ("validate.workers", self.validate.workers),
+            ("pipeline.shards", self.pipeline.shards),
+            ("mine.max_files", self.mine.max_files),
+            ("mine.max_lines", self.mine.max_lines),
+            ("validate.test_timeout_s", self.validate.test_timeout_s),
+        ):
+            if value < 1:
+                raise ParamsError(f"params: {key} must be at least 1, got {value}")
+        if self.validate.reruns < 0:
+            raise ParamsError(f"params: validate.reruns must be 0 or more, got {self.validate.reruns}")
+        return self
+
+
+def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ParamsError(f"params: {key} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def load_params(path: str | None) -> Params:
+    """Params from a YAML file (missing keys keep their defaults); None gives the defaults."""
+    if path is None:
+        return Params().check()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = yaml.safe_load(handle) or {}
+    except FileNotFoundError:
+        raise ParamsError(f"params: {path} does not exist; pass --params with a YAML file") from None
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"params: {path} is not valid YAML ({exc.__class__.__name__})") from None
+    if not isinstance(raw, dict):
+        raise ParamsError(f"params: {path} must hold a mapping of sections")
+    return _build(Params, raw, prefix="").check()
+
+
+def _build(cls: type, raw: dict[str, Any], prefix: str) -> Any:
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    for key in raw:
+        if key not in names:
+            known = ", ".join(sorted(names))
+            raise ParamsError(f"params: unknown key {prefix}{key} (known here: {known})")
+    kwargs = {key: _coerce(f"{prefix}{key}", hints[key], value) for key, value in raw.items()}
+    return cls(**kwargs)
+
+
+def _coerce(key: str, hint: Any, value: Any) -> Any:
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        if value is None:
+            return None
+        inner = [a for a in get_args(hint) if a is not type(None)]
+        return _coerce(key, inner[0], value)
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise ParamsError(f"params: {key} must be a mapping")
+        return _build(hint, value, prefix=f"{key}.")  # type: ignore[arg-type]
+    if origin is list:
+        if not isinstance(value, list):
+            raise ParamsError(f"params: {key} must be a list, got {value!r}")
+        return [_coerce(f"{key}[{i}]", get_args(hint)[0], v) for i, v in enumerate(value)]
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is str and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)  # python: 3.11 in YAML is a float
+    if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+        raise ParamsError(f"params: {key} must be {hint.__name__}, got {value!r}")
+    return value

@@ -1,0 +1,112 @@
+"""Where records live: Parquet tables, atomic writes and a content-addressed cache.
+
+Paths go through Beam's FileSystems so the same code reads and writes local paths, gs:// and s3://.
+Local writes go to a temporary name first and are renamed into place, so a crash never leaves a
+half-written file; object stores publish a file only when it is closed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.records import from_table, to_table
+
+R = TypeVar("R")
+
+
+def is_local(path: str) -> bool:
+    return "://" not in path
+
+
+def write_bytes_atomic(path: str, data: bytes) -> None:
+    if is_local(path):
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return
+    with FileSystems.create(path) as handle:
+        handle.write(data)
+
+
+def read_bytes(path: str) -> bytes:
+    with FileSystems.open(path) as handle:
+        return handle.read()
+
+
+def exists(path: str) -> bool:
+    return FileSystems.exists(path)
+
+
+def join(base: str, *parts: str) -> str:
+    return FileSystems.join(base, *parts)
+
+
+def table_to_parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue()
+
+
+def write_records(path: str, records: Iterable[Any], schema: pa.Schema) -> None:
+    write_bytes_atomic(path, table_to_parquet_bytes(to_table(records, schema)))
+
+
+def parquet_files(path: str) -> list[str]:
+    """The Parquet files of a table: a file, or every ``*.parquet`` under a directory."""
+    if path.endswith(".parquet"):
+        return [path]
+    pattern = join(path, "*.parquet")
+    matches = FileSystems.match([pattern])[0].metadata_list
+    return sorted(m.path for m in matches)
+
+
+def read_table(path: str, schema: pa.Schema | None = None) -> pa.Table:
+    files = parquet_files(path)
+    if not files:
+        return schema.empty_table() if schema is not None else pa.table({})
+    tables = [pq.read_table(io.BytesIO(read_bytes(f))) for f in files]
+    table = pa.concat_tables(tables, promote_options="default")
+    return table.select(schema.names).cast(schema) if schema is not None else table
+
+
+def read_records(cls: type[R], path: str) -> list[R]:
+    return from_table(cls, read_table(path, cls.ARROW_SCHEMA))  # type: ignore[attr-defined]
+
+
+class ContentCache:
+    """JSON results keyed by a content hash: any worker can reuse any finished result."""
+
+    def __init__(self, root: str, namespace: str) -> None:
+        self.root = join(root, namespace)
+
+    def _path(self, key: str) -> str:
+        return join(self.root, key[:2], f"{key}.json")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self._path(key)
+        if not exists(path):
+            return None
+        try:
+            return json.loads(read_bytes(path))
+        except (json.JSONDecodeError, OSError):
+            return None  # a torn entry from another writer: recompute
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        write_bytes_atomic(self._path(key), json.dumps(value, sort_keys=True).encode("utf-8"))

@@ -1,0 +1,1 @@
+"""Everything that proves: sandboxes, test execution and log parsing, the validation rule."""
