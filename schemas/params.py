@@ -102,7 +102,9 @@ class Params:
             if value < 1:
                 raise ParamsError(f"params: {key} must be at least 1, got {value}")
         if self.validate.reruns < 0:
-            raise ParamsError(f"params: validate.reruns must be 0 or more, got {self.validate.reruns}")
+            raise ParamsError(
+                f"params: validate.reruns must be 0 or more, got {self.validate.reruns}"
+            )
         return self
 
 
@@ -119,7 +121,9 @@ def load_params(path: str | None) -> Params:
         with open(path, encoding="utf-8") as handle:
             raw = yaml.safe_load(handle) or {}
     except FileNotFoundError:
-        raise ParamsError(f"params: {path} does not exist; pass --params with a YAML file") from None
+        raise ParamsError(
+            f"params: {path} does not exist; pass --params with a YAML file"
+        ) from None
     except yaml.YAMLError as exc:
         raise ParamsError(f"params: {path} is not valid YAML ({exc.__class__.__name__})") from None
     if not isinstance(raw, dict):

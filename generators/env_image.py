@@ -1,0 +1,98 @@
+"""Build one environment image per EnvProfile, once, and reuse it for every commit of the profile.
+
+The build runs the profile's install commands in a container of the base image with the network on
+(and the configured CA bundle, for TLS-intercepting proxies), then clears /repo and commits. Test
+runs later copy each commit's code into /repo; the editable install picks it up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import shlex
+import tarfile
+import time
+
+from generators.base_image import base_image_tag
+from generators.git import archive
+from schemas.env_profile import EnvProfile
+from schemas.errors import UserError
+from schemas.params import EnvironmentParams
+from schemas.storage import write_bytes_atomic
+from verifiers.sandbox import Sandbox, SessionSpec
+
+CA_PATH = "/tmp/trajforge/ca.crt"  # removed before the image is committed
+LOG_TAIL = 4000
+
+
+def build_env_image(
+    sandbox: Sandbox, profile: EnvProfile, repo_path: str, params: EnvironmentParams, logs_dir: str
+) -> EnvProfile:
+    """The profile with status "built" (image ready) or "failed" (log says why)."""
+    if sandbox.has_image(profile.image):
+        return dataclasses.replace(profile, status="built", log="image already built")
+    base = base_image_tag(profile.python)
+    if not sandbox.has_image(base):
+        raise UserError(
+            f"{profile.repo}: base image {base} is missing; run `make setup` "
+            f"or `trajforge base-image --python {profile.python}`",
+            reason="no_base_image",
+        )
+    env = _build_env(params)
+    files = archive(repo_path, profile.setup_commit, prefix="repo/")
+    log: list[str] = []
+    deadline = time.monotonic() + params.build_timeout_s
+    with sandbox.session(SessionSpec(image=base, network=True, env=env)) as session:
+        session.put_archive(files)
+        if "PIP_CERT" in env and params.ca_bundle:
+            session.put_archive(_single_file_tar(CA_PATH.lstrip("/"), _read(params.ca_bundle)))
+        steps = [("/", "python3 -m venv /venv"), *(("/repo", cmd) for cmd in profile.install)]
+        for workdir, command in steps:
+            remaining = deadline - time.monotonic()
+            result = session.exec(command, timeout_s=max(remaining, 1), workdir=workdir)
+            log.append(f"$ {command}\n{result.output}")
+            if result.timed_out or result.exit_code != 0:
+                why = "timed out" if result.timed_out else f"exit {result.exit_code}"
+                log.append(f"install step failed ({why}): {command}")
+                return _finish(profile, "failed", log, logs_dir)
+        clean = f"find /repo -mindepth 1 -delete && rm -rf {shlex.quote(os.path.dirname(CA_PATH))}"
+        session.exec(clean, timeout_s=120, workdir="/")
+        session.commit(profile.image)
+    return _finish(profile, "built", log, logs_dir)
+
+
+def _build_env(params: EnvironmentParams) -> dict[str, str]:
+    env: dict[str, str] = {}
+    if params.ca_bundle:
+        if not os.path.isfile(params.ca_bundle):
+            raise UserError(
+                f"environment.ca_bundle: {params.ca_bundle} does not exist; "
+                "point it at your CA bundle or set it to null",
+                reason="bad_params",
+            )
+        env.update({"PIP_CERT": CA_PATH, "SSL_CERT_FILE": CA_PATH, "REQUESTS_CA_BUNDLE": CA_PATH})
+    if params.pip_index_url:
+        env["PIP_INDEX_URL"] = params.pip_index_url
+    return env
+
+
+def _finish(profile: EnvProfile, status: str, log: list[str], logs_dir: str) -> EnvProfile:
+    text = "\n".join(log)
+    write_bytes_atomic(os.path.join(logs_dir, f"{profile.profile_id}.log"), text.encode())
+    return dataclasses.replace(profile, status=status, log=text[-LOG_TAIL:])
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _single_file_tar(name: str, data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = 0o644
+        tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

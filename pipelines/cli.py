@@ -1,0 +1,116 @@
+"""The ``trajforge`` command line: one subcommand per stage, plus housekeeping.
+
+Every error a user can cause is one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from schemas.errors import UserError
+from schemas.params import Params, load_params
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
+    parser.add_argument(
+        "--runner", help="local (default), DataflowRunner, FlinkRunner, SparkRunner"
+    )
+    parser.add_argument("--shards", type=int, help="Parquet files per output table")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trajforge",
+        description="Turn code repositories into verified training data for SWE agents.",
+        epilog="Beam pipeline options for remote runners go after `--`.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    mine = sub.add_parser("mine", help="mine candidate tasks from repositories")
+    mine.add_argument("--repo", action="append", default=[], help="local path or git URL")
+    mine.add_argument("--pypi", action="append", default=[], help="PyPI package name")
+    mine.add_argument("--commits", help="comma-separated SHAs to mine (default: the log)")
+    mine.add_argument("--since", help="only commits after this date")
+    mine.add_argument("--until", help="only commits before this date")
+    mine.add_argument("--max-commits", type=int, help="newest N first-parent commits per repo")
+    mine.add_argument("--output", required=True, help="output directory")
+    _common(mine)
+
+    validate = sub.add_parser("validate", help="prove candidates by running their tests")
+    validate.add_argument("--input", required=True, help="a mine output directory")
+    validate.add_argument("--output", required=True, help="output directory")
+    validate.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
+    validate.add_argument("--workers", type=int, help="concurrent sandboxes per Beam worker")
+    validate.add_argument("--reruns", type=int, help="reruns that a verdict must survive")
+    _common(validate)
+
+    base = sub.add_parser("base-image", help="build or pull the base image(s) for the sandbox")
+    base.add_argument("--python", action="append", help="Python version (default: params)")
+    base.add_argument("--params")
+
+    sub.add_parser("janitor", help="remove containers left behind by killed runs")
+
+    stats = sub.add_parser("stats", help="counts, yield and rejection reasons of a stage output")
+    stats.add_argument("directory")
+    return parser
+
+
+def _params(path: str | None) -> Params:
+    if path is None and os.path.exists("params.yaml"):
+        path = "params.yaml"
+    return load_params(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    beam_args: list[str] = []
+    if "--" in args_list:
+        split = args_list.index("--")
+        args_list, beam_args = args_list[:split], args_list[split + 1 :]
+    args = build_parser().parse_args(args_list)
+    try:
+        return _dispatch(args, beam_args)
+    except UserError as exc:
+        print(f"trajforge: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("trajforge: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if args.command == "janitor":
+        from verifiers.docker_sandbox import janitor
+
+        print(f"removed {janitor(only_dead_owners=False)} container(s)")
+        return 0
+    if args.command == "stats":
+        from pipelines.stats import print_stats
+
+        return print_stats(args.directory)
+    params = _params(args.params)
+    if args.command == "base-image":
+        from generators.base_image import ensure_base_image
+
+        for python in args.python or params.environment.pythons:
+            ensure_base_image(python, params.sandbox.docker_host)
+        return 0
+    if args.runner:
+        params.pipeline.runner = args.runner
+    if args.shards:
+        params.pipeline.shards = args.shards
+    if args.command == "mine":
+        from pipelines.commands import run_mine
+
+        return run_mine(args, params, beam_args)
+    from pipelines.commands import run_validate
+
+    return run_validate(args, params, beam_args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""The stage commands: CLI arguments and params -> a stage run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+
+from generators.sources import pypi_spec
+from pipelines.mine import MineRepos
+from pipelines.stage_run import TableSpec, run_stage
+from pipelines.validate import ValidateCandidates
+from schemas.candidate import Candidate
+from schemas.env_profile import EnvProfile
+from schemas.errors import UserError
+from schemas.params import Params
+from schemas.records import from_row
+from schemas.rejection import Rejection
+from schemas.storage import join, parquet_files
+from schemas.task_instance import TaskInstance
+from schemas.test_run import TestRun
+
+REJECTIONS = TableSpec(Rejection.ARROW_SCHEMA, lambda r: f"{r.input}\0{r.reason}\0{r.detail}")
+
+
+def run_mine(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
+    if args.repo or args.pypi:
+        params.sources.repos, params.sources.pypi = list(args.repo), list(args.pypi)
+    if args.commits:
+        params.mine.commits = [c.strip() for c in args.commits.split(",") if c.strip()]
+    if args.max_commits:
+        params.mine.max_commits = args.max_commits
+    params.mine.since = args.since or params.mine.since
+    params.mine.until = args.until or params.mine.until
+    specs = [*params.sources.repos, *(pypi_spec(name) for name in params.sources.pypi)]
+    if not specs:
+        raise UserError("mine: no sources; pass --repo PATH_OR_URL or --pypi NAME (or set sources)")
+    summary = run_stage(
+        stage="mine",
+        output=args.output,
+        runner=params.pipeline.runner,
+        beam_args=beam_args,
+        shards=params.pipeline.shards,
+        tables={
+            "candidates": TableSpec(Candidate.ARROW_SCHEMA, lambda c: c.candidate_id),
+            "rejections": REJECTIONS,
+        },
+        build=lambda p: p | "Sources" >> beam.Create(specs) | "Mine" >> MineRepos(params),
+        kept_table="candidates",
+        inputs=lambda reasons, kept: kept + sum(reasons.values()),
+        progress_total=None,
+        progress_unit="commit",
+    )
+    print(summary.render(), file=sys.stderr)
+    return 0
+
+
+def run_validate(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
+    if args.sandbox:
+        params.sandbox.kind = args.sandbox
+    if args.workers:
+        params.validate.workers = args.workers
+    if args.reruns is not None:
+        params.validate.reruns = args.reruns
+    params.check()
+    table = join(args.input, "candidates")
+    if not parquet_files(table):
+        table = args.input
+    if not parquet_files(table) or table.endswith(".parquet"):
+        raise UserError(
+            f"validate: no Parquet files in {args.input}; pass a `trajforge mine` output"
+        )
+    files = parquet_files(table)
+    total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    if params.sandbox.kind == "local":
+        from verifiers.local_sandbox import WARNING
+
+        print(WARNING, file=sys.stderr)
+    summary = run_stage(
+        stage="validate",
+        output=args.output,
+        runner=params.pipeline.runner,
+        beam_args=beam_args,
+        shards=params.pipeline.shards,
+        tables={
+            "tasks": TableSpec(TaskInstance.ARROW_SCHEMA, lambda t: t.instance_id),
+            "rejections": REJECTIONS,
+            "profiles": TableSpec(EnvProfile.ARROW_SCHEMA, lambda p: p.profile_id),
+            "runs": TableSpec(TestRun.ARROW_SCHEMA, lambda r: f"{r.candidate_id}\0{r.run_id}"),
+        },
+        build=lambda p: (
+            p
+            | "ReadCandidates" >> beam.io.ReadFromParquet(join(table, "*.parquet"))
+            | "AsCandidate" >> beam.Map(lambda row: from_row(Candidate, row))
+            | ValidateCandidates(params)
+        ),
+        kept_table="tasks",
+        inputs=lambda reasons, kept: total,
+        progress_total=total,
+        progress_unit="candidate",
+    )
+    print(summary.render(), file=sys.stderr)
+    return 0

@@ -1,0 +1,78 @@
+"""A progress bar while a stage runs and a one-screen summary when it ends.
+
+DoFns report through ``tick``; on the local runner they run in this process and move the bar, on a
+remote runner the call is a no-op there and Beam's metrics carry the counts instead.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+_lock = threading.Lock()
+_bar: tqdm | None = None
+
+
+def start(description: str, total: int | None, unit: str) -> None:
+    global _bar
+    with _lock:
+        _bar = tqdm(total=total, desc=description, unit=unit, file=sys.stderr, dynamic_ncols=True)
+
+
+def tick(outcome: str, n: int = 1) -> None:
+    with _lock:
+        if _bar is not None:
+            _bar.update(n)
+            _bar.set_postfix_str(outcome, refresh=False)
+
+
+def stop() -> None:
+    global _bar
+    with _lock:
+        if _bar is not None:
+            _bar.close()
+            _bar = None
+
+
+@dataclass
+class Summary:
+    stage: str
+    inputs: int
+    kept: int
+    rejected: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def render(self) -> str:
+        lines = [
+            f"{self.stage}: {self.inputs} inputs, {self.kept} kept, "
+            f"{sum(self.rejected.values())} rejected in {self.seconds:.1f}s"
+        ]
+        for reason, count in self.rejected.most_common():
+            lines.append(f"  rejected {count:>6}  {reason}")
+        for key, value in self.extra.items():
+            lines.append(f"  {key}: {value}")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "stage": self.stage,
+            "inputs": self.inputs,
+            "kept": self.kept,
+            "rejected": dict(sorted(self.rejected.items())),
+            "seconds": round(self.seconds, 2),
+            **self.extra,
+        }
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started

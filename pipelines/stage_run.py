@@ -1,0 +1,73 @@
+"""Run one stage end to end: build the Beam graph, write its tables, publish, summarise."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines import progress
+from pipelines.beam_runtime import make_pipeline
+from pipelines.sinks import WriteTable, ensure_tables, publish, staging_dir
+from schemas.storage import join, parquet_files, write_bytes_atomic
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    schema: pa.Schema
+    sort_key: Callable[[Any], str]
+
+
+def run_stage(
+    *,
+    stage: str,
+    output: str,
+    runner: str,
+    beam_args: list[str],
+    shards: int,
+    tables: dict[str, TableSpec],
+    build: Callable[[beam.Pipeline], dict[str, Any]],
+    kept_table: str,
+    inputs: Callable[[Counter, int], int],
+    progress_total: int | None,
+    progress_unit: str,
+) -> progress.Summary:
+    """``build`` wires the stage and returns its named PCollections; each is written as a table."""
+    timer = progress.Timer()
+    staging = staging_dir(output)
+    pipeline = make_pipeline(runner, beam_args)
+    outputs = build(pipeline)
+    for name, spec in tables.items():
+        outputs[name] | WriteTable(staging, name, spec.schema, spec.sort_key, shards)
+    progress.start(stage, progress_total, progress_unit)
+    try:
+        pipeline.run().wait_until_finish()
+    finally:
+        progress.stop()
+    ensure_tables(staging, {name: spec.schema for name, spec in tables.items()})
+    reasons = Counter(_column(join(staging, "rejections"), "reason"))
+    kept = _rows(join(staging, kept_table))
+    summary = progress.Summary(stage, inputs(reasons, kept), kept, reasons, timer.elapsed())
+    write_bytes_atomic(
+        os.path.join(staging, "summary.json"), json.dumps(summary.as_dict(), indent=2).encode()
+    )
+    publish(staging, output)
+    return summary
+
+
+def _rows(path: str) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(path))
+
+
+def _column(path: str, name: str) -> list[str]:
+    values: list[str] = []
+    for f in parquet_files(path):
+        values.extend(pq.read_table(f, columns=[name]).column(name).to_pylist())
+    return values

@@ -1,0 +1,213 @@
+"""The ``validate`` stage: candidates -> proven tasks, as one composite PTransform.
+
+Candidates are keyed by their environment profile, so each profile's image is built once (a
+GroupByKey) and shared by all its commits; then every candidate is validated in fresh containers,
+``workers`` at a time per Beam worker.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from generators.env_image import build_env_image
+from generators.env_profile import JUNIT_PATH, detect_profile
+from generators.sources import open_source
+from pipelines import progress
+from pipelines.mine import source_options
+from schemas.candidate import Candidate
+from schemas.env_profile import EnvProfile
+from schemas.errors import UserError
+from schemas.params import Params
+from schemas.rejection import Rejection
+from schemas.storage import ContentCache
+from verifiers.candidate_validator import ValidationResult, validate_candidate
+from verifiers.sandboxes import make_sandbox
+
+REJECTED = "rejected"
+PROFILES = "profiles"
+RUNS = "runs"
+STAGE = "validate"
+
+
+def _reject(candidate: Candidate, reason: str, detail: str):
+    Metrics.counter(STAGE, f"rejected_{reason}").inc()
+    progress.tick(reason)
+    return beam.pvalue.TaggedOutput(
+        REJECTED, Rejection(candidate.candidate_id, STAGE, reason, detail)
+    )
+
+
+class DetectProfileFn(beam.DoFn):
+    """Candidate -> (profile_id, (profile, candidate)), detected from the repo at base_commit."""
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    def process(self, candidate: Candidate):
+        try:
+            repo = open_source(candidate.source, source_options(self.params))
+            profile = detect_profile(
+                repo.path,
+                candidate.base_commit,
+                candidate.repo,
+                default_python=self.params.environment.default_python,
+                pythons=tuple(self.params.environment.pythons),
+            )
+        except UserError as exc:
+            yield _reject(candidate, exc.reason, str(exc))
+            return
+        yield profile.profile_id, (profile, candidate)
+
+
+class BuildEnvironmentFn(beam.DoFn):
+    """One image per profile, built at the profile's oldest commit, shared by all its candidates."""
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    def setup(self) -> None:
+        self.sandbox, self.unavailable = None, None
+        try:
+            self.sandbox = make_sandbox(self.params, quiet=True)
+        except UserError as exc:
+            self.unavailable = exc
+        self.failures = ContentCache(self.params.cache_dir, "build-failures")
+
+    def process(self, element: tuple[str, object]):
+        profile_id, members = element
+        pairs = sorted(members, key=lambda pc: (pc[1].created_at, pc[1].base_commit))  # type: ignore[index]
+        profile, first = pairs[0]
+        candidates = [candidate for _, candidate in pairs]
+        if self.unavailable is not None:
+            for candidate in candidates:
+                yield _reject(candidate, self.unavailable.reason, str(self.unavailable))
+            return
+        try:
+            built = self._build(profile, first)
+        except UserError as exc:
+            for candidate in candidates:
+                yield _reject(candidate, exc.reason, str(exc))
+            return
+        yield beam.pvalue.TaggedOutput(PROFILES, built)
+        if built.status != "built":
+            tail = "\n".join(built.log.strip().splitlines()[-15:])
+            for candidate in candidates:
+                detail = f"{candidate.repo}: installing profile {profile_id} failed\n{tail}"
+                yield _reject(candidate, "install_failed", detail)
+            return
+        for candidate in candidates:
+            yield built, candidate
+
+    def _build(self, profile: EnvProfile, first: Candidate) -> EnvProfile:
+        known = self.failures.get(profile.profile_id)
+        if known is not None:
+            return EnvProfile(**{**known, "install": tuple(known["install"])})
+        repo = open_source(first.source, source_options(self.params))
+        logs = os.path.join(self.params.cache_dir, "build-logs")
+        assert self.sandbox is not None
+        built = build_env_image(self.sandbox, profile, repo.path, self.params.environment, logs)
+        if built.status == "failed":
+            self.failures.put(
+                profile.profile_id, {**built.__dict__, "install": list(built.install)}
+            )
+        return built
+
+
+class ValidateBatchFn(beam.DoFn):
+    """A batch of (profile, candidate) -> tasks / rejections / test runs, ``workers`` at once."""
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    def setup(self) -> None:
+        self.sandbox, self.unavailable = None, None
+        try:
+            self.sandbox = make_sandbox(self.params, quiet=True)
+        except UserError as exc:
+            self.unavailable = exc
+        self.cache = ContentCache(self.params.cache_dir, "validate")
+        self.pool = ThreadPoolExecutor(max_workers=self.params.validate.workers)
+        self.cached = Metrics.counter(STAGE, "cache_hits")
+
+    def teardown(self) -> None:
+        self.pool.shutdown(wait=True)
+
+    def process(self, batch: list[tuple[EnvProfile, Candidate]]):
+        if self.unavailable is not None:
+            for _, candidate in batch:
+                yield _reject(candidate, self.unavailable.reason, str(self.unavailable))
+            return
+        futures = [(c, self.pool.submit(self._validate, p, c)) for p, c in batch]
+        for candidate, future in futures:
+            try:
+                result = future.result()
+            except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
+                detail = f"{candidate.candidate_id}: sandbox error {exc.__class__.__name__}: {exc}"
+                yield _reject(candidate, "sandbox_error", detail.splitlines()[0])
+                continue
+            if result.cached:
+                self.cached.inc()
+            for run in result.runs:
+                yield beam.pvalue.TaggedOutput(RUNS, run)
+            if result.task is not None:
+                Metrics.counter(STAGE, "kept").inc()
+                progress.tick("kept")
+                yield result.task
+            elif result.rejection is not None:
+                yield _reject(candidate, result.rejection.reason, result.rejection.detail)
+
+    def _validate(self, profile: EnvProfile, candidate: Candidate) -> ValidationResult:
+        repo = open_source(candidate.source, source_options(self.params))
+        assert self.sandbox is not None
+        return validate_candidate(
+            self.sandbox,
+            candidate,
+            profile,
+            repo.path,
+            self.params.validate,
+            JUNIT_PATH,
+            self.cache,
+        )
+
+
+class ValidateCandidates(beam.PTransform):
+    """Candidates -> {"tasks", "rejections", "profiles", "runs"}."""
+
+    def __init__(self, params: Params) -> None:
+        super().__init__()
+        self.params = params
+
+    def expand(self, candidates):
+        params = self.params
+        workers = params.validate.workers
+        profiled = candidates | "DetectProfile" >> beam.ParDo(DetectProfileFn(params)).with_outputs(
+            REJECTED, main="profiled"
+        )
+        envs = (
+            profiled.profiled
+            | "GroupByProfile" >> beam.GroupByKey()
+            | "BuildEnvironment"
+            >> beam.ParDo(BuildEnvironmentFn(params)).with_outputs(REJECTED, PROFILES, main="ready")
+        )
+        validated = (
+            envs.ready
+            | "SpreadCandidates" >> beam.Reshuffle()
+            | "Batch" >> beam.BatchElements(min_batch_size=workers, max_batch_size=workers * 4)
+            | "Validate"
+            >> beam.ParDo(ValidateBatchFn(params)).with_outputs(REJECTED, RUNS, main="tasks")
+        )
+        rejections = (
+            profiled[REJECTED],
+            envs[REJECTED],
+            validated[REJECTED],
+        ) | "AllRejections" >> beam.Flatten()
+        return {
+            "tasks": validated.tasks,
+            "rejections": rejections,
+            "profiles": envs[PROFILES],
+            "runs": validated[RUNS],
+        }

@@ -1,0 +1,195 @@
+"""Validate one candidate: two fresh containers (base, gold), reruns, the rule, a cached result.
+
+Results are cached by the content hash of everything that decides them (image, the exact trees
+tested, the command and the rerun policy), so rerunning the stage skips finished work and any
+worker can reuse any result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generators.git import apply_patches, archive
+from schemas.candidate import Candidate
+from schemas.env_profile import EnvProfile
+from schemas.errors import UserError
+from schemas.params import ValidateParams
+from schemas.records import content_id, from_row, to_row
+from schemas.rejection import Rejection
+from schemas.storage import ContentCache
+from schemas.task_instance import TaskInstance, Validation
+from schemas.test_run import TestRun
+from verifiers.sandbox import Sandbox, SessionSpec
+from verifiers.test_runner import RunContext, run_tests
+from verifiers.validation import (
+    Verdict,
+    base_rerun_selection,
+    gold_rerun_selection,
+    judge,
+    suite_failure,
+)
+
+STAGE = "validate"
+CACHE_VERSION = "validate-v1"
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    task: TaskInstance | None
+    rejection: Rejection | None
+    runs: tuple[TestRun, ...]
+    cached: bool = False
+
+
+def instance_id(candidate: Candidate) -> str:
+    return f"{candidate.repo.replace('/', '__')}-{candidate.candidate_id[:12]}"
+
+
+def validate_candidate(
+    sandbox: Sandbox,
+    candidate: Candidate,
+    profile: EnvProfile,
+    repo_path: str,
+    params: ValidateParams,
+    junit_path: str,
+    cache: ContentCache | None,
+) -> ValidationResult:
+    try:
+        base_tree = apply_patches(repo_path, candidate.base_commit, [candidate.test_patch])
+        gold_tree = apply_patches(
+            repo_path, candidate.base_commit, [candidate.test_patch, candidate.patch]
+        )
+    except UserError as exc:
+        return _rejected(candidate, exc.reason, str(exc), ())
+    key = content_id(
+        CACHE_VERSION, profile.profile_id, profile.image, profile.test_cmd, base_tree, gold_tree,
+        params.reruns, params.rerun_scope, params.test_timeout_s, length=32,
+    )  # fmt: skip
+    if cache is not None and (hit := cache.get(key)) is not None:
+        return _from_cache(hit)
+    ctx = RunContext(
+        candidate.candidate_id,
+        profile.profile_id,
+        profile.test_cmd,
+        junit_path,
+        params.test_timeout_s,
+    )
+    base_runs = _runs_in_fresh_container(
+        sandbox, profile, repo_path, base_tree, ctx, "base", params
+    )
+    verdict = suite_failure(base_runs[0])
+    gold_runs: list[TestRun] = []
+    if verdict is None and not base_rerun_selection(base_runs[0]):
+        verdict = Verdict(
+            False, "no_failing_test_at_base", "every test passes before the fix; nothing to fix"
+        )
+    if verdict is None:
+        gold_runs = _runs_in_fresh_container(
+            sandbox, profile, repo_path, gold_tree, ctx, "gold", params, base=base_runs[0]
+        )
+        verdict = judge(base_runs, gold_runs)
+    runs = tuple(base_runs + gold_runs)
+    if verdict.kept:
+        result = ValidationResult(
+            _task(candidate, profile, verdict, base_runs, gold_runs), None, runs
+        )
+    else:
+        result = _rejected(candidate, verdict.reason, verdict.detail, runs)
+    if cache is not None:
+        cache.put(key, _to_cache(result))
+    return result
+
+
+def _runs_in_fresh_container(
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    repo_path: str,
+    tree: str,
+    ctx: RunContext,
+    state: str,
+    params: ValidateParams,
+    base: TestRun | None = None,
+) -> list[TestRun]:
+    """The main run of one state, then its reruns, in one fresh container of the profile image."""
+    with sandbox.session(SessionSpec(image=profile.image)) as session:
+        session.put_archive(archive(repo_path, tree, prefix="repo/"))
+        runs = [run_tests(session, ctx, state, attempt=0)]
+        if not runs[0].suite_ran or runs[0].timed_out:
+            return runs
+        if params.rerun_scope == "suite":
+            selection: tuple[str, ...] = ()
+        elif base is None:
+            selection = base_rerun_selection(runs[0])
+        else:
+            selection = gold_rerun_selection(base, runs[0])
+        if params.rerun_scope == "changed" and not selection:
+            return runs
+        for attempt in range(1, params.reruns + 1):
+            runs.append(run_tests(session, ctx, state, attempt, selection))
+    return runs
+
+
+def _task(
+    candidate: Candidate,
+    profile: EnvProfile,
+    verdict: Verdict,
+    base_runs: list[TestRun],
+    gold_runs: list[TestRun],
+) -> TaskInstance:
+    return TaskInstance(
+        instance_id=instance_id(candidate),
+        repo=candidate.repo,
+        base_commit=candidate.base_commit,
+        patch=candidate.patch,
+        test_patch=candidate.test_patch,
+        problem_statement="",
+        hints_text="",
+        created_at=candidate.created_at,
+        FAIL_TO_PASS=verdict.fail_to_pass,
+        PASS_TO_PASS=verdict.pass_to_pass,
+        environment_setup_commit=profile.setup_commit,
+        image_name=profile.image,
+        test_cmd=profile.test_cmd,
+        origin=candidate.origin,
+        profile_id=profile.profile_id,
+        candidate_id=candidate.candidate_id,
+        source=candidate.source,
+        flaky_tests=verdict.flaky,
+        difficulty=None,
+        scores={},
+        provenance={"validated_by": CACHE_VERSION, "commit": candidate.meta.commit},
+        validation=Validation(
+            base_exit_code=base_runs[0].exit_code,
+            gold_exit_code=gold_runs[0].exit_code,
+            base_log_digest=base_runs[0].log_digest,
+            gold_log_digest=gold_runs[0].log_digest,
+            reruns=len(base_runs) + len(gold_runs) - 2,
+            test_runs=len(base_runs) + len(gold_runs),
+        ),
+    )
+
+
+def _rejected(
+    candidate: Candidate, reason: str, detail: str, runs: tuple[TestRun, ...]
+) -> ValidationResult:
+    line = f"{candidate.repo}@{candidate.base_commit[:12]} ({candidate.candidate_id}): {detail}"
+    if runs and not runs[-1].suite_ran:
+        line += "\n--- log tail ---\n" + "\n".join(runs[-1].log.strip().splitlines()[-15:])
+    return ValidationResult(None, Rejection(candidate.candidate_id, STAGE, reason, line), runs)
+
+
+def _to_cache(result: ValidationResult) -> dict:
+    return {
+        "task": to_row(result.task) if result.task else None,
+        "rejection": to_row(result.rejection) if result.rejection else None,
+        "runs": [to_row(run) for run in result.runs],
+    }
+
+
+def _from_cache(entry: dict) -> ValidationResult:
+    return ValidationResult(
+        task=from_row(TaskInstance, entry["task"]) if entry["task"] else None,
+        rejection=from_row(Rejection, entry["rejection"]) if entry["rejection"] else None,
+        runs=tuple(from_row(TestRun, run) for run in entry["runs"]),
+        cached=True,
+    )

@@ -1,0 +1,91 @@
+"""The Sandbox interface: a fresh, isolated environment per session, reached only through this API.
+
+Workers on Dataflow/Flink/Spark cannot be assumed to run Docker, so everything that executes
+untrusted code goes through a Sandbox (the local Docker socket, a remote engine via DOCKER_HOST, or
+another backend) and nothing else.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# Paths inside every sandbox (the local backend maps them under its temporary directory).
+REPO_DIR = "/repo"
+VENV_DIR = "/venv"
+# The whole environment a command sees: nothing of the host's (no keys, no tokens) leaks in.
+BASE_ENV = {
+    "PATH": "/venv/bin:/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "LANG": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+}
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    output: str  # stdout and stderr interleaved; the head and tail when over the cap
+    timed_out: bool
+    duration_s: float
+    output_bytes: int = 0  # how much the command printed in all
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory: str = "2g"
+    cpus: float = 1.0
+    pids: int = 512
+    max_output_bytes: int = 200_000
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    image: str
+    network: bool = False  # only image builds get a network; test runs never do
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class Session(Protocol):
+    def put_archive(self, tar_bytes: bytes, dest: str = "/") -> None: ...
+
+    def exec(self, command: str, timeout_s: float, workdir: str = REPO_DIR) -> ExecResult: ...
+
+    def read_file(self, path: str) -> bytes | None: ...
+
+    def commit(self, tag: str) -> str: ...
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def session(self, spec: SessionSpec) -> AbstractContextManager[Session]: ...
+
+    def has_image(self, image: str) -> bool: ...
+
+
+class OutputCapture:
+    """Keeps the head and the tail of a command's output: errors sit at both ends of a long log."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            del self.tail[: max(len(self.tail) - self.half, 0)]
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        marker = f"\n[... {cut} bytes cut ...]\n".encode() if cut > 0 else b""
+        return bytes(self.head + marker + self.tail).decode("utf-8", "replace")
