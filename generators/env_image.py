@@ -24,6 +24,7 @@ from verifiers.sandbox import Sandbox, SessionSpec
 
 CA_PATH = "/tmp/trajforge/ca.crt"  # removed before the image is committed
 LOG_TAIL = 4000
+ALREADY_BUILT = "image already built"  # the log of a profile whose image was reused
 
 
 def build_env_image(
@@ -31,7 +32,7 @@ def build_env_image(
 ) -> EnvProfile:
     """The profile with status "built" (image ready) or "failed" (log says why)."""
     if sandbox.has_image(profile.image):
-        return dataclasses.replace(profile, status="built", log="image already built")
+        return dataclasses.replace(profile, status="built", log=ALREADY_BUILT)
     base = base_image_tag(profile.python)
     if not sandbox.has_image(base):
         raise UserError(

@@ -6,6 +6,7 @@ Every error a user can cause is one line on stderr and exit code 2, never a trac
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -72,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         split = args_list.index("--")
         args_list, beam_args = args_list[:split], args_list[split + 1 :]
     args = build_parser().parse_args(args_list)
+    # Beam's optional GCP modules warn at import that apitools is absent; that is not news.
+    logging.getLogger().setLevel(logging.ERROR)
     try:
         return _dispatch(args, beam_args)
     except UserError as exc:

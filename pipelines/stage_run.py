@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -48,18 +49,30 @@ def run_stage(
         outputs[name] | WriteTable(staging, name, spec.schema, spec.sort_key, shards)
     progress.start(stage, progress_total, progress_unit)
     try:
-        pipeline.run().wait_until_finish()
+        result = pipeline.run()
+        result.wait_until_finish()
     finally:
         progress.stop()
     ensure_tables(staging, {name: spec.schema for name, spec in tables.items()})
     reasons = Counter(_column(join(staging, "rejections"), "reason"))
     kept = _rows(join(staging, kept_table))
     summary = progress.Summary(stage, inputs(reasons, kept), kept, reasons, timer.elapsed())
+    summary.extra.update(_counters(result, ("cache_hits", "images_built")))
     write_bytes_atomic(
         os.path.join(staging, "summary.json"), json.dumps(summary.as_dict(), indent=2).encode()
     )
     publish(staging, output)
     return summary
+
+
+def _counters(result: Any, names: tuple[str, ...]) -> dict[str, object]:
+    """Beam counters worth a line in the summary (committed values, or attempted ones)."""
+    found: dict[str, object] = {}
+    for counter in result.metrics().query(MetricsFilter())["counters"]:
+        if counter.key.metric.name in names:
+            value = counter.committed if counter.committed is not None else counter.attempted
+            found[counter.key.metric.name] = found.get(counter.key.metric.name, 0) + value
+    return found
 
 
 def _rows(path: str) -> int:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from generators.env_image import build_env_image
+from generators.env_image import ALREADY_BUILT, build_env_image
 from generators.env_profile import JUNIT_PATH, detect_profile
 from generators.sources import open_source
 from pipelines import progress
@@ -110,6 +110,8 @@ class BuildEnvironmentFn(beam.DoFn):
         logs = os.path.join(self.params.cache_dir, "build-logs")
         assert self.sandbox is not None
         built = build_env_image(self.sandbox, profile, repo.path, self.params.environment, logs)
+        if built.log != ALREADY_BUILT:
+            Metrics.counter(STAGE, "images_built").inc()
         if built.status == "failed":
             self.failures.put(
                 profile.profile_id, {**built.__dict__, "install": list(built.install)}

@@ -41,8 +41,8 @@ def _to_plain(value: Any) -> Any:
         return to_row(value)
     if isinstance(value, tuple | list):
         return [_to_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _to_plain(v) for k, v in value.items()}
+    if isinstance(value, dict):  # maps in key order: the same record always gives the same bytes
+        return {k: _to_plain(value[k]) for k in sorted(value)}
     return value
 
 

@@ -12,6 +12,8 @@ STATUSES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL")
 
 @dataclass(frozen=True)
 class TestStatus:
+    __test__ = False  # not a pytest test class
+
     test_id: str  # pytest node id, as SWE-bench writes it
     status: str  # one of STATUSES
 

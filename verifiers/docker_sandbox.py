@@ -101,6 +101,7 @@ class DockerSandbox:
         self.limits = limits or Limits()
         self.client = connect(docker_host)
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        remove_leftovers(self.client)  # a killed earlier run must not hold resources
 
     def has_image(self, image: str) -> bool:
         import docker.errors
@@ -138,7 +139,10 @@ class DockerSandbox:
 
 def janitor(docker_host: str | None = None, only_dead_owners: bool = True) -> int:
     """Remove trajforge containers left by killed runs; return how many were removed."""
-    client = connect(docker_host)
+    return remove_leftovers(connect(docker_host), only_dead_owners)
+
+
+def remove_leftovers(client, only_dead_owners: bool = True) -> int:
     host = socket.gethostname()
     removed = 0
     for container in client.containers.list(all=True, filters={"label": LABEL}):

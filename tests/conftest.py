@@ -1,0 +1,52 @@
+"""Shared fixtures: a real test-built repository, the real CLI, a real Docker engine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from repo_factory import build_calc_repo  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAJFORGE = str(Path(sys.executable).parent / "trajforge")
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: int = 900):
+    """The real console script, as a user runs it."""
+    return subprocess.run(
+        [TRAJFORGE, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> None:
+    """Tests that need Docker fail loudly without it: `make setup` starts the engine."""
+    proc = subprocess.run(["docker", "info"], capture_output=True, check=False)
+    assert proc.returncode == 0, "no Docker engine answers; run `make setup` first"
+
+
+@pytest.fixture(scope="session")
+def calc_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    path = tmp_path_factory.mktemp("repos") / "calc"
+    return path, build_calc_repo(path)
+
+
+def write_params(path: Path, cache_dir: Path, extra: str = "") -> Path:
+    path.write_text(
+        f"cache_dir: {cache_dir}\n"
+        "validate:\n  test_timeout_s: 20\n  workers: 2\n"
+        "environment:\n  pythons: ['3.11']\n" + extra
+    )
+    return path

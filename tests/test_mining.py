@@ -1,0 +1,120 @@
+"""Commit mining on a real test-built repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generators.commit_miner import list_commits, mine_commit
+from generators.diff_split import is_test_path
+from generators.sources import SourceOptions, open_source
+from repo_factory import RepoBuilder
+from schemas.candidate import Candidate
+from schemas.errors import SourceError
+from schemas.params import MineParams
+from schemas.rejection import Rejection
+
+
+def _mine(path: Path, sha: str, **limits) -> Candidate | Rejection:
+    repo = open_source(str(path), SourceOptions(cache_dir=str(path.parent / "cache")))
+    return mine_commit(repo, sha, MineParams(**limits))
+
+
+@pytest.mark.parametrize(
+    ("path", "is_test"),
+    [
+        ("tests/test_x.py", True),
+        ("pkg/tests/data/input.json", True),
+        ("pkg/foo_test.py", True),
+        ("conftest.py", True),
+        ("pkg/testing_utils.py", False),
+        ("pkg/core.py", False),
+        ("docs/testing.rst", False),
+    ],
+)
+def test_test_paths(path, is_test):
+    assert is_test_path(path) is is_test
+
+
+def test_fix_commit_splits_into_patch_and_test_patch(calc_repo):
+    path, shas = calc_repo
+    candidate = _mine(path, shas["fix_add"])
+    assert isinstance(candidate, Candidate)
+    assert candidate.base_commit == shas["initial"]
+    assert "calc/ops.py" in candidate.patch and "tests/" not in candidate.patch
+    assert "tests/test_ops.py" in candidate.test_patch and "calc/ops.py" not in candidate.test_patch
+    assert candidate.meta.commit == shas["fix_add"]
+    assert candidate.meta.message == "Fix add: it subtracted"
+    assert candidate.origin == "commit"
+    assert candidate.repo == "local/calc"
+    assert _mine(path, shas["fix_add"]).candidate_id == candidate.candidate_id  # content id
+
+
+def test_commit_touching_only_tests_is_not_a_candidate(calc_repo):
+    path, shas = calc_repo
+    result = _mine(path, shas["tests_only"])
+    assert isinstance(result, Rejection) and result.reason == "no_source_change"
+
+
+def test_root_commit_is_not_a_candidate(calc_repo):
+    path, shas = calc_repo
+    result = _mine(path, shas["initial"])
+    assert isinstance(result, Rejection) and result.reason == "root_commit"
+
+
+def test_non_utf8_commit_message_is_decoded(calc_repo):
+    path, shas = calc_repo
+    candidate = _mine(path, shas["latin1"])
+    assert isinstance(candidate, Candidate)
+    # git re-decodes Latin-1 it recognises; anything else becomes U+FFFD. Never a crash.
+    assert candidate.meta.message in ("Fix sub for caf\u00e9 users", "Fix sub for caf\ufffd users")
+    candidate.meta.message.encode("utf-8")  # valid text for Arrow
+
+
+def test_limits_and_skipped_files(tmp_path):
+    repo = RepoBuilder(tmp_path / "lib")
+    repo.commit("init", {"lib.py": "x = 1\n", "tests/test_lib.py": "def test(): pass\n"})
+    sha = repo.commit(
+        "change with vendored code",
+        {
+            "lib.py": "x = 2\n",
+            "tests/test_lib.py": "def test():\n    assert True\n",
+            "vendor/dep.py": "y = 1\n" * 50,
+            "logo.png": None if False else "\x89PNG",  # committed as text; the glob list decides
+        },
+    )
+    candidate = _mine(repo.path, sha)
+    assert isinstance(candidate, Candidate)
+    assert candidate.meta.skipped_files == ("vendor/dep.py",)
+    assert "vendor/dep.py" not in candidate.patch
+    too_big = _mine(repo.path, sha, max_lines=2)
+    assert isinstance(too_big, Rejection) and too_big.reason == "too_large"
+    too_many = _mine(repo.path, sha, max_files=1)
+    assert isinstance(too_many, Rejection) and too_many.reason == "too_many_files"
+
+
+def test_commit_selection(calc_repo):
+    path, shas = calc_repo
+    repo = open_source(str(path), SourceOptions(cache_dir=str(path.parent / "cache")))
+    newest_two, none = list_commits(repo, MineParams(max_commits=2))
+    assert len(newest_two) == 2 and not none
+    picked, rejected = list_commits(repo, MineParams(commits=[shas["fix_add"][:10], "deadbeef"]))
+    assert picked == [shas["fix_add"]]
+    assert [r.reason for r in rejected] == ["unknown_commit"]
+
+
+@pytest.mark.parametrize("make", ["missing", "not_git"])
+def test_bad_local_sources_are_one_line_errors(tmp_path, make):
+    target = tmp_path / "x"
+    if make == "not_git":
+        target.mkdir()
+    with pytest.raises(SourceError) as info:
+        open_source(str(target), SourceOptions(cache_dir=str(tmp_path / "cache")))
+    assert str(target) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unreachable_url_is_a_source_error(tmp_path):
+    with pytest.raises(SourceError) as info:
+        open_source("file:///nonexistent/repo.git", SourceOptions(cache_dir=str(tmp_path)))
+    assert info.value.reason == "repo_unreachable"
