@@ -24,6 +24,13 @@ from verifiers.sandbox import Sandbox, SessionSpec
 
 CA_PATH = "/tmp/trajforge/ca.crt"  # removed before the image is committed
 LOG_TAIL = 4000
+# Bump when the build recipe changes, so cached build failures are retried with the new recipe.
+BUILD_RECIPE = "build-v2"
+# /repo is a plain tree (no .git), so setuptools-scm / hatch-vcs cannot read a version from git.
+PRETEND_VERSION = {
+    "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0",
+    "VCS_VERSIONING_PRETEND_VERSION": "0.0.0",
+}
 ALREADY_BUILT = "image already built"  # the log of a profile whose image was reused
 
 
@@ -64,7 +71,7 @@ def build_env_image(
 
 
 def _build_env(params: EnvironmentParams) -> dict[str, str]:
-    env: dict[str, str] = {}
+    env: dict[str, str] = dict(PRETEND_VERSION)
     if params.ca_bundle:
         if not os.path.isfile(params.ca_bundle):
             raise UserError(

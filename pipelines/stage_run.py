@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.metrics.metric import MetricsFilter
 import pyarrow as pa
 import pyarrow.parquet as pq
+from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines import progress
 from pipelines.beam_runtime import make_pipeline

@@ -8,12 +8,13 @@ GroupByKey) and shared by all its commits; then every candidate is validated in 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from generators.env_image import ALREADY_BUILT, build_env_image
+from generators.env_image import ALREADY_BUILT, BUILD_RECIPE, build_env_image
 from generators.env_profile import JUNIT_PATH, detect_profile
 from generators.sources import open_source
 from pipelines import progress
@@ -22,6 +23,7 @@ from schemas.candidate import Candidate
 from schemas.env_profile import EnvProfile
 from schemas.errors import UserError
 from schemas.params import Params
+from schemas.records import content_id, from_row, to_row
 from schemas.rejection import Rejection
 from schemas.storage import ContentCache
 from verifiers.candidate_validator import ValidationResult, validate_candidate
@@ -77,9 +79,9 @@ class BuildEnvironmentFn(beam.DoFn):
             self.unavailable = exc
         self.failures = ContentCache(self.params.cache_dir, "build-failures")
 
-    def process(self, element: tuple[str, object]):
+    def process(self, element: tuple[str, Iterable[tuple[EnvProfile, Candidate]]]):
         profile_id, members = element
-        pairs = sorted(members, key=lambda pc: (pc[1].created_at, pc[1].base_commit))  # type: ignore[index]
+        pairs = sorted(members, key=lambda pc: (pc[1].created_at, pc[1].base_commit))
         profile, first = pairs[0]
         candidates = [candidate for _, candidate in pairs]
         if self.unavailable is not None:
@@ -103,9 +105,10 @@ class BuildEnvironmentFn(beam.DoFn):
             yield built, candidate
 
     def _build(self, profile: EnvProfile, first: Candidate) -> EnvProfile:
-        known = self.failures.get(profile.profile_id)
+        failure_key = content_id(profile.profile_id, BUILD_RECIPE)
+        known = self.failures.get(failure_key)
         if known is not None:
-            return EnvProfile(**{**known, "install": tuple(known["install"])})
+            return from_row(EnvProfile, known)
         repo = open_source(first.source, source_options(self.params))
         logs = os.path.join(self.params.cache_dir, "build-logs")
         assert self.sandbox is not None
@@ -113,9 +116,7 @@ class BuildEnvironmentFn(beam.DoFn):
         if built.log != ALREADY_BUILT:
             Metrics.counter(STAGE, "images_built").inc()
         if built.status == "failed":
-            self.failures.put(
-                profile.profile_id, {**built.__dict__, "install": list(built.install)}
-            )
+            self.failures.put(failure_key, to_row(built))
         return built
 
 

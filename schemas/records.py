@@ -67,7 +67,7 @@ def _from_plain(hint: Any, value: Any) -> Any:
         item = get_args(hint)[0]
         return tuple(_from_plain(item, v) for v in value)
     if origin is dict:
-        key_t, val_t = get_args(hint)
+        _, val_t = get_args(hint)
         pairs = value.items() if isinstance(value, dict) else value  # Arrow maps read as pairs
         return {k: _from_plain(val_t, v) for k, v in pairs}
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from repo_factory import build_calc_repo  # noqa: E402
+from repo_factory import build_calc_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAJFORGE = str(Path(sys.executable).parent / "trajforge")

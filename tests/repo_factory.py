@@ -30,7 +30,11 @@ class RepoBuilder:
         date = f"2024-01-{self.day + 1:02d}T12:00:00+00:00"
         env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
         out = subprocess.run(
-            ["git", "-C", str(self.path), *args], input=input, env=env, check=True, capture_output=True
+            ["git", "-C", str(self.path), *args],
+            input=input,
+            env=env,
+            check=True,
+            capture_output=True,
         )
         return out.stdout.decode().strip()
 
@@ -154,7 +158,8 @@ def build_calc_repo(path: Path) -> dict[str, str]:
     shas["latin1"] = repo.commit(
         "Fix sub for caf\xe9 users".encode("latin-1"),
         {
-            "calc/ops.py": (path / "calc/ops.py").read_text() + "\n\ndef sub(a, b):\n    return a - b\n",
+            "calc/ops.py": (path / "calc/ops.py").read_text()
+            + "\n\ndef sub(a, b):\n    return a - b\n",
             "tests/test_sub.py": "from calc import ops\n\n\ndef test_sub():\n"
             "    assert getattr(ops, 'sub', None) is not None and ops.sub(5, 3) == 2\n",
         },

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tarfile
@@ -89,7 +90,5 @@ def test_janitor_removes_leftovers_of_a_dead_run(docker_engine):
         assert janitor() >= 1
         assert not client.containers.list(all=True, filters={"id": leftover.id})
     finally:
-        try:
+        with contextlib.suppress(docker.errors.NotFound):
             leftover.remove(force=True)
-        except docker.errors.NotFound:
-            pass

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from repo_factory import RepoBuilder
 
 from generators.commit_miner import list_commits, mine_commit
 from generators.diff_split import is_test_path
 from generators.sources import SourceOptions, open_source
-from repo_factory import RepoBuilder
 from schemas.candidate import Candidate
 from schemas.errors import SourceError
 from schemas.params import MineParams

@@ -16,7 +16,9 @@ RECORDS = [
         "c1", "local/calc", "/tmp/calc", "abc", "--- a\n", "--- t\n", "commit", "2024-01-01",
         CandidateMeta("def", "Fix caf\ufffd", "2024-01-01", 2, 3, 1, ("vendor/x.py",)),
     ),
-    EnvProfile("p1", "local/calc", "3.11", ("pip install -e .",), "pytest", "img:p1", "built", "", "abc"),
+    EnvProfile(
+        "p1", "local/calc", "3.11", ("pip install -e .",), "pytest", "img:p1", "built", "", "abc"
+    ),
     Rejection("c1", "validate", "no_fail_to_pass", "detail"),
     TestRun(
         "r1", "c1", "p1", "base", 0, ("t::a",), 1, True, False, 0.5,

@@ -12,7 +12,6 @@ from pathlib import Path
 import docker
 import polars as pl
 import pytest
-
 from conftest import TRAJFORGE, run_cli, write_params
 
 
@@ -41,7 +40,9 @@ def _rejections(out: Path) -> dict[str, str]:
 def _by_commit(work: Path) -> dict[str, str]:
     """fix commit sha -> candidate id, from the mine output."""
     frame = pl.read_parquet(work / "mine" / "candidates" / "*.parquet")
-    return {meta["commit"]: cid for cid, meta in zip(frame["candidate_id"], frame["meta"], strict=True)}
+    return {
+        meta["commit"]: cid for cid, meta in zip(frame["candidate_id"], frame["meta"], strict=True)
+    }
 
 
 def test_real_bug_fix_is_kept_with_the_right_tests(validated):
@@ -83,7 +84,9 @@ def test_hanging_test_is_killed_by_the_timeout(validated):
     work, shas, _ = validated
     cid = _by_commit(work)[shas["hang"]]
     assert _rejections(work / "out")[cid] == "timeout_at_base"
-    runs = pl.read_parquet(work / "out" / "runs" / "*.parquet").filter(pl.col("candidate_id") == cid)
+    runs = pl.read_parquet(work / "out" / "runs" / "*.parquet").filter(
+        pl.col("candidate_id") == cid
+    )
     assert runs["timed_out"].to_list() == [True]
 
 
@@ -163,12 +166,13 @@ def test_killed_run_resumes_without_duplicates(calc_repo, docker_engine, tmp_pat
     assert tasks["instance_id"].n_unique() == tasks.height == 3
     assert not list(tmp_path.glob("out.staging-*"))
     owner = f"{os.uname().nodename}:{proc.pid}"
-    left = docker.from_env().containers.list(all=True, filters={"label": f"trajforge.owner={owner}"})
+    left = docker.from_env().containers.list(
+        all=True, filters={"label": f"trajforge.owner={owner}"}
+    )
     assert left == []
 
 
-def test_cli_errors_are_one_line(calc_repo, tmp_path):
-    path, _ = calc_repo
+def test_cli_errors_are_one_line(tmp_path):
     cases = [
         (("mine", "--repo", str(tmp_path / "missing"), "--output", "o"), "no such directory"),
         (("validate", "--input", str(tmp_path / "nothing"), "--output", "o"), "no Parquet files"),
@@ -189,7 +193,9 @@ def test_cli_errors_are_one_line(calc_repo, tmp_path):
 def test_docker_down_is_a_counted_rejection(calc_repo, tmp_path):
     path, shas = calc_repo
     write_params(tmp_path / "params.yaml", tmp_path / "cache")
-    run_cli("mine", "--repo", str(path), "--commits", shas["fix_add"], "--output", "m", cwd=tmp_path)
+    run_cli(
+        "mine", "--repo", str(path), "--commits", shas["fix_add"], "--output", "m", cwd=tmp_path
+    )
     proc = run_cli(
         "validate", "--input", "m", "--output", "o", cwd=tmp_path,
         env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"},

@@ -79,7 +79,10 @@ def test_only_flaky_f2p_rejects():
 
 
 def test_a_test_lost_in_a_rerun_is_flaky():
-    gold = [run("gold", {"a": "PASSED", "b": "PASSED"}), run("gold", {"a": "PASSED"}, 1, ("a", "b"))]
+    gold = [
+        run("gold", {"a": "PASSED", "b": "PASSED"}),
+        run("gold", {"a": "PASSED"}, 1, ("a", "b")),
+    ]
     verdict = judge([run("base", {"a": "FAILED", "b": "FAILED"})], gold)
     assert verdict.fail_to_pass == ("a",) and verdict.flaky == ("b",)
 

@@ -1,0 +1,52 @@
+"""`dvc repro` with the project's own dvc.yaml, on a tiny params file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from conftest import ROOT
+
+
+def _dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+    return subprocess.run(
+        [f"{bin_dir}/dvc", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def test_dvc_repro_runs_mine_then_validate(calc_repo, docker_engine, tmp_path):
+    path, shas = calc_repo
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "dvc.yaml", project)
+    for package in ("generators", "pipelines", "verifiers", "schemas"):
+        shutil.copytree(
+            ROOT / package, project / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    (project / "params.yaml").write_text(
+        f"cache_dir: {tmp_path / 'cache'}\n"
+        f"sources:\n  repos: [{path}]\n  pypi: []\n"
+        f"mine:\n  commits: [{shas['fix_add']}]\n"
+        "environment:\n  default_python: '3.11'\n"
+        "sandbox:\n  kind: docker\n"
+        "validate:\n  test_timeout_s: 60\n"
+    )
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    assert _dvc("init", "-q", cwd=project).returncode == 0
+
+    first = _dvc("repro", cwd=project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    tasks = pl.read_parquet(project / "data" / "validate" / "tasks" / "*.parquet")
+    assert tasks["FAIL_TO_PASS"].to_list() == [["tests/test_ops.py::test_add"]]
+    assert (project / "dvc.lock").exists()
+
+    second = _dvc("repro", cwd=project)
+    assert second.returncode == 0
+    assert "didn't change, skipping" in second.stdout or "up to date" in second.stdout
