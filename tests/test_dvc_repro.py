@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import polars as pl
-
 from conftest import ROOT
 
 
