@@ -16,6 +16,7 @@ from apache_beam.metrics import Metrics
 
 from generators.env_image import ALREADY_BUILT, BUILD_RECIPE, build_env_image
 from generators.env_profile import JUNIT_PATH, detect_profile
+from generators.git import apply_patches, archive
 from generators.sources import open_source
 from pipelines import progress
 from pipelines.mine import source_options
@@ -26,13 +27,24 @@ from schemas.params import Params
 from schemas.records import content_id, from_row, to_row
 from schemas.rejection import Rejection
 from schemas.storage import ContentCache
-from verifiers.candidate_validator import ValidationResult, validate_candidate
+from verifiers.candidate_validator import (
+    Snapshot,
+    ValidationResult,
+    rejected,
+    validate_candidate,
+)
 from verifiers.sandboxes import make_sandbox
 
 REJECTED = "rejected"
 PROFILES = "profiles"
 RUNS = "runs"
 STAGE = "validate"
+
+
+def snapshot(repo_path: str, base_commit: str, patches: list[str]) -> Snapshot:
+    """The tree a test run sees, applied in a throwaway index; its tar is made only if needed."""
+    tree = apply_patches(repo_path, base_commit, patches)
+    return Snapshot(tree, lambda: archive(repo_path, tree, prefix="repo/"))
 
 
 def _reject(candidate: Candidate, reason: str, detail: str):
@@ -166,11 +178,19 @@ class ValidateBatchFn(beam.DoFn):
     def _validate(self, profile: EnvProfile, candidate: Candidate) -> ValidationResult:
         repo = open_source(candidate.source, source_options(self.params))
         assert self.sandbox is not None
+        try:
+            base = snapshot(repo.path, candidate.base_commit, [candidate.test_patch])
+            gold = snapshot(
+                repo.path, candidate.base_commit, [candidate.test_patch, candidate.patch]
+            )
+        except UserError as exc:
+            return rejected(candidate, exc.reason, str(exc), ())
         return validate_candidate(
             self.sandbox,
             candidate,
             profile,
-            repo.path,
+            base,
+            gold,
             self.params.validate,
             JUNIT_PATH,
             self.cache,

@@ -7,12 +7,11 @@ worker can reuse any result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from generators.git import apply_patches, archive
 from schemas.candidate import Candidate
 from schemas.env_profile import EnvProfile
-from schemas.errors import UserError
 from schemas.params import ValidateParams
 from schemas.records import content_id, from_row, to_row
 from schemas.rejection import Rejection
@@ -34,6 +33,14 @@ CACHE_VERSION = "validate-v1"
 
 
 @dataclass(frozen=True)
+class Snapshot:
+    """The exact files of one test run: a content id, and a tar of them under ``repo/``."""
+
+    tree_id: str
+    tar: Callable[[], bytes]  # called only when the verdict is not cached
+
+
+@dataclass(frozen=True)
 class ValidationResult:
     task: TaskInstance | None
     rejection: Rejection | None
@@ -49,22 +56,16 @@ def validate_candidate(
     sandbox: Sandbox,
     candidate: Candidate,
     profile: EnvProfile,
-    repo_path: str,
+    base: Snapshot,
+    gold: Snapshot,
     params: ValidateParams,
     junit_path: str,
     cache: ContentCache | None,
 ) -> ValidationResult:
-    try:
-        base_tree = apply_patches(repo_path, candidate.base_commit, [candidate.test_patch])
-        gold_tree = apply_patches(
-            repo_path, candidate.base_commit, [candidate.test_patch, candidate.patch]
-        )
-    except UserError as exc:
-        return _rejected(candidate, exc.reason, str(exc), ())
-    key = content_id(
-        CACHE_VERSION, profile.profile_id, profile.image, profile.test_cmd, base_tree, gold_tree,
-        params.reruns, params.rerun_scope, params.test_timeout_s, length=32,
-    )  # fmt: skip
+    """``base`` is base + test_patch, ``gold`` is base + test_patch + patch."""
+    decides = (profile.profile_id, profile.image, profile.test_cmd, base.tree_id, gold.tree_id)
+    policy = (params.reruns, params.rerun_scope, params.test_timeout_s)
+    key = content_id(CACHE_VERSION, *decides, *policy, length=32)
     if cache is not None and (hit := cache.get(key)) is not None:
         return _from_cache(hit)
     ctx = RunContext(
@@ -74,9 +75,7 @@ def validate_candidate(
         junit_path,
         params.test_timeout_s,
     )
-    base_runs = _runs_in_fresh_container(
-        sandbox, profile, repo_path, base_tree, ctx, "base", params
-    )
+    base_runs = _runs_in_fresh_container(sandbox, profile, base, ctx, "base", params)
     verdict = suite_failure(base_runs[0])
     gold_runs: list[TestRun] = []
     if verdict is None and not base_rerun_selection(base_runs[0]):
@@ -85,7 +84,7 @@ def validate_candidate(
         )
     if verdict is None:
         gold_runs = _runs_in_fresh_container(
-            sandbox, profile, repo_path, gold_tree, ctx, "gold", params, base=base_runs[0]
+            sandbox, profile, gold, ctx, "gold", params, base=base_runs[0]
         )
         verdict = judge(base_runs, gold_runs)
     runs = tuple(base_runs + gold_runs)
@@ -94,7 +93,7 @@ def validate_candidate(
             _task(candidate, profile, verdict, base_runs, gold_runs), None, runs
         )
     else:
-        result = _rejected(candidate, verdict.reason, verdict.detail, runs)
+        result = rejected(candidate, verdict.reason, verdict.detail, runs)
     if cache is not None:
         cache.put(key, _to_cache(result))
     return result
@@ -103,8 +102,7 @@ def validate_candidate(
 def _runs_in_fresh_container(
     sandbox: Sandbox,
     profile: EnvProfile,
-    repo_path: str,
-    tree: str,
+    snapshot: Snapshot,
     ctx: RunContext,
     state: str,
     params: ValidateParams,
@@ -112,7 +110,7 @@ def _runs_in_fresh_container(
 ) -> list[TestRun]:
     """The main run of one state, then its reruns, in one fresh container of the profile image."""
     with sandbox.session(SessionSpec(image=profile.image)) as session:
-        session.put_archive(archive(repo_path, tree, prefix="repo/"))
+        session.put_archive(snapshot.tar())
         runs = [run_tests(session, ctx, state, attempt=0)]
         if not runs[0].suite_ran or runs[0].timed_out:
             return runs
@@ -169,7 +167,7 @@ def _task(
     )
 
 
-def _rejected(
+def rejected(
     candidate: Candidate, reason: str, detail: str, runs: tuple[TestRun, ...]
 ) -> ValidationResult:
     line = f"{candidate.repo}@{candidate.base_commit[:12]} ({candidate.candidate_id}): {detail}"
