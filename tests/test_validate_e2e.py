@@ -13,6 +13,7 @@ import docker
 import polars as pl
 import pytest
 from conftest import TRAJFORGE, run_cli, write_params
+from repo_factory import RepoBuilder
 
 
 @pytest.fixture(scope="module")
@@ -205,3 +206,26 @@ def test_docker_down_is_a_counted_rejection(calc_repo, tmp_path):
     assert summary["rejected"] == {"sandbox_unavailable": 1}
     detail = pl.read_parquet(tmp_path / "o" / "rejections" / "*.parquet")["detail"][0]
     assert "make setup" in detail
+
+
+def test_repo_without_tests_is_a_counted_rejection(tmp_path):
+    repo = RepoBuilder(tmp_path / "notests")
+    repo.commit("init", {"lib.py": "x = 1\n"})
+    repo.commit("change", {"lib.py": "x = 2\n"})
+    proc = run_cli("mine", "--repo", str(repo.path), "--output", "o", cwd=tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["rejected"] == {"no_tests": 1} and summary["kept"] == 0
+
+
+def test_local_sandbox_must_be_chosen_and_says_so(calc_repo, tmp_path):
+    path, shas = calc_repo
+    write_params(tmp_path / "params.yaml", tmp_path / "cache")
+    run_cli(
+        "mine", "--repo", str(path), "--commits", shas["fix_add"], "--output", "m", cwd=tmp_path
+    )
+    proc = run_cli("validate", "--input", "m", "--output", "o", "--sandbox", "local", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "NO isolation" in proc.stderr
+    tasks = pl.read_parquet(tmp_path / "o" / "tasks" / "*.parquet")
+    assert tasks["FAIL_TO_PASS"].to_list() == [["tests/test_ops.py::test_add"]]
