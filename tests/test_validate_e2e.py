@@ -229,3 +229,8 @@ def test_local_sandbox_must_be_chosen_and_says_so(calc_repo, tmp_path):
     assert "NO isolation" in proc.stderr
     tasks = pl.read_parquet(tmp_path / "o" / "tasks" / "*.parquet")
     assert tasks["FAIL_TO_PASS"].to_list() == [["tests/test_ops.py::test_add"]]
+    # The install went into the sandbox's own venv, never into the interpreter running trajforge.
+    venvs = list((tmp_path / "cache" / "local-envs").glob("venv-*/lib/python*/site-packages"))
+    assert any(list(v.glob("calc-*.dist-info")) for v in venvs)
+    host = subprocess.run(["pip", "show", "calc"], capture_output=True, check=False)
+    assert host.returncode != 0

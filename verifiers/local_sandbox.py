@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,9 @@ import uuid
 from collections.abc import Iterator
 
 from verifiers.sandbox import BASE_ENV, ExecResult, Limits, OutputCapture, SessionSpec
+
+# /repo, /venv or /tmp as a whole path component, not inside another path such as /var/tmp.
+SANDBOX_PATH = re.compile(r"(?<![\w./-])/(?:repo|venv|tmp)(?![\w.-])")
 
 WARNING = (
     "WARNING: --sandbox local runs untrusted repository code on this machine with NO isolation "
@@ -50,9 +54,8 @@ class LocalSession:
         return os.path.join(self.workdir, path.lstrip("/"))
 
     def _map_command(self, command: str) -> str:
-        for prefix in ("/repo", "/venv", "/tmp"):
-            command = command.replace(prefix, self._map(prefix))
-        return command
+        """Rewrite sandbox paths in one pass, so a mapped path is never rewritten again."""
+        return SANDBOX_PATH.sub(lambda match: self._map(match.group(0)), command)
 
     def put_archive(self, tar_bytes: bytes, dest: str = "/") -> None:
         with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:

@@ -1,0 +1,18 @@
+"""The local sandbox maps sandbox paths under its own directories, once."""
+
+from __future__ import annotations
+
+from verifiers.local_sandbox import LocalSession
+from verifiers.sandbox import Limits
+
+
+def test_paths_are_mapped_in_one_pass_even_under_tmp():
+    session = LocalSession(
+        "/tmp/work", "/tmp/cache/envs/venv-1", "/tmp/cache/envs", Limits(), {"CA": "/tmp/ca.crt"}
+    )
+    assert session._map_command("python3 -m venv /venv") == "python3 -m venv /tmp/cache/envs/venv-1"
+    assert session._map_command("cd /repo && x --out=/tmp/j.xml") == (
+        "cd /tmp/work/repo && x --out=/tmp/work/tmp/j.xml"
+    )
+    assert session._map_command("ls /var/tmp /repository") == "ls /var/tmp /repository"
+    assert session.env["CA"] == "/tmp/work/tmp/ca.crt"
