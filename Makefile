@@ -30,7 +30,8 @@ lint:
 	$(BIN)/mypy
 
 bench:
-	$(BIN)/python benchmarks/validate.py
+	@test -n "$(REPO)" || { echo "usage: make bench REPO=path/to/a/git/repo [ARGS=...]"; exit 2; }
+	$(BIN)/python benchmarks/validate.py --repo $(REPO) $(ARGS)
 
 clean-containers:
 	$(BIN)/trajforge janitor

@@ -20,7 +20,7 @@ from schemas.env_profile import EnvProfile
 from schemas.errors import UserError
 from schemas.params import EnvironmentParams
 from schemas.storage import write_bytes_atomic
-from verifiers.sandbox import Sandbox, SessionSpec
+from verifiers.sandbox import Sandbox, Session, SessionSpec
 
 CA_PATH = "/tmp/trajforge/ca.crt"  # removed before the image is committed
 LOG_TAIL = 4000
@@ -47,30 +47,48 @@ def build_env_image(
             f"or `trajforge base-image --python {profile.python}`",
             reason="no_base_image",
         )
-    env = _build_env(params)
-    files = archive(repo_path, profile.setup_commit, prefix="repo/")
     log: list[str] = []
-    deadline = time.monotonic() + params.build_timeout_s
-    with sandbox.session(SessionSpec(image=base, network=True, env=env)) as session:
-        session.put_archive(files)
-        if "PIP_CERT" in env and params.ca_bundle:
-            session.put_archive(_single_file_tar(CA_PATH.lstrip("/"), _read(params.ca_bundle)))
-        steps = [("/", "python3 -m venv /venv"), *(("/repo", cmd) for cmd in profile.install)]
-        for workdir, command in steps:
-            remaining = deadline - time.monotonic()
-            result = session.exec(command, timeout_s=max(remaining, 1), workdir=workdir)
-            log.append(f"$ {command}\n{result.output}")
-            if result.timed_out or result.exit_code != 0:
-                why = "timed out" if result.timed_out else f"exit {result.exit_code}"
-                log.append(f"install step failed ({why}): {command}")
-                return _finish(profile, "failed", log, logs_dir)
+    with sandbox.session(build_session_spec(base, params)) as session:
+        installed = install_profile(session, profile, repo_path, params, log)
+        if not installed:
+            return _finish(profile, "failed", log, logs_dir)
         clean = f"find /repo -mindepth 1 -delete && rm -rf {shlex.quote(os.path.dirname(CA_PATH))}"
         session.exec(clean, timeout_s=120, workdir="/")
         session.commit(profile.image)
     return _finish(profile, "built", log, logs_dir)
 
 
-def _build_env(params: EnvironmentParams) -> dict[str, str]:
+def build_session_spec(image: str, params: EnvironmentParams) -> SessionSpec:
+    """A networked session for installing (the only kind that gets a network)."""
+    return SessionSpec(image=image, network=True, env=build_env(params))
+
+
+def install_profile(
+    session: Session, profile: EnvProfile, repo_path: str, params: EnvironmentParams, log: list[str]
+) -> bool:
+    """Put the repo at the profile's setup commit in /repo, make /venv, run the install commands.
+
+    Shared by image builds and by anything that wants a fresh environment per task (the
+    benchmark's SWE-bench-style baseline). Appends each command and its output to ``log``.
+    """
+    session.put_archive(archive(repo_path, profile.setup_commit, prefix="repo/"))
+    if params.ca_bundle:
+        session.put_archive(_single_file_tar(CA_PATH.lstrip("/"), _read(params.ca_bundle)))
+    deadline = time.monotonic() + params.build_timeout_s
+    steps = [("/", "python3 -m venv /venv"), *(("/repo", cmd) for cmd in profile.install)]
+    for workdir, command in steps:
+        remaining = deadline - time.monotonic()
+        result = session.exec(command, timeout_s=max(remaining, 1), workdir=workdir)
+        log.append(f"$ {command}\n{result.output}")
+        if result.timed_out or result.exit_code != 0:
+            why = "timed out" if result.timed_out else f"exit {result.exit_code}"
+            log.append(f"install step failed ({why}): {command}")
+            return False
+    return True
+
+
+def build_env(params: EnvironmentParams) -> dict[str, str]:
+    """Variables an install sees: the CA bundle, the index, a version for VCS-versioned builds."""
     env: dict[str, str] = dict(PRETEND_VERSION)
     if params.ca_bundle:
         if not os.path.isfile(params.ca_bundle):

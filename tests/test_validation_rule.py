@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from schemas.test_run import TestRun, TestStatus
-from verifiers.validation import base_rerun_selection, gold_rerun_selection, judge
+from verifiers.validation import decisive_tests, failing_tests, judge
 
 
 def run(state: str, statuses: dict[str, str], attempt: int = 0, selection=(), **kw) -> TestRun:
@@ -105,5 +105,5 @@ def test_no_fail_to_pass_rejects():
 def test_rerun_selections_target_what_the_verdict_rests_on():
     base = run("base", {"a": "FAILED", "b": "PASSED", "c": "ERROR", "d": "PASSED"})
     gold = run("gold", {"a": "PASSED", "b": "FAILED", "c": "ERROR", "d": "PASSED"})
-    assert base_rerun_selection(base) == ("a", "c")
-    assert gold_rerun_selection(base, gold) == ("a", "b")
+    assert failing_tests(base) == ("a", "c")
+    assert decisive_tests(base, gold) == ("a", "b")

@@ -20,16 +20,10 @@ from schemas.task_instance import TaskInstance, Validation
 from schemas.test_run import TestRun
 from verifiers.sandbox import Sandbox, SessionSpec
 from verifiers.test_runner import RunContext, run_tests
-from verifiers.validation import (
-    Verdict,
-    base_rerun_selection,
-    gold_rerun_selection,
-    judge,
-    suite_failure,
-)
+from verifiers.validation import Verdict, decisive_tests, failing_tests, judge, suite_failure
 
 STAGE = "validate"
-CACHE_VERSION = "validate-v1"
+CACHE_VERSION = "validate-v2"
 
 
 @dataclass(frozen=True)
@@ -75,23 +69,11 @@ def validate_candidate(
         junit_path,
         params.test_timeout_s,
     )
-    base_runs = _runs_in_fresh_container(sandbox, profile, base, ctx, "base", params)
-    verdict = suite_failure(base_runs[0])
-    gold_runs: list[TestRun] = []
-    if verdict is None and not base_rerun_selection(base_runs[0]):
-        verdict = Verdict(
-            False, "no_failing_test_at_base", "every test passes before the fix; nothing to fix"
-        )
-    if verdict is None:
-        gold_runs = _runs_in_fresh_container(
-            sandbox, profile, gold, ctx, "gold", params, base=base_runs[0]
-        )
-        verdict = judge(base_runs, gold_runs)
+    base_runs, gold_runs, verdict = _run_and_judge(sandbox, profile, base, gold, ctx, params)
     runs = tuple(base_runs + gold_runs)
     if verdict.kept:
-        result = ValidationResult(
-            _task(candidate, profile, verdict, base_runs, gold_runs), None, runs
-        )
+        task = _task(candidate, profile, verdict, base_runs, gold_runs)
+        result = ValidationResult(task, None, runs)
     else:
         result = rejected(candidate, verdict.reason, verdict.detail, runs)
     if cache is not None:
@@ -99,32 +81,40 @@ def validate_candidate(
     return result
 
 
-def _runs_in_fresh_container(
+def _run_and_judge(
     sandbox: Sandbox,
     profile: EnvProfile,
-    snapshot: Snapshot,
+    base: Snapshot,
+    gold: Snapshot,
     ctx: RunContext,
-    state: str,
     params: ValidateParams,
-    base: TestRun | None = None,
-) -> list[TestRun]:
-    """The main run of one state, then its reruns, in one fresh container of the profile image."""
-    with sandbox.session(SessionSpec(image=profile.image)) as session:
-        session.put_archive(snapshot.tar())
-        runs = [run_tests(session, ctx, state, attempt=0)]
-        if not runs[0].suite_ran or runs[0].timed_out:
-            return runs
-        if params.rerun_scope == "suite":
-            selection: tuple[str, ...] = ()
-        elif base is None:
-            selection = base_rerun_selection(runs[0])
-        else:
-            selection = gold_rerun_selection(base, runs[0])
-        if params.rerun_scope == "changed" and not selection:
-            return runs
-        for attempt in range(1, params.reruns + 1):
-            runs.append(run_tests(session, ctx, state, attempt, selection))
-    return runs
+) -> tuple[list[TestRun], list[TestRun], Verdict]:
+    """Main runs in two fresh containers, then reruns of the decisive tests in both.
+
+    The base container stays open while gold runs, so reruns wait until the FAIL->PASS and
+    PASS->FAIL candidates are known: a candidate without any costs no rerun at all, and each
+    rerun is limited to the tests the verdict rests on (``rerun_scope: suite``: everything).
+    """
+    spec = SessionSpec(image=profile.image)
+    with sandbox.session(spec) as base_session:
+        base_session.put_archive(base.tar())
+        base_runs = [run_tests(base_session, ctx, "base", attempt=0)]
+        if failure := suite_failure(base_runs[0]):
+            return base_runs, [], failure
+        if not failing_tests(base_runs[0]):
+            reason = "every test passes before the fix; nothing to fix"
+            return base_runs, [], Verdict(False, "no_failing_test_at_base", reason)
+        with sandbox.session(spec) as gold_session:
+            gold_session.put_archive(gold.tar())
+            gold_runs = [run_tests(gold_session, ctx, "gold", attempt=0)]
+            decisive = decisive_tests(base_runs[0], gold_runs[0])
+            if suite_failure(gold_runs[0]) or not decisive:
+                return base_runs, gold_runs, judge(base_runs, gold_runs)
+            selection = () if params.rerun_scope == "suite" else decisive
+            for attempt in range(1, params.reruns + 1):
+                base_runs.append(run_tests(base_session, ctx, "base", attempt, selection))
+                gold_runs.append(run_tests(gold_session, ctx, "gold", attempt, selection))
+    return base_runs, gold_runs, judge(base_runs, gold_runs)
 
 
 def _task(

@@ -5,9 +5,9 @@ import error), at least one test goes FAIL->PASS with the fix, no test goes PASS
 verdict repeats on reruns. Tests whose status changes between identical runs are flaky and never
 enter FAIL_TO_PASS or PASS_TO_PASS.
 
-Reruns cost little: by default (``rerun_scope: changed``) only the tests the verdict rests on are
-rerun, in the same container right after the full run: the failing tests at base, and at gold the
-FAIL->PASS and PASS->FAIL candidates. ``rerun_scope: suite`` reruns everything.
+Reruns cost little: by default (``rerun_scope: changed``) only the tests the verdict rests on (the
+FAIL->PASS and PASS->FAIL candidates) are rerun, at base and at gold, in the containers of the main
+runs. ``rerun_scope: suite`` reruns everything.
 """
 
 from __future__ import annotations
@@ -94,11 +94,11 @@ def judge(base_runs: list[TestRun], gold_runs: list[TestRun]) -> Verdict:
     )
 
 
-def base_rerun_selection(base: TestRun) -> tuple[str, ...]:
-    return tuple(t for t, s in sorted(base.statuses().items()) if s in FAILING)
+def failing_tests(run: TestRun) -> tuple[str, ...]:
+    return tuple(t for t, s in sorted(run.statuses().items()) if s in FAILING)
 
 
-def gold_rerun_selection(base: TestRun, gold: TestRun) -> tuple[str, ...]:
+def decisive_tests(base: TestRun, gold: TestRun) -> tuple[str, ...]:
     """The FAIL->PASS and PASS->FAIL candidates: the tests the verdict rests on."""
     before, after = base.statuses(), gold.statuses()
     return tuple(
