@@ -91,6 +91,10 @@ class BuildEnvironmentFn(beam.DoFn):
             self.unavailable = exc
         self.failures = ContentCache(self.params.cache_dir, "build-failures")
 
+    def teardown(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+
     def process(self, element: tuple[str, Iterable[tuple[EnvProfile, Candidate]]]):
         profile_id, members = element
         pairs = sorted(members, key=lambda pc: (pc[1].created_at, pc[1].base_commit))
@@ -150,6 +154,8 @@ class ValidateBatchFn(beam.DoFn):
 
     def teardown(self) -> None:
         self.pool.shutdown(wait=True)
+        if self.sandbox is not None:
+            self.sandbox.close()
 
     def process(self, batch: list[tuple[EnvProfile, Candidate]]):
         if self.unavailable is not None:

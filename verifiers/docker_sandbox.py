@@ -7,6 +7,7 @@ container. Containers carry a label so ``janitor`` can remove leftovers of a kil
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import os
@@ -15,6 +16,7 @@ import tarfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from schemas.errors import SandboxUnavailable
 from verifiers.sandbox import BASE_ENV, REPO_DIR, ExecResult, Limits, OutputCapture, SessionSpec
@@ -95,6 +97,12 @@ class DockerSession:
 
 
 class DockerSandbox:
+    """Fresh containers on demand; one spare per image is started ahead so nobody waits for it.
+
+    A spare is a container nobody has used: handing it out is the same as starting it then.
+    Used containers are removed in the background. ``close`` removes the spares.
+    """
+
     name = "docker"
 
     def __init__(self, limits: Limits | None = None, docker_host: str | None = None) -> None:
@@ -102,6 +110,11 @@ class DockerSandbox:
         self.client = connect(docker_host)
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         remove_leftovers(self.client)  # a killed earlier run must not hold resources
+        self.background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="docker-bg")
+        self.spares: dict[str, list[Future]] = {}
+        self.lock = threading.Lock()
+        self.closed = False
+        atexit.register(self.close)
 
     def has_image(self, image: str) -> bool:
         import docker.errors
@@ -114,7 +127,40 @@ class DockerSandbox:
 
     @contextlib.contextmanager
     def session(self, spec: SessionSpec) -> Iterator[DockerSession]:
-        container = self.client.containers.run(
+        container = self._fresh_container(spec)
+        session = DockerSession(container, self.limits, {**BASE_ENV, **spec.env})
+        try:
+            yield session
+        finally:
+            self.background.submit(_remove, container)
+
+    def close(self) -> None:
+        """Remove the spares and wait for background removals (safe to call twice)."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            spares = [f for futures in self.spares.values() for f in futures]
+            self.spares.clear()
+        for future in spares:
+            with contextlib.suppress(Exception):
+                _remove(future.result())
+        self.background.shutdown(wait=True)
+
+    def _fresh_container(self, spec: SessionSpec):
+        if spec.network:  # image builds: one-off, never pooled
+            return self._start(spec)
+        with self.lock:
+            queue = self.spares.setdefault(spec.image, [])
+            spare = queue.pop() if queue else None
+            queue.append(self.background.submit(self._start, spec))
+        if spare is not None:
+            with contextlib.suppress(Exception):
+                return spare.result()
+        return self._start(spec)
+
+    def _start(self, spec: SessionSpec):
+        return self.client.containers.run(
             spec.image,
             ["sleep", "infinity"],
             detach=True,
@@ -129,12 +175,11 @@ class DockerSandbox:
             labels={LABEL: "1", OWNER_LABEL: self.owner},
             working_dir="/",
         )
-        session = DockerSession(container, self.limits, {**BASE_ENV, **spec.env})
-        try:
-            yield session
-        finally:
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
+
+
+def _remove(container) -> None:
+    with contextlib.suppress(Exception):
+        container.remove(force=True)
 
 
 def janitor(docker_host: str | None = None, only_dead_owners: bool = True) -> int:

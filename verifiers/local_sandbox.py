@@ -120,6 +120,9 @@ class LocalSandbox:
     def has_image(self, image: str) -> bool:
         return image.startswith("trajforge-base:") or os.path.exists(self._env_link(image))
 
+    def close(self) -> None:
+        """Nothing runs in the background here."""
+
     def _env_link(self, image: str) -> str:
         return os.path.join(self.envs_dir, _safe(image))
 

@@ -65,6 +65,8 @@ class Sandbox(Protocol):
 
     def has_image(self, image: str) -> bool: ...
 
+    def close(self) -> None: ...
+
 
 class OutputCapture:
     """Keeps the head and the tail of a command's output: errors sit at both ends of a long log."""
