@@ -33,6 +33,7 @@ from verifiers.candidate_validator import (
     rejected,
     validate_candidate,
 )
+from verifiers.sandbox import Sandbox
 from verifiers.sandboxes import make_sandbox
 
 REJECTED = "rejected"
@@ -77,23 +78,31 @@ class DetectProfileFn(beam.DoFn):
         yield profile.profile_id, (profile, candidate)
 
 
-class BuildEnvironmentFn(beam.DoFn):
-    """One image per profile, built at the profile's oldest commit, shared by all its candidates."""
+class SandboxFn(beam.DoFn):
+    """A DoFn holding one sandbox per worker; an unreachable engine becomes rejections."""
 
     def __init__(self, params: Params) -> None:
         self.params = params
 
     def setup(self) -> None:
-        self.sandbox, self.unavailable = None, None
+        self.sandbox: Sandbox | None = None
+        self.unavailable: UserError | None = None
         try:
             self.sandbox = make_sandbox(self.params, quiet=True)
         except UserError as exc:
             self.unavailable = exc
-        self.failures = ContentCache(self.params.cache_dir, "build-failures")
 
     def teardown(self) -> None:
         if self.sandbox is not None:
             self.sandbox.close()
+
+
+class BuildEnvironmentFn(SandboxFn):
+    """One image per profile, built at the profile's oldest commit, shared by all its candidates."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.failures = ContentCache(self.params.cache_dir, "build-failures")
 
     def process(self, element: tuple[str, Iterable[tuple[EnvProfile, Candidate]]]):
         profile_id, members = element
@@ -136,26 +145,18 @@ class BuildEnvironmentFn(beam.DoFn):
         return built
 
 
-class ValidateBatchFn(beam.DoFn):
+class ValidateBatchFn(SandboxFn):
     """A batch of (profile, candidate) -> tasks / rejections / test runs, ``workers`` at once."""
 
-    def __init__(self, params: Params) -> None:
-        self.params = params
-
     def setup(self) -> None:
-        self.sandbox, self.unavailable = None, None
-        try:
-            self.sandbox = make_sandbox(self.params, quiet=True)
-        except UserError as exc:
-            self.unavailable = exc
+        super().setup()
         self.cache = ContentCache(self.params.cache_dir, "validate")
         self.pool = ThreadPoolExecutor(max_workers=self.params.validate.workers)
         self.cached = Metrics.counter(STAGE, "cache_hits")
 
     def teardown(self) -> None:
         self.pool.shutdown(wait=True)
-        if self.sandbox is not None:
-            self.sandbox.close()
+        super().teardown()
 
     def process(self, batch: list[tuple[EnvProfile, Candidate]]):
         if self.unavailable is not None:
