@@ -42,6 +42,8 @@ class Candidate:
     origin: str  # commit | release | bug/<operator> | bug/llm | explore
     created_at: str
     meta: CandidateMeta = field(default_factory=lambda: CandidateMeta("", "", "", 0, 0, 0))
+    # Synthesized bugs: the task starts at base_commit + bug_patch, and `patch` undoes it.
+    bug_patch: str = ""
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -54,5 +56,6 @@ class Candidate:
             ("origin", pa.string()),
             ("created_at", pa.string()),
             ("meta", META_TYPE),
+            ("bug_patch", pa.large_string()),
         ]
     )

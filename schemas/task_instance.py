@@ -53,6 +53,7 @@ class TaskInstance:
     scores: dict[str, float] = field(default_factory=dict)
     provenance: dict[str, str] = field(default_factory=dict)
     validation: Validation | None = None
+    bug_patch: str = ""  # bug/* tasks start at base_commit + bug_patch (SWE-smith's bug branch)
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -78,5 +79,6 @@ class TaskInstance:
             ("scores", pa.map_(pa.string(), pa.float64())),
             ("provenance", pa.map_(pa.string(), pa.string())),
             ("validation", VALIDATION_TYPE),
+            ("bug_patch", pa.large_string()),
         ]
     )

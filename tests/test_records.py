@@ -10,6 +10,7 @@ from schemas.records import check_schema, content_id
 from schemas.storage import ContentCache, read_records, write_records
 from schemas.task_instance import Validation
 from schemas.test_run import TestStatus
+from schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
 
 RECORDS = [
     Candidate(
@@ -28,7 +29,16 @@ RECORDS = [
         "local__calc-c1", "local/calc", "abc", "p", "tp", "", "", "2024-01-01",
         ("t::a",), ("t::b[x y]",), "abc", "img:p1", "pytest", "commit", "p1", "c1", "/tmp/calc",
         ("t::flaky",), None, {"size": 1.0}, {"validated_by": "v1"},
-        Validation(1, 0, "a" * 64, "b" * 64, 2, 4),
+        Validation(1, 0, "a" * 64, "b" * 64, 2, 4), "--- bug\n",
+    ),
+    Trajectory(
+        "t1", "local__calc-c1", "m",
+        (
+            Message("user", "fix it"),
+            Message("assistant", "", (ToolCall("c1", "function", FunctionCall("bash", "{}")),)),
+            Message("tool", "calc.py", tool_call_id="c1", name="bash"),
+        ),
+        "[]", "diff", "submitted", True, 1.0, {"t::a": "PASSED"}, {"prompt_tokens": 3}, "rollout",
     ),
 ]  # fmt: skip
 
