@@ -74,6 +74,48 @@ class ValidateParams:
 
 
 @dataclass
+class InjectParams:
+    """Bug injection (issue 3): which mutants to make and how to prove them."""
+
+    repos: list[str] = field(default_factory=list)  # local paths or git URLs to inject into
+    pypi: list[str] = field(default_factory=list)  # PyPI names (their newest release)
+    commit: str | None = None  # snapshot to inject into (default: the newest commit)
+    operators: list[str] = field(default_factory=list)  # empty: every operator
+    max_candidates: int = 200  # mutants per snapshot, sampled reproducibly
+    seed: int = 0
+    min_complexity: int = 2  # skip trivial functions (cyclomatic complexity below this)
+    combos: int = 10  # harder tasks: combinations of 2-3 validated mutants per snapshot
+    mode: str = "procedural"  # procedural | llm (needs an endpoint)
+
+
+@dataclass
+class CurateParams:
+    """Dedup, decontamination and score thresholds (issue 5)."""
+
+    dedup_fields: list[str] = field(default_factory=lambda: ["patch", "problem_statement"])
+    shingle_size: int = 5  # tokens per shingle
+    num_perm: int = 128  # MinHash permutations
+    bands: int = 32  # LSH bands (num_perm / bands rows each)
+    threshold: float = 0.8  # estimated Jaccard at or above which two records are near-duplicates
+    benchmarks: list[str] = field(default_factory=list)  # SWE-bench-style Parquet/JSONL files
+    decontam_ngram: int = 13  # n-gram size (tokens) for benchmark overlap
+    decontam_threshold: float = 0.5  # fraction of a record's n-grams found in a benchmark
+    min_scores: dict[str, float] = field(default_factory=dict)  # score name -> minimum kept
+    max_scores: dict[str, float] = field(default_factory=dict)  # score name -> maximum kept
+
+
+@dataclass
+class ExportParams:
+    """The released dataset (issue 5)."""
+
+    name: str = "trajforge"
+    license: str = "apache-2.0"
+    validation_fraction: float = 0.1  # share of repositories held out (split by repo)
+    seed: int = 0
+    shard_rows: int = 10_000  # rows per Parquet shard
+
+
+@dataclass
 class PipelineParams:
     runner: str = "local"  # local (in-process FnApiRunner) | DataflowRunner | FlinkRunner | ...
     shards: int = 1  # Parquet files per output table
@@ -87,6 +129,9 @@ class Params:
     environment: EnvironmentParams = field(default_factory=EnvironmentParams)
     sandbox: SandboxParams = field(default_factory=SandboxParams)
     validate: ValidateParams = field(default_factory=ValidateParams)
+    inject: InjectParams = field(default_factory=InjectParams)
+    curate: CurateParams = field(default_factory=CurateParams)
+    export: ExportParams = field(default_factory=ExportParams)
     pipeline: PipelineParams = field(default_factory=PipelineParams)
 
     def check(self) -> Params:
@@ -153,6 +198,10 @@ def _coerce(key: str, hint: Any, value: Any) -> Any:
         if not isinstance(value, dict):
             raise ParamsError(f"params: {key} must be a mapping")
         return _build(hint, value, prefix=f"{key}.")  # type: ignore[arg-type]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ParamsError(f"params: {key} must be a mapping, got {value!r}")
+        return {str(k): _coerce(f"{key}.{k}", get_args(hint)[1], v) for k, v in value.items()}
     if origin is list:
         if not isinstance(value, list):
             raise ParamsError(f"params: {key} must be a list, got {value!r}")
