@@ -34,7 +34,7 @@ TEST_CMD = (
 )
 PROFILE_FORMAT = "profile-v1"
 UPGRADE_PIP = "pip install --upgrade pip setuptools wheel"
-INSTALL_PYTEST = "pip install pytest"
+INSTALL_PYTEST = "pip install pytest coverage"  # coverage: per-test contexts (bug injection)
 
 TEST_NAMES = ("test", "tests", "testing", "dev")  # extras and dependency groups worth installing
 _TEST_WORDS = frozenset({"test", "tests", "testing", "dev", "develop", "development", "ci"})

@@ -57,6 +57,11 @@ def resolve_commit(repo: str, rev: str) -> str | None:
         return None
 
 
+def read_file_at(repo: str, rev: str, path: str) -> str:
+    """One file's text at a commit or tree (undecodable bytes survive a round trip)."""
+    return git(repo, "cat-file", "blob", f"{rev}:{path}").decode("utf-8", "surrogateescape")
+
+
 def apply_patches(repo: str, base_commit: str, patches: list[str]) -> str:
     """The tree of ``base_commit`` with ``patches`` applied, computed in a throwaway index.
 

@@ -1,8 +1,9 @@
 """The ``validate`` stage: candidates -> proven tasks, as one composite PTransform.
 
 Candidates are keyed by their environment profile, so each profile's image is built once (a
-GroupByKey) and shared by all its commits; then every candidate is validated in fresh containers,
-``workers`` at a time per Beam worker.
+GroupByKey) and shared by all its commits. Mined candidates are then validated one by one in fresh
+containers, ``workers`` at a time per Beam worker; injected bugs (``bug/*``) are grouped by the
+snapshot they mutate and validated together, with coverage-guided test selection.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from apache_beam.metrics import Metrics
 
 from generators.env_image import ALREADY_BUILT, BUILD_RECIPE, build_env_image
 from generators.env_profile import JUNIT_PATH, detect_profile
-from generators.git import apply_patches, archive
+from generators.git import apply_patches, archive, read_file_at
 from generators.sources import open_source
 from pipelines import progress
 from pipelines.mine import source_options
@@ -33,6 +34,8 @@ from verifiers.candidate_validator import (
     rejected,
     validate_candidate,
 )
+from verifiers.mutant_validator import Mutation, validate_mutations
+from verifiers.patch_lines import touched_lines, with_statement_starts
 from verifiers.sandbox import Sandbox
 from verifiers.sandboxes import make_sandbox
 
@@ -168,19 +171,9 @@ class ValidateBatchFn(SandboxFn):
             try:
                 result = future.result()
             except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
-                detail = f"{candidate.candidate_id}: sandbox error {exc.__class__.__name__}: {exc}"
-                yield _reject(candidate, "sandbox_error", detail.splitlines()[0])
+                yield _sandbox_error(candidate, exc)
                 continue
-            if result.cached:
-                self.cached.inc()
-            for run in result.runs:
-                yield beam.pvalue.TaggedOutput(RUNS, run)
-            if result.task is not None:
-                Metrics.counter(STAGE, "kept").inc()
-                progress.tick("kept")
-                yield result.task
-            elif result.rejection is not None:
-                yield _reject(candidate, result.rejection.reason, result.rejection.detail)
+            yield from _emit(candidate, result, self.cached)
 
     def _validate(self, profile: EnvProfile, candidate: Candidate) -> ValidationResult:
         repo = open_source(candidate.source, source_options(self.params))
@@ -204,6 +197,96 @@ class ValidateBatchFn(SandboxFn):
         )
 
 
+class ValidateMutantsFn(SandboxFn):
+    """All injected bugs of one snapshot -> tasks / rejections / test runs (coverage-guided)."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.cache = ContentCache(self.params.cache_dir, "validate")
+        self.cached = Metrics.counter(STAGE, "cache_hits")
+
+    def process(self, element: tuple[tuple[str, str, str], Iterable[tuple[EnvProfile, Candidate]]]):
+        _, members = element
+        pairs = sorted(members, key=lambda pc: pc[1].candidate_id)
+        profile, first = pairs[0]
+        if self.unavailable is not None:
+            for _, candidate in pairs:
+                yield _reject(candidate, self.unavailable.reason, str(self.unavailable))
+            return
+        repo = open_source(first.source, source_options(self.params))
+        clean = snapshot(repo.path, first.base_commit, [])
+        mutations = []
+        for _, candidate in pairs:
+            try:
+                mutations.append(mutation_of(repo.path, candidate, clean.tree_id))
+            except UserError as exc:
+                yield _reject(candidate, exc.reason, f"{candidate.candidate_id}: {exc}")
+        if not mutations:
+            return
+        assert self.sandbox is not None
+        try:
+            batch = validate_mutations(
+                self.sandbox,
+                profile,
+                clean,
+                mutations,
+                self.params.validate,
+                JUNIT_PATH,
+                self.cache,
+                workers=self.params.validate.workers,
+            )
+        except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
+            for mutation in mutations:
+                yield _sandbox_error(mutation.candidate, exc)
+            return
+        for run in batch.clean_runs:
+            yield beam.pvalue.TaggedOutput(RUNS, run)
+        for mutation, result in zip(mutations, batch.results, strict=True):
+            yield from _emit(mutation.candidate, result, self.cached)
+
+
+def mutation_of(repo_path: str, candidate: Candidate, clean_tree: str) -> Mutation:
+    """The bug as whole files, checked: it applies, and its fix gives back the clean files."""
+    buggy = apply_patches(repo_path, candidate.base_commit, [candidate.bug_patch])
+    if apply_patches(repo_path, buggy, [candidate.patch]) != clean_tree:
+        raise UserError(
+            "the fix does not restore the original files byte for byte; regenerate the candidate",
+            reason="fix_does_not_restore",
+        )
+    touched = touched_lines(candidate.bug_patch)
+    original = {p: read_file_at(repo_path, candidate.base_commit, p) for p in touched}
+    return Mutation(
+        candidate=candidate,
+        mutated={p: read_file_at(repo_path, buggy, p) for p in touched},
+        original=original,
+        lines={p: with_statement_starts(original[p], lines) for p, lines in touched.items()},
+        tree_id=buggy,
+    )
+
+
+def _emit(candidate: Candidate, result: ValidationResult, cached):
+    """A validation result as the stage's outputs: runs, then the task or its rejection."""
+    if result.cached:
+        cached.inc()
+    for run in result.runs:
+        yield beam.pvalue.TaggedOutput(RUNS, run)
+    if result.task is not None:
+        Metrics.counter(STAGE, "kept").inc()
+        progress.tick("kept")
+        yield result.task
+    elif result.rejection is not None:
+        yield _reject(candidate, result.rejection.reason, result.rejection.detail)
+
+
+def _injected(candidate: Candidate) -> bool:
+    return candidate.origin.startswith("bug/")
+
+
+def _sandbox_error(candidate: Candidate, exc: Exception):
+    detail = f"{candidate.candidate_id}: sandbox error {exc.__class__.__name__}: {exc}"
+    return _reject(candidate, "sandbox_error", detail.splitlines()[0])
+
+
 class ValidateCandidates(beam.PTransform):
     """Candidates -> {"tasks", "rejections", "profiles", "runs"}."""
 
@@ -223,8 +306,19 @@ class ValidateCandidates(beam.PTransform):
             | "BuildEnvironment"
             >> beam.ParDo(BuildEnvironmentFn(params)).with_outputs(REJECTED, PROFILES, main="ready")
         )
+        mined = envs.ready | "Mined" >> beam.Filter(lambda pc: not _injected(pc[1]))
+        injected = envs.ready | "Injected" >> beam.Filter(lambda pc: _injected(pc[1]))
+        )
+        mutants = (
+            injected
+            | "KeyBySnapshot"
+            >> beam.Map(lambda pc: ((pc[0].profile_id, pc[1].source, pc[1].base_commit), pc))
+            | "GroupBySnapshot" >> beam.GroupByKey()
+            | "ValidateMutants"
+            >> beam.ParDo(ValidateMutantsFn(params)).with_outputs(REJECTED, RUNS, main="tasks")
+        )
         validated = (
-            envs.ready
+            mined
             | "SpreadCandidates" >> beam.Reshuffle()
             | "Batch" >> beam.BatchElements(min_batch_size=workers, max_batch_size=workers * 4)
             | "Validate"
@@ -234,10 +328,11 @@ class ValidateCandidates(beam.PTransform):
             profiled[REJECTED],
             envs[REJECTED],
             validated[REJECTED],
+            mutants[REJECTED],
         ) | "AllRejections" >> beam.Flatten()
         return {
-            "tasks": validated.tasks,
+            "tasks": (validated.tasks, mutants.tasks) | "AllTasks" >> beam.Flatten(),
             "rejections": rejections,
             "profiles": envs[PROFILES],
-            "runs": validated[RUNS],
+            "runs": (validated[RUNS], mutants[RUNS]) | "AllRuns" >> beam.Flatten(),
         }

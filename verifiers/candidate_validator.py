@@ -61,7 +61,7 @@ def validate_candidate(
     policy = (params.reruns, params.rerun_scope, params.test_timeout_s)
     key = content_id(CACHE_VERSION, *decides, *policy, length=32)
     if cache is not None and (hit := cache.get(key)) is not None:
-        return _from_cache(hit)
+        return from_cache(hit)
     ctx = RunContext(
         candidate.candidate_id,
         profile.profile_id,
@@ -72,12 +72,12 @@ def validate_candidate(
     base_runs, gold_runs, verdict = _run_and_judge(sandbox, profile, base, gold, ctx, params)
     runs = tuple(base_runs + gold_runs)
     if verdict.kept:
-        task = _task(candidate, profile, verdict, base_runs, gold_runs)
+        task = build_task(candidate, profile, verdict, base_runs, gold_runs)
         result = ValidationResult(task, None, runs)
     else:
         result = rejected(candidate, verdict.reason, verdict.detail, runs)
     if cache is not None:
-        cache.put(key, _to_cache(result))
+        cache.put(key, to_cache(result))
     return result
 
 
@@ -117,13 +117,15 @@ def _run_and_judge(
     return base_runs, gold_runs, judge(base_runs, gold_runs)
 
 
-def _task(
+def build_task(
     candidate: Candidate,
     profile: EnvProfile,
     verdict: Verdict,
     base_runs: list[TestRun],
     gold_runs: list[TestRun],
+    validated_by: str = CACHE_VERSION,
 ) -> TaskInstance:
+    """The proven task; index 0 of each run list is the main run, the rest are reruns."""
     return TaskInstance(
         instance_id=instance_id(candidate),
         repo=candidate.repo,
@@ -145,7 +147,7 @@ def _task(
         flaky_tests=verdict.flaky,
         difficulty=None,
         scores={},
-        provenance={"validated_by": CACHE_VERSION, "commit": candidate.meta.commit},
+        provenance={"validated_by": validated_by, "commit": candidate.meta.commit},
         validation=Validation(
             base_exit_code=base_runs[0].exit_code,
             gold_exit_code=gold_runs[0].exit_code,
@@ -154,6 +156,7 @@ def _task(
             reruns=len(base_runs) + len(gold_runs) - 2,
             test_runs=len(base_runs) + len(gold_runs),
         ),
+        bug_patch=candidate.bug_patch,
     )
 
 
@@ -166,7 +169,7 @@ def rejected(
     return ValidationResult(None, Rejection(candidate.candidate_id, STAGE, reason, line), runs)
 
 
-def _to_cache(result: ValidationResult) -> dict:
+def to_cache(result: ValidationResult) -> dict:
     return {
         "task": to_row(result.task) if result.task else None,
         "rejection": to_row(result.rejection) if result.rejection else None,
@@ -174,7 +177,7 @@ def _to_cache(result: ValidationResult) -> dict:
     }
 
 
-def _from_cache(entry: dict) -> ValidationResult:
+def from_cache(entry: dict) -> ValidationResult:
     return ValidationResult(
         task=from_row(TaskInstance, entry["task"]) if entry["task"] else None,
         rejection=from_row(Rejection, entry["rejection"]) if entry["rejection"] else None,
