@@ -308,7 +308,6 @@ class ValidateCandidates(beam.PTransform):
         )
         mined = envs.ready | "Mined" >> beam.Filter(lambda pc: not _injected(pc[1]))
         injected = envs.ready | "Injected" >> beam.Filter(lambda pc: _injected(pc[1]))
-        )
         mutants = (
             injected
             | "KeyBySnapshot"
