@@ -41,8 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--output", required=True, help="output directory")
     _common(mine)
 
+    inject = sub.add_parser("inject", help="inject bugs into a repository snapshot")
+    inject.add_argument("--repo", action="append", default=[], help="local path or git URL")
+    inject.add_argument("--pypi", action="append", default=[], help="PyPI package name")
+    inject.add_argument("--commit", help="snapshot to mutate (default: the newest commit)")
+    inject.add_argument("--max-candidates", type=int, help="mutants per snapshot")
+    inject.add_argument("--operators", help="comma-separated operators (default: all)")
+    inject.add_argument("--seed", type=int, help="sampling seed (default: params)")
+    inject.add_argument("--output", required=True, help="output directory")
+    _common(inject)
+
     validate = sub.add_parser("validate", help="prove candidates by running their tests")
-    validate.add_argument("--input", required=True, help="a mine output directory")
+    validate.add_argument(
+        "--input", action="append", required=True, help="a mine or inject output (repeatable)"
+    )
     validate.add_argument("--output", required=True, help="output directory")
     validate.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
     validate.add_argument("--workers", type=int, help="concurrent sandboxes per Beam worker")
@@ -106,13 +118,12 @@ def _dispatch(args: argparse.Namespace, beam_args: list[str]) -> int:
         params.pipeline.runner = args.runner
     if args.shards:
         params.pipeline.shards = args.shards
-    if args.command == "mine":
-        from pipelines.commands import run_mine
+    from pipelines import commands
 
-        return run_mine(args, params, beam_args)
-    from pipelines.commands import run_validate
-
-    return run_validate(args, params, beam_args)
+    run = {"mine": commands.run_mine, "inject": commands.run_inject}.get(
+        args.command, commands.run_validate
+    )
+    return run(args, params, beam_args)
 
 
 if __name__ == "__main__":

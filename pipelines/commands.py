@@ -8,7 +8,9 @@ import sys
 import apache_beam as beam
 import pyarrow.parquet as pq
 
+from generators.bug_injector import check_operators
 from generators.sources import pypi_spec
+from pipelines.inject import InjectBugs
 from pipelines.mine import MineRepos
 from pipelines.stage_run import TableSpec, run_stage
 from pipelines.validate import ValidateCandidates
@@ -36,7 +38,7 @@ def run_mine(args: argparse.Namespace, params: Params, beam_args: list[str]) -> 
     params.mine.until = args.until or params.mine.until
     specs = [*params.sources.repos, *(pypi_spec(name) for name in params.sources.pypi)]
     if not specs:
-        raise UserError("mine: no sources; pass --repo PATH_OR_URL or --pypi NAME (or set sources)")
+        _no_sources("mine", "sources")
     summary = run_stage(
         stage="mine",
         output=args.output,
@@ -57,6 +59,42 @@ def run_mine(args: argparse.Namespace, params: Params, beam_args: list[str]) -> 
     return 0
 
 
+def run_inject(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
+    inject = params.inject
+    if args.repo or args.pypi:
+        inject.repos, inject.pypi = list(args.repo), list(args.pypi)
+    inject.commit = args.commit or inject.commit
+    if args.max_candidates:
+        inject.max_candidates = args.max_candidates
+    if args.operators:
+        inject.operators = [o.strip() for o in args.operators.split(",") if o.strip()]
+    if args.seed is not None:
+        inject.seed = args.seed
+    check_operators(inject.operators)
+    params.check()
+    specs = [*inject.repos, *(pypi_spec(name) for name in inject.pypi)]
+    if not specs:
+        _no_sources("inject", "inject")
+    summary = run_stage(
+        stage="inject",
+        output=args.output,
+        runner=params.pipeline.runner,
+        beam_args=beam_args,
+        shards=params.pipeline.shards,
+        tables={
+            "candidates": TableSpec(Candidate.ARROW_SCHEMA, lambda c: c.candidate_id),
+            "rejections": REJECTIONS,
+        },
+        build=lambda p: p | "Sources" >> beam.Create(specs) | "Inject" >> InjectBugs(params),
+        kept_table="candidates",
+        inputs=lambda reasons, kept: kept + sum(reasons.values()),
+        progress_total=None,
+        progress_unit="mutant",
+    )
+    print(summary.render(), file=sys.stderr)
+    return 0
+
+
 def run_validate(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
     if args.sandbox:
         params.sandbox.kind = args.sandbox
@@ -65,15 +103,8 @@ def run_validate(args: argparse.Namespace, params: Params, beam_args: list[str])
     if args.reruns is not None:
         params.validate.reruns = args.reruns
     params.check()
-    table = join(args.input, "candidates")
-    if not parquet_files(table):
-        table = args.input
-    if not parquet_files(table) or table.endswith(".parquet"):
-        raise UserError(
-            f"validate: no Parquet files in {args.input}; pass a `trajforge mine` output"
-        )
-    files = parquet_files(table)
-    total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    tables = [_candidate_table(path) for path in args.input]
+    total = sum(pq.ParquetFile(f).metadata.num_rows for t in tables for f in parquet_files(t))
     if params.sandbox.kind == "local":
         from verifiers.local_sandbox import WARNING
 
@@ -91,8 +122,11 @@ def run_validate(args: argparse.Namespace, params: Params, beam_args: list[str])
             "runs": TableSpec(TestRun.ARROW_SCHEMA, lambda r: f"{r.candidate_id}\0{r.run_id}"),
         },
         build=lambda p: (
-            p
-            | "ReadCandidates" >> beam.io.ReadFromParquet(join(table, "*.parquet"))
+            [
+                p | f"Read{i}" >> beam.io.ReadFromParquet(join(table, "*.parquet"))
+                for i, table in enumerate(tables)
+            ]
+            | "AllCandidates" >> beam.Flatten()
             | "AsCandidate" >> beam.Map(lambda row: from_row(Candidate, row))
             | ValidateCandidates(params)
         ),
@@ -103,3 +137,25 @@ def run_validate(args: argparse.Namespace, params: Params, beam_args: list[str])
     )
     print(summary.render(), file=sys.stderr)
     return 0
+
+
+def _candidate_table(path: str) -> str:
+    """The candidates table of a mine/inject output (or a directory of Parquet files itself)."""
+    table = join(path, "candidates")
+    if not parquet_files(table):
+        table = path
+    if not parquet_files(table) or table.endswith(".parquet"):
+        raise UserError(
+            f"validate: no Parquet files in {path}; pass a `trajforge mine` or "
+            "`trajforge inject` output"
+        )
+    return table
+
+
+def _no_sources(stage: str, section: str) -> None:
+    """Nothing configured is a valid choice in a pipeline (empty tables), and worth one line."""
+    print(
+        f"{stage}: no sources in params ({section}.repos / {section}.pypi) and none on the "
+        "command line (--repo, --pypi); writing empty tables",
+        file=sys.stderr,
+    )

@@ -177,7 +177,7 @@ def test_cli_errors_are_one_line(tmp_path):
     cases = [
         (("mine", "--repo", str(tmp_path / "missing"), "--output", "o"), "no such directory"),
         (("validate", "--input", str(tmp_path / "nothing"), "--output", "o"), "no Parquet files"),
-        (("mine", "--output", "o"), "no sources"),
+        (("inject", "--repo", ".", "--operators", "bogus", "--output", "o2"), "unknown bogus"),
     ]
     for args, expected in cases:
         proc = run_cli(*args, cwd=tmp_path)
@@ -189,6 +189,9 @@ def test_cli_errors_are_one_line(tmp_path):
         else:  # a bad source is a counted rejection and the run goes on
             summary = json.loads((tmp_path / "o" / "summary.json").read_text())
             assert summary["rejected"] == {"repo_missing": 1}
+    empty = run_cli("mine", "--output", "empty", cwd=tmp_path)  # nothing configured: empty tables
+    assert empty.returncode == 0 and "no sources" in empty.stderr
+    assert json.loads((tmp_path / "empty" / "summary.json").read_text())["kept"] == 0
 
 
 def test_docker_down_is_a_counted_rejection(calc_repo, tmp_path):
