@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from generators.bug_combiner import combine_bugs
 from generators.env_image import ALREADY_BUILT, BUILD_RECIPE, build_env_image
 from generators.env_profile import JUNIT_PATH, detect_profile
 from generators.git import apply_patches, archive, read_file_at
@@ -28,13 +29,14 @@ from schemas.params import Params
 from schemas.records import content_id, from_row, to_row
 from schemas.rejection import Rejection
 from schemas.storage import ContentCache
+from schemas.task_instance import TaskInstance
 from verifiers.candidate_validator import (
     Snapshot,
     ValidationResult,
     rejected,
     validate_candidate,
 )
-from verifiers.mutant_validator import Mutation, validate_mutations
+from verifiers.mutant_validator import Mutation, check_combination, validate_mutations
 from verifiers.patch_lines import touched_lines, with_statement_starts
 from verifiers.sandbox import Sandbox
 from verifiers.sandboxes import make_sandbox
@@ -243,6 +245,39 @@ class ValidateMutantsFn(SandboxFn):
             yield beam.pvalue.TaggedOutput(RUNS, run)
         for mutation, result in zip(mutations, batch.results, strict=True):
             yield from _emit(mutation.candidate, result, self.cached)
+        kept = [result.task for result in batch.results if result.task is not None]
+        yield from self._combinations(repo.path, profile, clean, kept)
+
+    def _combinations(
+        self, repo_path: str, profile: EnvProfile, clean: Snapshot, kept: list[TaskInstance]
+    ):
+        """Harder tasks from the bugs just proven; validated the same way, cleanly cached."""
+        inject = self.params.inject
+        combos = combine_bugs(repo_path, kept, count=inject.combos, seed=inject.seed)
+        if not combos:
+            return
+        assert self.sandbox is not None
+        try:
+            mutations = [mutation_of(repo_path, c.candidate, clean.tree_id) for c in combos]
+            batch = validate_mutations(
+                self.sandbox,
+                profile,
+                clean,
+                mutations,
+                self.params.validate,
+                JUNIT_PATH,
+                self.cache,
+                workers=self.params.validate.workers,
+            )
+        except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
+            for combo in combos:
+                yield _sandbox_error(combo.candidate, exc)
+            return
+        for combo, result in zip(combos, batch.results, strict=True):
+            progress.tick("combination")
+            yield from _emit(
+                combo.candidate, check_combination(result, combo.signatures), self.cached
+            )
 
 
 def mutation_of(repo_path: str, candidate: Candidate, clean_tree: str) -> Mutation:

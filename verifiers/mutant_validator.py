@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from schemas.candidate import Candidate
 from schemas.env_profile import EnvProfile
 from schemas.params import ValidateParams
-from schemas.records import content_id
+from schemas.records import content_id, from_row, to_row
+from schemas.rejection import Rejection
 from schemas.storage import ContentCache
 from schemas.test_run import TestRun
 from verifiers.candidate_validator import (
@@ -95,8 +96,15 @@ def validate_mutations(
         return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
     ctx = RunContext("", profile.profile_id, profile.test_cmd, junit_path, params.test_timeout_s)
     snapshot_id = f"snapshot-{clean.tree_id[:16]}"
+    baseline_key = content_id(VERSION, "clean", *_decides(profile, clean), params.test_timeout_s)
     with _workspace(sandbox, profile, clean) as first:
-        baseline = _clean_baseline(first, _with_id(ctx, snapshot_id))
+        known = cache.get(baseline_key) if cache is not None else None
+        if known is not None:
+            baseline = _baseline_from_cache(known)
+        else:
+            baseline = _clean_baseline(first, _with_id(ctx, snapshot_id))
+            if cache is not None:
+                cache.put(baseline_key, _baseline_to_cache(baseline))
         if baseline.failure is not None:
             for i in pending:
                 results[i] = _rejected_by_clean(mutations[i], baseline.failure)
@@ -123,7 +131,22 @@ def validate_mutations(
     for i in pending:
         if cache is not None:
             cache.put(keys[i], to_cache(results[i]))
-    return BatchResult(tuple(results[i] for i in range(len(mutations))), baseline.runs)
+    clean_runs = () if known is not None else baseline.runs
+    return BatchResult(tuple(results[i] for i in range(len(mutations))), clean_runs)
+
+
+def check_combination(result: ValidationResult, signatures: dict[str, str]) -> ValidationResult:
+    """A combined bug is kept only if each member's own test still fails with all bugs in."""
+    if result.task is None:
+        return result
+    missing = {m: t for m, t in signatures.items() if t not in result.task.FAIL_TO_PASS}
+    if not missing:
+        return result
+    candidate_id = result.task.candidate_id
+    masked = ", ".join(f"{member} ({test})" for member, test in sorted(missing.items()))
+    detail = f"{candidate_id}: the other bugs mask {masked}"
+    rejection = Rejection(candidate_id, "validate", "combo_masks_bug", detail)
+    return ValidationResult(None, rejection, result.runs, result.cached)
 
 
 def validate_mutations_full_suite(
@@ -309,11 +332,39 @@ def _rejected_by_clean(mutation: Mutation, failure: Verdict) -> ValidationResult
     return _reject(mutation, reason, f"the clean snapshot: {failure.detail}", ())
 
 
+def _decides(profile: EnvProfile, clean: Snapshot) -> tuple[str, ...]:
+    return (profile.profile_id, profile.image, profile.test_cmd, clean.tree_id)
+
+
 def _cache_key(
     profile: EnvProfile, clean: Snapshot, mutation: Mutation, params: ValidateParams
 ) -> str:
-    decides = (profile.profile_id, profile.image, profile.test_cmd, clean.tree_id, mutation.tree_id)
+    decides = (*_decides(profile, clean), mutation.tree_id)
     return content_id(VERSION, *decides, params.test_timeout_s, length=32)
+
+
+def _baseline_to_cache(baseline: CleanBaseline) -> dict:
+    failure = baseline.failure
+    return {
+        "runs": [to_row(run) for run in baseline.runs],
+        "passing": sorted(baseline.passing),
+        "flaky": sorted(baseline.flaky),
+        "coverage": baseline.coverage.to_json() if baseline.coverage else None,
+        "failure": [failure.reason, failure.detail] if failure else None,
+    }
+
+
+def _baseline_from_cache(entry: dict) -> CleanBaseline:
+    first, second = (from_row(TestRun, run) for run in entry["runs"])
+    failure = entry["failure"]
+    coverage = entry["coverage"]
+    return CleanBaseline(
+        runs=(first, second),
+        passing=frozenset(entry["passing"]),
+        flaky=frozenset(entry["flaky"]),
+        coverage=CoverageMap.from_json(coverage) if coverage else None,
+        failure=Verdict(False, failure[0], failure[1]) if failure else None,
+    )
 
 
 def _files_tar(files: dict[str, str]) -> bytes:
