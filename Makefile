@@ -1,14 +1,17 @@
-# make setup: Docker engine, base image, .venv (idempotent). make test: the test suite.
+# make setup: Docker engine, chromium, base image, .venv (idempotent). make test: the test suite.
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: setup docker venv base-image test lint bench clean-containers
+.PHONY: setup docker browser venv base-image test lint bench bench-inject bench-dedup clean-containers
 
-setup: docker venv base-image
+setup: docker browser venv base-image
 
 docker:
 	bash scripts/setup_docker.sh
+
+browser:
+	bash scripts/setup_browser.sh
 
 venv: $(VENV)/.installed
 
@@ -32,6 +35,13 @@ lint:
 bench:
 	@test -n "$(REPO)" || { echo "usage: make bench REPO=path/to/a/git/repo [ARGS=...]"; exit 2; }
 	$(BIN)/python benchmarks/validate.py --repo $(REPO) $(ARGS)
+
+bench-inject:
+	@test -n "$(REPO)" || { echo "usage: make bench-inject REPO=path/to/a/git/repo [ARGS=...]"; exit 2; }
+	$(BIN)/python benchmarks/inject.py --repo $(REPO) $(ARGS)
+
+bench-dedup:
+	$(BIN)/python benchmarks/dedup.py $(ARGS)
 
 clean-containers:
 	$(BIN)/trajforge janitor

@@ -254,7 +254,7 @@ def _verdict(
     full: TestRun,
     targeted: TestRun,
 ) -> ValidationResult:
-    runs = (full, targeted, *baseline.runs)
+    runs = (full, targeted)  # the clean runs are the snapshot's, reported once per batch
     verdict = judge([full, targeted], list(baseline.runs))
     if not verdict.kept:
         return _reject(mutation, verdict.reason, verdict.detail, runs)
