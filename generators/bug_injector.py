@@ -73,6 +73,8 @@ def inject_snapshot(repo: RepoRef, params: InjectParams, skip_globs: list[str]) 
         min_complexity=params.min_complexity,
     )
     for path, reason, detail in unparsable:
+        if reason == "no_targets":  # constants, __init__.py: nothing to mutate, nothing lost
+            continue
         rejections.append(Rejection(f"{repo.name}@{commit[:12]}:{path}", STAGE, reason, detail))
     created_at = git(repo.path, "show", "-s", "--format=%cI", commit).decode().strip()
     candidates = [_candidate(repo, commit, created_at, m) for m in mutants]

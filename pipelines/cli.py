@@ -61,6 +61,38 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--reruns", type=int, help="reruns that a verdict must survive")
     _common(validate)
 
+    curate = sub.add_parser("curate", help="score, dedup and decontaminate proven tasks")
+    curate.add_argument(
+        "--input", action="append", required=True, help="a validate output (repeatable)"
+    )
+    curate.add_argument(
+        "--benchmark", action="append", default=[], help="SWE-bench-style Parquet/JSONL to avoid"
+    )
+    curate.add_argument("--output", required=True, help="output directory")
+    _common(curate)
+
+    export = sub.add_parser("export", help="write a Hugging Face dataset from curated runs")
+    export.add_argument(
+        "--input", action="append", required=True, help="a curate output (repeatable)"
+    )
+    export.add_argument("--output", required=True, help="the dataset directory")
+    export.add_argument("--configs", help="comma-separated configs (default: all)")
+    export.add_argument("--params")
+
+    report = sub.add_parser("report", help="one HTML page with the run's yield and plots")
+    report.add_argument(
+        "--stage", action="append", required=True, metavar="NAME=DIR", help="in pipeline order"
+    )
+    report.add_argument("--output", required=True, help="the HTML file")
+    report.add_argument("--title", default="trajforge run report")
+
+    publish = sub.add_parser("publish", help="push an export to the Hugging Face Hub")
+    publish.add_argument("directory", help="a `trajforge export` output")
+    publish.add_argument("--repo-id", required=True, help="ORG/NAME on the Hub")
+    publish.add_argument("--private", action="store_true")
+    publish.add_argument("--dry-run", action="store_true", help="write the manifest, push nothing")
+    publish.add_argument("--token-env", default="HF_TOKEN", help="variable holding the token")
+
     base = sub.add_parser("base-image", help="build or pull the base image(s) for the sandbox")
     base.add_argument("--python", action="append", help="Python version (default: params)")
     base.add_argument("--params")
@@ -107,7 +139,15 @@ def _dispatch(args: argparse.Namespace, beam_args: list[str]) -> int:
         from pipelines.stats import print_stats
 
         return print_stats(args.directory)
+    if args.command in ("report", "publish"):
+        from pipelines import release
+
+        return release.run_report(args) if args.command == "report" else release.run_publish(args)
     params = _params(args.params)
+    if args.command == "export":
+        from pipelines.release import run_export
+
+        return run_export(args, params)
     if args.command == "base-image":
         from generators.base_image import ensure_base_image
 
@@ -120,9 +160,11 @@ def _dispatch(args: argparse.Namespace, beam_args: list[str]) -> int:
         params.pipeline.shards = args.shards
     from pipelines import commands
 
-    run = {"mine": commands.run_mine, "inject": commands.run_inject}.get(
-        args.command, commands.run_validate
-    )
+    run = {
+        "mine": commands.run_mine,
+        "inject": commands.run_inject,
+        "curate": commands.run_curate,
+    }.get(args.command, commands.run_validate)
     return run(args, params, beam_args)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import apache_beam as beam
@@ -10,6 +11,7 @@ import pyarrow.parquet as pq
 
 from generators.bug_injector import check_operators
 from generators.sources import pypi_spec
+from pipelines.curate import CurateTasks, CurateTrajectories
 from pipelines.inject import InjectBugs
 from pipelines.mine import MineRepos
 from pipelines.stage_run import TableSpec, run_stage
@@ -23,6 +25,7 @@ from schemas.rejection import Rejection
 from schemas.storage import join, parquet_files
 from schemas.task_instance import TaskInstance
 from schemas.test_run import TestRun
+from schemas.trajectory import Trajectory
 
 REJECTIONS = TableSpec(Rejection.ARROW_SCHEMA, lambda r: f"{r.input}\0{r.reason}\0{r.detail}")
 
@@ -158,4 +161,90 @@ def _no_sources(stage: str, section: str) -> None:
         f"{stage}: no sources in params ({section}.repos / {section}.pypi) and none on the "
         "command line (--repo, --pypi); writing empty tables",
         file=sys.stderr,
+    )
+
+
+def run_curate(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
+    if args.benchmark:
+        params.curate.benchmarks = list(args.benchmark)
+    task_tables = [
+        t for path in args.input if (t := _record_table(path, "tasks", TaskInstance, True))
+    ]
+    trajectory_tables = [
+        t for path in args.input if (t := _record_table(path, "trajectories", Trajectory, False))
+    ]
+    total = sum(
+        pq.ParquetFile(f).metadata.num_rows
+        for table in [*task_tables, *trajectory_tables]
+        for f in parquet_files(table)
+    )
+
+    def build(p: beam.Pipeline) -> dict:
+        tasks = _read_records(p, "Tasks", task_tables, TaskInstance) | CurateTasks(params.curate)
+        trajectories = _read_records(p, "Trajectories", trajectory_tables, Trajectory) | (
+            CurateTrajectories(params.curate)
+        )
+        rejections = (tasks["rejections"], trajectories["rejections"]) | "AllRejections" >> (
+            beam.Flatten()
+        )
+        return {
+            "tasks": tasks["tasks"],
+            "trajectories": trajectories["trajectories"],
+            "rejections": rejections,
+        }
+
+    summary = run_stage(
+        stage="curate",
+        output=args.output,
+        runner=params.pipeline.runner,
+        beam_args=beam_args,
+        shards=params.pipeline.shards,
+        tables={
+            "tasks": TableSpec(TaskInstance.ARROW_SCHEMA, lambda t: t.instance_id),
+            "trajectories": TableSpec(Trajectory.ARROW_SCHEMA, lambda t: t.trajectory_id),
+            "rejections": REJECTIONS,
+        },
+        build=build,
+        kept_table="tasks",
+        inputs=lambda reasons, kept: total,
+        progress_total=total,
+        progress_unit="record",
+    )
+    print(summary.render(), file=sys.stderr)
+    return 0
+
+
+def _record_table(path: str, name: str, cls: type, required: bool) -> str | None:
+    """``path/name`` when it holds Parquet files whose columns the record class can read."""
+    table = join(path, name)
+    files = parquet_files(table)
+    if not files:
+        if required:
+            raise UserError(f"curate: no {name} Parquet files in {path}; pass a `validate` output")
+        return None
+    wanted = {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    missing = sorted(wanted - set(pq.read_schema(files[0]).names))
+    if missing:
+        raise UserError(
+            f"curate: {table} lacks columns {', '.join(missing)} (an older or different schema); "
+            "rerun the stage that wrote it with this trajforge"
+        )
+    return table
+
+
+def _read_records(p: beam.Pipeline, label: str, tables: list[str], cls: type):
+    if not tables:
+        return p | f"No{label}" >> beam.Create([])
+    reads = [
+        p | f"Read{label}{i}" >> beam.io.ReadFromParquet(join(table, "*.parquet"))
+        for i, table in enumerate(tables)
+    ]
+    return (
+        reads
+        | f"All{label}" >> beam.Flatten()
+        | f"As{label}" >> beam.Map(lambda row, cls=cls: from_row(cls, row))
     )
