@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import datasets
 import polars as pl
 from conftest import ROOT
 
@@ -20,18 +21,21 @@ def _dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_dvc_repro_runs_mine_then_validate(calc_repo, docker_engine, tmp_path):
+def test_dvc_repro_runs_every_stage(calc_repo, docker_engine, tmp_path):
     path, shas = calc_repo
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "dvc.yaml", project)
-    for package in ("generators", "pipelines", "verifiers", "schemas"):
+    for package in ("generators", "pipelines", "verifiers", "filters", "schemas"):
         shutil.copytree(
             ROOT / package, project / package, ignore=shutil.ignore_patterns("__pycache__")
         )
     (project / "params.yaml").write_text(
         f"cache_dir: {tmp_path / 'cache'}\n"
         f"sources:\n  repos: [{path}]\n  pypi: []\n"
+        "inject:\n  pypi: []\n"
+        "curate:\n  threshold: 0.8\n"
+        "export:\n  name: calc-tasks\n"
         f"mine:\n  commits: [{shas['fix_add']}]\n"
         "environment:\n  default_python: '3.11'\n"
         "sandbox:\n  kind: docker\n"
@@ -45,6 +49,12 @@ def test_dvc_repro_runs_mine_then_validate(calc_repo, docker_engine, tmp_path):
     tasks = pl.read_parquet(project / "data" / "validate" / "tasks" / "*.parquet")
     assert tasks["FAIL_TO_PASS"].to_list() == [["tests/test_ops.py::test_add"]]
     assert (project / "dvc.lock").exists()
+    export = project / "data" / "export"
+    loaded = datasets.load_dataset(str(export), "tasks")
+    assert loaded["train"]["FAIL_TO_PASS"] == [["tests/test_ops.py::test_add"]]
+    assert (export / "data_docs" / "index.html").exists()
+    assert "export" in (project / "dvc.lock").read_text()  # the version is recorded by DVC
+    assert "<svg" in (project / "data" / "report" / "index.html").read_text()
 
     second = _dvc("repro", cwd=project)
     assert second.returncode == 0
