@@ -40,26 +40,7 @@ def run_mine(args: argparse.Namespace, params: Params, beam_args: list[str]) -> 
     params.mine.since = args.since or params.mine.since
     params.mine.until = args.until or params.mine.until
     specs = [*params.sources.repos, *(pypi_spec(name) for name in params.sources.pypi)]
-    if not specs:
-        _no_sources("mine", "sources")
-    summary = run_stage(
-        stage="mine",
-        output=args.output,
-        runner=params.pipeline.runner,
-        beam_args=beam_args,
-        shards=params.pipeline.shards,
-        tables={
-            "candidates": TableSpec(Candidate.ARROW_SCHEMA, lambda c: c.candidate_id),
-            "rejections": REJECTIONS,
-        },
-        build=lambda p: p | "Sources" >> beam.Create(specs) | "Mine" >> MineRepos(params),
-        kept_table="candidates",
-        inputs=lambda reasons, kept: kept + sum(reasons.values()),
-        progress_total=None,
-        progress_unit="commit",
-    )
-    print(summary.render(), file=sys.stderr)
-    return 0
+    return _run_source_stage("mine", "sources", specs, MineRepos(params), params, args, beam_args)
 
 
 def run_inject(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
@@ -76,10 +57,23 @@ def run_inject(args: argparse.Namespace, params: Params, beam_args: list[str]) -
     check_operators(inject.operators)
     params.check()
     specs = [*inject.repos, *(pypi_spec(name) for name in inject.pypi)]
+    return _run_source_stage("inject", "inject", specs, InjectBugs(params), params, args, beam_args)
+
+
+def _run_source_stage(
+    stage: str,
+    section: str,
+    specs: list[str],
+    transform: beam.PTransform,
+    params: Params,
+    args: argparse.Namespace,
+    beam_args: list[str],
+) -> int:
+    """A stage that turns source specs into candidates (mine, inject)."""
     if not specs:
-        _no_sources("inject", "inject")
+        _no_sources(stage, section)
     summary = run_stage(
-        stage="inject",
+        stage=stage,
         output=args.output,
         runner=params.pipeline.runner,
         beam_args=beam_args,
@@ -88,11 +82,11 @@ def run_inject(args: argparse.Namespace, params: Params, beam_args: list[str]) -
             "candidates": TableSpec(Candidate.ARROW_SCHEMA, lambda c: c.candidate_id),
             "rejections": REJECTIONS,
         },
-        build=lambda p: p | "Sources" >> beam.Create(specs) | "Inject" >> InjectBugs(params),
+        build=lambda p: p | "Sources" >> beam.Create(specs) | stage.title() >> transform,
         kept_table="candidates",
         inputs=lambda reasons, kept: kept + sum(reasons.values()),
         progress_total=None,
-        progress_unit="mutant",
+        progress_unit="candidate",
     )
     print(summary.render(), file=sys.stderr)
     return 0

@@ -225,18 +225,8 @@ class ValidateMutantsFn(SandboxFn):
                 yield _reject(candidate, exc.reason, f"{candidate.candidate_id}: {exc}")
         if not mutations:
             return
-        assert self.sandbox is not None
         try:
-            batch = validate_mutations(
-                self.sandbox,
-                profile,
-                clean,
-                mutations,
-                self.params.validate,
-                JUNIT_PATH,
-                self.cache,
-                workers=self.params.validate.workers,
-            )
+            batch = self._validate(profile, clean, mutations)
         except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
             for mutation in mutations:
                 yield _sandbox_error(mutation.candidate, exc)
@@ -248,6 +238,14 @@ class ValidateMutantsFn(SandboxFn):
         kept = [result.task for result in batch.results if result.task is not None]
         yield from self._combinations(repo.path, profile, clean, kept)
 
+    def _validate(self, profile: EnvProfile, clean: Snapshot, mutations: list[Mutation]):
+        assert self.sandbox is not None
+        workers = self.params.validate.workers
+        return validate_mutations(
+            self.sandbox, profile, clean, mutations, self.params.validate, JUNIT_PATH, self.cache,
+            workers,
+        )  # fmt: skip
+
     def _combinations(
         self, repo_path: str, profile: EnvProfile, clean: Snapshot, kept: list[TaskInstance]
     ):
@@ -256,19 +254,9 @@ class ValidateMutantsFn(SandboxFn):
         combos = combine_bugs(repo_path, kept, count=inject.combos, seed=inject.seed)
         if not combos:
             return
-        assert self.sandbox is not None
         try:
             mutations = [mutation_of(repo_path, c.candidate, clean.tree_id) for c in combos]
-            batch = validate_mutations(
-                self.sandbox,
-                profile,
-                clean,
-                mutations,
-                self.params.validate,
-                JUNIT_PATH,
-                self.cache,
-                workers=self.params.validate.workers,
-            )
+            batch = self._validate(profile, clean, mutations)
         except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
             for combo in combos:
                 yield _sandbox_error(combo.candidate, exc)
