@@ -101,7 +101,7 @@ def shingle_hashes(text: str, shingle_size: int) -> np.ndarray:
 
 
 def signatures(texts: Sequence[str], config: MinHashConfig) -> np.ndarray:
-    """(len(texts), num_perm) uint32 MinHash values, one row per non-empty text.
+    """(len(texts), num_perm) uint32 MinHash values; give only texts that ``has_content``.
 
     Shingles are hashed once (xxh3 per token, see ``ngram_hashes``); datasketch's
     ``MinHash.generator`` (``MinHash.bulk``'s streaming form) permutes them with its vectorized

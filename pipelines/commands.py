@@ -176,7 +176,7 @@ def run_curate(args: argparse.Namespace, params: Params, beam_args: list[str]) -
     def build(p: beam.Pipeline) -> dict:
         tasks = _read_records(p, "Tasks", task_tables, TaskInstance) | CurateTasks(params.curate)
         trajectories = _read_records(p, "Trajectories", trajectory_tables, Trajectory) | (
-            CurateTrajectories(params.curate)
+            CurateTrajectories(params.curate, tasks["rejections"])
         )
         rejections = (tasks["rejections"], trajectories["rejections"]) | "AllRejections" >> (
             beam.Flatten()

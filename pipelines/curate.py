@@ -98,18 +98,29 @@ class CurateTasks(beam.PTransform):
 
 
 class CurateTrajectories(beam.PTransform):
-    """Trajectories -> {"trajectories", "rejections"}."""
+    """Trajectories -> {"trajectories", "rejections"}; runs of a task curate dropped go too."""
 
-    def __init__(self, params: CurateParams) -> None:
+    def __init__(self, params: CurateParams, task_rejections) -> None:
         super().__init__()
         self.params = params
+        self.task_rejections = task_rejections
 
     def expand(self, trajectories):
         params = self.params
-        scored = trajectories | "ScoreTrajectories" >> beam.ParDo(
+        orphans = (
+            {
+                "run": trajectories | "KeyByTask" >> beam.Map(lambda t: (t.instance_id, t)),
+                "dropped": self.task_rejections
+                | "DroppedTasks" >> beam.Map(lambda r: (r.input, r.reason)),
+            }
+            | "JoinDroppedTasks" >> beam.CoGroupByKey()
+            | "DropRunsOfDroppedTasks"
+            >> beam.FlatMapTuple(_without_dropped_task).with_outputs(REJECTED, main="kept")
+        )
+        scored = orphans.kept | "ScoreTrajectories" >> beam.ParDo(
             ScoreTrajectoryFn(params)
         ).with_outputs(REJECTED, main="kept")
-        kept, rejections = scored.kept, [scored[REJECTED]]
+        kept, rejections = scored.kept, [orphans[REJECTED], scored[REJECTED]]
         if params.benchmarks:
             key = partial(decontam_key, fields=TRAJECTORY_TEXTS, id_field="trajectory_id")
             clean = kept | "DecontaminateTrajectories" >> Decontaminate.from_params(key, params)
@@ -119,6 +130,19 @@ class CurateTrajectories(beam.PTransform):
             "trajectories": kept,
             "rejections": rejections | "TrajectoryRejections" >> beam.Flatten(),
         }
+
+
+def _without_dropped_task(instance_id: str, joined: dict):
+    """The task's runs when curate kept (or never saw) the task; else one rejection per run."""
+    if not joined["dropped"]:
+        yield from joined["run"]
+        return
+    why = sorted(joined["dropped"])[0]
+    for run in joined["run"]:
+        Metrics.counter(STAGE, "task_dropped").inc()
+        detail = f"{run.trajectory_id}: its task {instance_id} was dropped ({why})"
+        rejection = Rejection(run.trajectory_id, STAGE, "task_dropped", detail)
+        yield beam.pvalue.TaggedOutput(REJECTED, rejection)
 
 
 def _tick(task: TaskInstance) -> TaskInstance:

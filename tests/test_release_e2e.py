@@ -75,6 +75,8 @@ def test_curate_export_report_publish(tmp_path: Path):
     assert curate.returncode == 0, curate.stderr
     rejections = pl.read_parquet(tmp_path / "curate" / "rejections" / "*.parquet")
     by_reason = dict(zip(rejections["reason"], rejections["input"], strict=True))
+    dropped_run = [t.trajectory_id for t in trajectories if t.instance_id == tasks[4].instance_id]
+    assert by_reason["task_dropped"] in dropped_run  # runs of a dropped task go with it
     assert by_reason["exact_duplicate"] in {"acme__alpha-0", "acme__alpha-exact"}
     assert by_reason["near_duplicate"] in {"acme__alpha-0", "acme__alpha-near"}
     assert by_reason["contaminated:swebench_lite"] == contaminated.instance_id

@@ -167,6 +167,9 @@ def validate_mutations_full_suite(
         ctx = _mutant_context(profile, mutation, junit_path, params.test_timeout_s)
         with _workspace(sandbox, profile, clean) as workspace:
             clean_run = run_tests(workspace.session, ctx, "gold", attempt=0)
+        # the same hang policy as the guided path: a few times the clean suite
+        limit = min(params.test_timeout_s, 20 + 3 * clean_run.duration_s)
+        ctx = _mutant_context(profile, mutation, junit_path, limit)
         with _workspace(sandbox, profile, clean) as workspace:
             workspace.write(mutation.mutated)
             buggy = run_tests(workspace.session, ctx, "base", attempt=0)
