@@ -59,7 +59,7 @@ h3 { font-size:14px; margin:0 0 10px; }
 table { border-collapse:collapse; width:100%; font-variant-numeric:tabular-nums; }
 th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line); }
 th { color:var(--muted); font-weight:600; font-size:12px; text-transform:uppercase; }
-td.n, th.n { text-align:right; }
+td.n, th.n { text-align:right; white-space:nowrap; }
 tr.missing td { color:var(--muted); }
 #release { margin-top:14px; }
 table.facts th { width:200px; text-transform:none; font-size:13px; }
@@ -149,7 +149,9 @@ def _funnel(run: data.RunData) -> str:
     chart = (
         funnel_chart(rows, label="Yield funnel: inputs and kept per stage")
         if rows
-        else _nodata("no stage has run yet")
+        else _nodata(
+            "no stage had any inputs" if any(s.ran for s in run.stages) else "no stage has run yet"
+        )
     )
     return (
         "<section id=funnel><h2>Yield per stage</h2>"

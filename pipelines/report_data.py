@@ -122,7 +122,11 @@ def read_frame(files: list[str], columns: list[str]) -> pl.DataFrame:
     frames = []
     for path in files:
         present = [c for c in columns if c in pq.read_schema(_source(path)).names]
-        frames.append(pl.read_parquet(_source(path), columns=present))
+        if present:
+            frames.append(pl.read_parquet(_source(path), columns=present))
+        else:  # none of the wanted columns: still count the rows
+            rows = pq.ParquetFile(_source(path)).metadata.num_rows
+            frames.append(pl.repeat(None, rows, eager=True).alias("_row").to_frame())
     if not frames:
         return pl.DataFrame()
     return pl.concat(frames, how="diagonal_relaxed")

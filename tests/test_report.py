@@ -168,13 +168,14 @@ def test_missing_stages_and_empty_tables_say_no_data(tmp_path):
     )
     stages = {"mine": str(tmp_path / "absent"), "validate": empty, "curate": str(tmp_path / "x")}
     page = Path(write_report(stages, str(tmp_path / "r.html"), "empty")).read_text()
-    assert "No data: no stage has run yet." in page
+    assert "No data: no stage had any inputs." in page
     assert "No data: no rejections recorded." in page
     assert "No data: the tasks table of validate is empty." in page
     assert "No data: the trajectories table of validate is empty." in page
     assert page.count("not run") == 2
 
     nothing = Path(write_report({}, str(tmp_path / "none.html"), "nothing")).read_text()
+    assert "No data: no stage has run yet." in nothing
     assert "No data: no stage wrote a tasks table." in nothing
     assert "No data: no stage wrote a trajectories table." in nothing
 
