@@ -28,6 +28,7 @@ from schemas.test_run import TestRun
 from schemas.trajectory import Trajectory
 
 REJECTIONS = TableSpec(Rejection.ARROW_SCHEMA, lambda r: f"{r.input}\0{r.reason}\0{r.detail}")
+TASKS = TableSpec(TaskInstance.ARROW_SCHEMA, lambda t: t.instance_id)
 
 
 def run_mine(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
@@ -113,19 +114,13 @@ def run_validate(args: argparse.Namespace, params: Params, beam_args: list[str])
         beam_args=beam_args,
         shards=params.pipeline.shards,
         tables={
-            "tasks": TableSpec(TaskInstance.ARROW_SCHEMA, lambda t: t.instance_id),
+            "tasks": TASKS,
             "rejections": REJECTIONS,
             "profiles": TableSpec(EnvProfile.ARROW_SCHEMA, lambda p: p.profile_id),
             "runs": TableSpec(TestRun.ARROW_SCHEMA, lambda r: f"{r.candidate_id}\0{r.run_id}"),
         },
         build=lambda p: (
-            [
-                p | f"Read{i}" >> beam.io.ReadFromParquet(join(table, "*.parquet"))
-                for i, table in enumerate(tables)
-            ]
-            | "AllCandidates" >> beam.Flatten()
-            | "AsCandidate" >> beam.Map(lambda row: from_row(Candidate, row))
-            | ValidateCandidates(params)
+            _read_records(p, "Candidates", tables, Candidate) | ValidateCandidates(params)
         ),
         kept_table="tasks",
         inputs=lambda reasons, kept: total,
@@ -194,7 +189,7 @@ def run_curate(args: argparse.Namespace, params: Params, beam_args: list[str]) -
         beam_args=beam_args,
         shards=params.pipeline.shards,
         tables={
-            "tasks": TableSpec(TaskInstance.ARROW_SCHEMA, lambda t: t.instance_id),
+            "tasks": TASKS,
             "trajectories": TableSpec(Trajectory.ARROW_SCHEMA, lambda t: t.trajectory_id),
             "rejections": REJECTIONS,
         },

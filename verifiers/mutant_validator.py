@@ -237,7 +237,8 @@ def _validate_one(
         targeted = run_tests(workspace.session, mctx, "base", attempt=1, selection=covering)
         if problem := _broken_run(mutation, targeted, (targeted,)):
             return problem
-        broken = [t for t in covering if targeted.statuses().get(t) in FAILING]
+        statuses = targeted.statuses()
+        broken = [t for t in covering if statuses.get(t) in FAILING]
         if not broken:
             detail = f"none of the {len(covering)} covering test(s) fails on the bug"
             return _reject(mutation, "equivalent", detail, (targeted,))
