@@ -23,6 +23,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shards", type=int, help="Parquet files per output table")
 
 
+def _endpoint(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: llm.base_url)")
+    parser.add_argument("--model", help="served model name (default: llm.model)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trajforge",
@@ -60,6 +65,27 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--workers", type=int, help="concurrent sandboxes per Beam worker")
     validate.add_argument("--reruns", type=int, help="reruns that a verdict must survive")
     _common(validate)
+
+    describe = sub.add_parser("describe", help="write each task's issue text (problem_statement)")
+    describe.add_argument(
+        "--input", action="append", required=True, help="a validate output (repeatable)"
+    )
+    describe.add_argument("--output", required=True, help="output directory")
+    describe.add_argument(
+        "--overwrite", action="store_true", help="also rewrite tasks that have a statement"
+    )
+    _endpoint(describe)
+    _common(describe)
+
+    rollout = sub.add_parser("rollout", help="run agents on tasks and verify their patches")
+    rollout.add_argument(
+        "--input", action="append", required=True, help="a describe output (repeatable)"
+    )
+    rollout.add_argument("--output", required=True, help="output directory")
+    rollout.add_argument("--attempts", type=int, help="runs per task (default: params)")
+    rollout.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
+    _endpoint(rollout)
+    _common(rollout)
 
     curate = sub.add_parser("curate", help="score, dedup and decontaminate proven tasks")
     curate.add_argument(
@@ -163,6 +189,8 @@ def _dispatch(args: argparse.Namespace, beam_args: list[str]) -> int:
     run = {
         "mine": commands.run_mine,
         "inject": commands.run_inject,
+        "describe": commands.run_describe,
+        "rollout": commands.run_rollout,
         "curate": commands.run_curate,
     }.get(args.command, commands.run_validate)
     return run(args, params, beam_args)

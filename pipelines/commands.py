@@ -10,10 +10,13 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 
 from generators.bug_injector import check_operators
+from generators.llm_client import endpoint_configured
 from generators.sources import pypi_spec
 from pipelines.curate import CurateTasks, CurateTrajectories
+from pipelines.describe import DescribeTasks
 from pipelines.inject import InjectBugs
 from pipelines.mine import MineRepos
+from pipelines.rollout import RolloutTasks
 from pipelines.stage_run import TableSpec, run_stage
 from pipelines.validate import ValidateCandidates
 from schemas.candidate import Candidate
@@ -22,6 +25,7 @@ from schemas.errors import UserError
 from schemas.params import Params
 from schemas.records import from_row
 from schemas.rejection import Rejection
+from schemas.statement_attempt import StatementAttempt
 from schemas.storage import join, parquet_files
 from schemas.task_instance import TaskInstance
 from schemas.test_run import TestRun
@@ -29,6 +33,7 @@ from schemas.trajectory import Trajectory
 
 REJECTIONS = TableSpec(Rejection.ARROW_SCHEMA, lambda r: f"{r.input}\0{r.reason}\0{r.detail}")
 TASKS = TableSpec(TaskInstance.ARROW_SCHEMA, lambda t: t.instance_id)
+TRAJECTORIES = TableSpec(Trajectory.ARROW_SCHEMA, lambda t: t.trajectory_id)
 
 
 def run_mine(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
@@ -156,12 +161,8 @@ def _no_sources(stage: str, section: str) -> None:
 def run_curate(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
     if args.benchmark:
         params.curate.benchmarks = list(args.benchmark)
-    task_tables = [
-        t for path in args.input if (t := _record_table(path, "tasks", TaskInstance, True))
-    ]
-    trajectory_tables = [
-        t for path in args.input if (t := _record_table(path, "trajectories", Trajectory, False))
-    ]
+    task_tables = _tables("curate", args.input, "tasks", TaskInstance, required=True)
+    trajectory_tables = _tables("curate", args.input, "trajectories", Trajectory)
     total = sum(
         pq.ParquetFile(f).metadata.num_rows
         for table in [*task_tables, *trajectory_tables]
@@ -190,7 +191,7 @@ def run_curate(args: argparse.Namespace, params: Params, beam_args: list[str]) -
         shards=params.pipeline.shards,
         tables={
             "tasks": TASKS,
-            "trajectories": TableSpec(Trajectory.ARROW_SCHEMA, lambda t: t.trajectory_id),
+            "trajectories": TRAJECTORIES,
             "rejections": REJECTIONS,
         },
         build=build,
@@ -203,13 +204,24 @@ def run_curate(args: argparse.Namespace, params: Params, beam_args: list[str]) -
     return 0
 
 
-def _record_table(path: str, name: str, cls: type, required: bool) -> str | None:
+def _tables(
+    stage: str, paths: list[str], name: str, cls: type, required: bool = False
+) -> list[str]:
+    """The ``name`` tables of the inputs; ``required`` means at least one input must have one."""
+    tables = [t for path in paths if (t := _record_table(stage, path, name, cls))]
+    if required and not tables:
+        raise UserError(
+            f"{stage}: no {name} Parquet files in {', '.join(paths)}; pass a `validate` output "
+            "(or the output of a later stage)"
+        )
+    return tables
+
+
+def _record_table(stage: str, path: str, name: str, cls: type) -> str | None:
     """``path/name`` when it holds Parquet files whose columns the record class can read."""
     table = join(path, name)
     files = parquet_files(table)
     if not files:
-        if required:
-            raise UserError(f"curate: no {name} Parquet files in {path}; pass a `validate` output")
         return None
     wanted = {
         f.name
@@ -219,7 +231,7 @@ def _record_table(path: str, name: str, cls: type, required: bool) -> str | None
     missing = sorted(wanted - set(pq.read_schema(files[0]).names))
     if missing:
         raise UserError(
-            f"curate: {table} lacks columns {', '.join(missing)} (an older or different schema); "
+            f"{stage}: {table} lacks columns {', '.join(missing)} (an older or different schema); "
             "rerun the stage that wrote it with this trajforge"
         )
     return table
@@ -237,3 +249,106 @@ def _read_records(p: beam.Pipeline, label: str, tables: list[str], cls: type):
         | f"All{label}" >> beam.Flatten()
         | f"As{label}" >> beam.Map(lambda row, cls=cls: from_row(cls, row))
     )
+
+
+def run_describe(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
+    _endpoint_overrides(args, params)
+    params.describe.overwrite = args.overwrite or params.describe.overwrite
+    task_tables = _tables("describe", args.input, "tasks", TaskInstance, required=True)
+    run_tables = _tables("describe", args.input, "runs", TestRun)
+    total = _row_count(task_tables)
+    if not endpoint_configured(params.llm):
+        print(
+            "describe: no endpoint configured (llm.base_url, llm.model); issue text is written "
+            "from the failing tests' output by the template writer",
+            file=sys.stderr,
+        )
+
+    def build(p: beam.Pipeline) -> dict:
+        tasks = _read_records(p, "Tasks", task_tables, TaskInstance)
+        runs = _read_records(p, "Runs", run_tables, TestRun)
+        described = (tasks, runs) | "Describe" >> DescribeTasks(params)
+        return {**described, "rejections": p | "NoRejections" >> beam.Create([])}
+
+    summary = run_stage(
+        stage="describe",
+        output=args.output,
+        runner=params.pipeline.runner,
+        beam_args=beam_args,
+        shards=params.pipeline.shards,
+        tables={
+            "tasks": TASKS,
+            "statements": TableSpec(
+                StatementAttempt.ARROW_SCHEMA, lambda s: f"{s.instance_id}\0{s.attempt:04d}"
+            ),
+            "rejections": REJECTIONS,
+        },
+        build=build,
+        kept_table="tasks",
+        inputs=lambda reasons, kept: total,
+        progress_total=total,
+        progress_unit="task",
+    )
+    print(summary.render(), file=sys.stderr)
+    return 0
+
+
+def run_rollout(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
+    _endpoint_overrides(args, params)
+    if args.attempts:
+        params.rollout.attempts = args.attempts
+    if args.sandbox:
+        params.sandbox.kind = args.sandbox
+    params.check()
+    task_tables = _tables("rollout", args.input, "tasks", TaskInstance, required=True)
+    tasks_total = _row_count(task_tables)
+    configured = endpoint_configured(params.llm)
+    if not configured:
+        print(
+            "rollout: no endpoint configured (llm.base_url, llm.model); tasks pass through "
+            "with no trajectories",
+            file=sys.stderr,
+        )
+
+    def build(p: beam.Pipeline) -> dict:
+        tasks = _read_records(p, "Tasks", task_tables, TaskInstance)
+        if not configured:
+            return {
+                "tasks": tasks,
+                "trajectories": p | "NoTrajectories" >> beam.Create([]),
+                "rejections": p | "NoRejections" >> beam.Create([]),
+            }
+        return tasks | "Rollout" >> RolloutTasks(params)
+
+    runs_total = tasks_total * params.rollout.attempts if configured else 0
+    summary = run_stage(
+        stage="rollout",
+        output=args.output,
+        runner=params.pipeline.runner,
+        beam_args=beam_args,
+        shards=params.pipeline.shards,
+        tables={
+            "tasks": TASKS,
+            "trajectories": TRAJECTORIES,
+            "rejections": REJECTIONS,
+        },
+        build=build,
+        kept_table="trajectories",
+        inputs=lambda reasons, kept: runs_total,
+        progress_total=runs_total,
+        progress_unit="run",
+    )
+    print(summary.render(), file=sys.stderr)
+    return 0
+
+
+def _endpoint_overrides(args: argparse.Namespace, params: Params) -> None:
+    if args.base_url:
+        params.llm.base_url = args.base_url
+    if args.model:
+        params.llm.model = args.model
+    params.check()
+
+
+def _row_count(tables: list[str]) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for t in tables for f in parquet_files(t))

@@ -116,6 +116,46 @@ class ExportParams:
 
 
 @dataclass
+class LLMParams:
+    """One OpenAI-compatible endpoint (``vllm serve``, a hosted API); no base_url = no endpoint."""
+
+    base_url: str | None = None  # e.g. http://localhost:8000/v1
+    model: str | None = None  # the served model's name
+    api_key_env: str = "OPENAI_API_KEY"  # the variable holding the key (never the key itself)
+    concurrency: int = 4  # requests in flight per process
+    max_retries: int = 4  # on 429, 5xx, timeouts and dropped connections, with backoff
+    timeout_s: float = 120.0  # per request
+    temperature: float = 0.0
+    max_tokens: int = 1024  # per completion
+    cache: bool = True  # on-disk, keyed by the request's hash: a rerun makes no new calls
+
+
+@dataclass
+class DescribeParams:
+    """Issue text written from the gold patch and the failing tests (back-translation)."""
+
+    overwrite: bool = False  # also rewrite tasks that already have a problem_statement
+    attempts: int = 2  # model tries before the template writer takes over
+    max_patch_chars: int = 6000  # context given to the model, each part cut to this
+    min_chars: int = 80  # shorter statements are rejected as empty
+
+
+@dataclass
+class RolloutParams:
+    """Agent runs on proven tasks, each verified in a fresh container."""
+
+    attempts: int = 1  # k runs per task (solve rate = resolved / k)
+    max_steps: int = 30  # model turns
+    max_tokens: int = 200_000  # prompt + completion tokens over the whole run
+    max_time_s: int = 900  # wall time of one run
+    command_timeout_s: int = 60  # one shell command
+    max_observation_chars: int = 8000  # tool output shown to the model (head and tail)
+    temperature: float = 0.7  # k > 1 needs sampling to differ
+    workers: int = 2  # runs in flight per Beam worker
+    format_error_limit: int = 3  # consecutive turns without a usable tool call
+
+
+@dataclass
 class PipelineParams:
     runner: str = "local"  # local (in-process FnApiRunner) | DataflowRunner | FlinkRunner | ...
     shards: int = 1  # Parquet files per output table
@@ -132,6 +172,9 @@ class Params:
     inject: InjectParams = field(default_factory=InjectParams)
     curate: CurateParams = field(default_factory=CurateParams)
     export: ExportParams = field(default_factory=ExportParams)
+    llm: LLMParams = field(default_factory=LLMParams)
+    describe: DescribeParams = field(default_factory=DescribeParams)
+    rollout: RolloutParams = field(default_factory=RolloutParams)
     pipeline: PipelineParams = field(default_factory=PipelineParams)
 
     def check(self) -> Params:
@@ -143,6 +186,11 @@ class Params:
             ("mine.max_files", self.mine.max_files),
             ("mine.max_lines", self.mine.max_lines),
             ("validate.test_timeout_s", self.validate.test_timeout_s),
+            ("llm.concurrency", self.llm.concurrency),
+            ("describe.attempts", self.describe.attempts),
+            ("rollout.attempts", self.rollout.attempts),
+            ("rollout.max_steps", self.rollout.max_steps),
+            ("rollout.workers", self.rollout.workers),
         ):
             if value < 1:
                 raise ParamsError(f"params: {key} must be at least 1, got {value}")
