@@ -39,7 +39,7 @@ class ScoreTaskFn(beam.DoFn):
         self.params = params
 
     def process(self, task: TaskInstance):
-        scores = task_scores(task)
+        scores = task_scores(task, solve_rate=task.scores.get("solve_rate"))  # from rollout
         scored = dataclasses.replace(
             task, scores={**task.scores, **scores}, difficulty=scores["difficulty"]
         )

@@ -11,6 +11,8 @@ from pathlib import Path
 import datasets
 import polars as pl
 from conftest import ROOT
+from scripted_agents import GOOD_STATEMENT, reporter_and_fixer
+from scripted_llm import ScriptedLLM
 
 
 def _dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -22,6 +24,11 @@ def _dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_dvc_repro_runs_every_stage(calc_repo, docker_engine, tmp_path):
+    with ScriptedLLM(reporter_and_fixer) as llm:
+        _repro_twice(calc_repo, tmp_path, llm.base_url)
+
+
+def _repro_twice(calc_repo, tmp_path: Path, base_url: str) -> None:
     path, shas = calc_repo
     project = tmp_path / "project"
     project.mkdir()
@@ -40,6 +47,9 @@ def test_dvc_repro_runs_every_stage(calc_repo, docker_engine, tmp_path):
         "environment:\n  default_python: '3.11'\n"
         "sandbox:\n  kind: docker\n"
         "validate:\n  test_timeout_s: 60\n"
+        f"llm:\n  base_url: {base_url}\n  model: scripted\n"
+        "describe:\n  attempts: 2\n"
+        "rollout:\n  attempts: 1\n  max_steps: 6\n"
     )
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     assert _dvc("init", "-q", cwd=project).returncode == 0
@@ -52,6 +62,9 @@ def test_dvc_repro_runs_every_stage(calc_repo, docker_engine, tmp_path):
     export = project / "data" / "export"
     loaded = datasets.load_dataset(str(export), "tasks")
     assert loaded["train"]["FAIL_TO_PASS"] == [["tests/test_ops.py::test_add"]]
+    assert loaded["train"]["problem_statement"] == [GOOD_STATEMENT]  # describe
+    sft = datasets.load_dataset(str(export), "sft")  # rollout: verified, exported
+    assert [m["role"] for m in sft["train"]["messages"][0][:2]] == ["system", "user"]
     assert (export / "data_docs" / "index.html").exists()
     assert "export" in (project / "dvc.lock").read_text()  # the version is recorded by DVC
     assert "<svg" in (project / "data" / "report" / "index.html").read_text()

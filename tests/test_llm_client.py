@@ -107,7 +107,9 @@ def test_the_api_key_is_sent_but_never_stored(tmp_path: Path, monkeypatch):
     secret = "sk-trajforge-test-secret-123"
     monkeypatch.setenv("TRAJFORGE_TEST_KEY", secret)
     with ScriptedLLM(lambda r: {"content": "ok"}) as server:
-        client = LLMClient(_params(server.base_url, api_key_env="TRAJFORGE_TEST_KEY"), str(tmp_path))
+        client = LLMClient(
+            _params(server.base_url, api_key_env="TRAJFORGE_TEST_KEY"), str(tmp_path)
+        )
         client.chat(HELLO)
     assert server.headers[0]["authorization"] == f"Bearer {secret}"
     stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())

@@ -10,28 +10,13 @@ import polars as pl
 import pytest
 from conftest import run_cli, write_params
 from repo_factory import OPS_BUGGY, OPS_FIXED, TEST_ADD, TESTS_BASE, RepoBuilder, pyproject
+from scripted_agents import GOOD_STATEMENT, fixer
 from scripted_llm import ScriptedLLM, tool_call, turn
 
-GOOD_STATEMENT = (
-    "`add` from calc gives the wrong answer\n\n"
-    "When I call `calc.ops.add(2, 3)` I get `-1`, but adding two numbers should give `5`. "
-    "It looks like the two arguments are combined the wrong way."
-)
 LEAKING_STATEMENT = (
     "The add function is broken: its body should read `return a + b` instead, which is what "
     "every user of calc expects from an addition."
 )
-
-
-def _fixer(new_body: str):
-    """A model that reads the file, edits it, checks the result, and submits."""
-    steps = [
-        tool_call("view", path="calc/ops.py"),
-        tool_call("str_replace", path="calc/ops.py", old_str="return a - b", new_str=new_body),
-        tool_call("bash", command="python -c 'from calc.ops import add; print(add(2, 3))'"),
-        tool_call("submit"),
-    ]
-    return lambda request: {"content": "Next step.", "tool_calls": [steps[turn(request)]]}
 
 
 def _broken(request):
@@ -58,8 +43,8 @@ def _writer(request):
 def _respond(request):
     return {
         "writer": _writer,
-        "fixer": _fixer("return a + b"),
-        "wrong": _fixer("return a * b"),
+        "fixer": fixer("return a + b"),
+        "wrong": fixer("return a * b"),
         "broken": _broken,
         "looper": _looper,
     }[request["model"]](request)
