@@ -21,6 +21,7 @@ from schemas.test_run import TestRun
 
 MAX_TEST_LINES = 60  # per test function
 MAX_FAILURE_LINES = 40  # per failure section
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # pytest colours its output on some terminals
 _SECTION = re.compile(r"^_{3,} (.+?) _{3,}$", re.MULTILINE)
 _SECTION_END = re.compile(r"^(?:={3,}|_{3,}) ", re.MULTILINE)
 _HUNK_CONTEXT = re.compile(r"^@@ [^@]* @@ ?(?:async )?(?:def|class) (\w+)", re.MULTILINE)
@@ -51,6 +52,7 @@ def build_context(task: TaskInstance, repo_path: str, runs: list[TestRun]) -> Is
 def failure_excerpt(log: str, test_id: str) -> str:
     """The body of pytest's failure section for ``test_id`` (``Class.name[param]`` headers)."""
     wanted = ".".join(test_id.split("::")[1:])
+    log = _ANSI.sub("", log)
     for match in _SECTION.finditer(log):
         if match.group(1).strip() not in (wanted, short_test_name(test_id)):
             continue

@@ -21,19 +21,21 @@ def template_statement(task: TaskInstance, context: IssueContext) -> str:
     stats = parse_patch(task.patch)
     blocked = {line.strip() for line in [*stats.added, *stats.removed] if len(line.strip()) >= 10}
     names = {short_test_name(t) for t in task.FAIL_TO_PASS}
-    sections = []
-    for test_id in task.FAIL_TO_PASS[:MAX_TESTS]:
-        evidence = _evidence(context, test_id)
+    blocks: list[str] = []
+    for test_id in task.FAIL_TO_PASS:
         clean = [
             line
-            for line in evidence
-            if line.strip() not in blocked
-            and not any(b in line for b in blocked)
+            for line in _evidence(context, test_id)
+            if not any(b in line for b in blocked)
             and not leaks_test(line, task.FAIL_TO_PASS)
             and not any(name in line for name in names)
         ]
-        if clean:
-            sections.append("```\n" + "\n".join(clean[:MAX_EVIDENCE_LINES]) + "\n```")
+        block = "\n".join(clean[:MAX_EVIDENCE_LINES])
+        if block and block not in blocks:  # parametrised cases often fail the same way
+            blocks.append(block)
+        if len(blocks) == MAX_TESTS:
+            break
+    sections = [f"```\n{block}\n```" for block in blocks]
     where = _package(task)
     if not sections:
         return (
