@@ -3,9 +3,9 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: setup docker browser venv base-image test lint bench bench-inject bench-dedup clean-containers
+.PHONY: setup docker browser venv llama base-image test lint bench bench-inject bench-dedup clean-containers
 
-setup: docker browser venv base-image
+setup: docker browser venv llama base-image
 
 docker:
 	bash scripts/setup_docker.sh
@@ -20,6 +20,9 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
+
+llama: venv
+	VENV=$(VENV) bash scripts/setup_llama.sh
 
 base-image: venv docker
 	$(BIN)/trajforge base-image

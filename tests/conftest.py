@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+from llama_server import llama_endpoint  # noqa: F401  (session fixture: real llama.cpp server)
 from repo_factory import build_calc_repo
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -69,6 +69,7 @@ def validated(docker_engine, tmp_path_factory):
     work.mkdir()
     extra = "rollout:\n  max_steps: 4\n  command_timeout_s: 3\n  workers: 2\n"
     write_params(work / "params.yaml", root / "cache", extra)
+    write_params(work / "params-llama.yaml", root / "cache", extra + "llm:\n  max_tokens: 64\n")
     for args in (
         ("mine", "--repo", str(root / "calc"), "--output", "mine"),
         ("validate", "--input", "mine", "--output", "validate"),
@@ -200,3 +201,25 @@ def test_verified_trajectories_reach_the_sft_export(validated, llm):
     _cli(validated, "export", "--input", "curate", "--output", "dataset")
     rows = pl.read_parquet(next((validated / "dataset").rglob("sft/*.parquet"))).to_dicts()
     assert rows and rows[0]["messages"][0]["role"] == "system"
+
+
+def test_real_llama_server_garbage_is_recorded_as_failed_attempts(validated, llama_endpoint):
+    """A real llama.cpp server with random weights: everything runs, nothing it says is kept."""
+    endpoint = ("--base-url", llama_endpoint["base_url"], "--model", llama_endpoint["model"])
+    params = ("--params", "params-llama.yaml")
+    _cli(validated, "describe", *params, "--input", "validate", "--output", "describe-llama",
+         *endpoint)  # fmt: skip
+    attempts = _table(validated / "describe-llama/statements")
+    model_attempts = [a for a in attempts if a["writer"] == "llm:tiny"]
+    assert len(model_attempts) == 2 and not any(a["accepted"] for a in model_attempts)
+    (task,) = _table(validated / "describe-llama/tasks")
+    assert dict(task["provenance"])["problem_statement"] == "template"
+    assert "model statements rejected" in dict(task["provenance"])["problem_statement_note"]
+
+    _cli(validated, "rollout", *params, "--input", "describe-llama", "--output", "rollout-llama",
+         *endpoint)  # fmt: skip
+    (row,) = _table(validated / "rollout-llama/trajectories")
+    assert row["resolved"] is False and row["model"] == "tiny"
+    assert row["exit_status"] in ("error:format_errors", "step_limit")
+    assert dict(row["usage"])["prompt_tokens"] > 0
+    assert [m["role"] for m in row["messages"][:3]] == ["system", "user", "assistant"]

@@ -25,7 +25,7 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 # Whole words and code fragments that become single tokens (with and without a leading space);
 # merges are the left-to-right chains that build them, so every prefix is a token too.
-_WORDS = """
+_WORD_TEXT = """
 the of and to in is that for it as with was on be by this are or from at an not have has had
 but which were can all will one their there been if more when would what so no out up into do
 use used using make new file files line lines code test tests error errors fix bug issue run
@@ -33,7 +33,8 @@ value values name names type types list dict set str int float bool none true fa
 def class self import from pass raise try except finally while for else elif with yield lambda
 print len range open read write path os sys json args kwargs result results data config params
 assert assertEqual function method module package python pytest git diff patch repo commit
-""".split()
+"""
+_WORDS = _WORD_TEXT.split()
 _FRAGMENTS = (
     "    ",
     "        ",
