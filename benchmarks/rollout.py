@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+import yaml
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))  # the scripted OpenAI-compatible server
 
@@ -35,6 +37,7 @@ from schemas.storage import read_records, write_records  # noqa: E402
 from schemas.task_instance import TaskInstance  # noqa: E402
 from schemas.trajectory import Trajectory  # noqa: E402
 
+PROJECT_PARAMS = os.path.join(ROOT, "params.yaml")
 TRAJFORGE = os.path.join(os.path.dirname(sys.executable), "trajforge")
 
 
@@ -54,14 +57,28 @@ def oracle(patches: dict[str, str]):
     return respond
 
 
+RESULT_CACHES = ("llm", "rollout", "verify")  # what a pass must start without
+
+
+def cold_cache(source_cache: str, path: str) -> str:
+    """A cache with the sources (clones, PyPI histories) but no model answers, runs or verdicts."""
+    os.makedirs(path, exist_ok=True)
+    for name in os.listdir(source_cache):
+        if name not in RESULT_CACHES:
+            os.symlink(os.path.abspath(os.path.join(source_cache, name)), os.path.join(path, name))
+    return path
+
+
 def one_pass(input_dir: str, base_url: str, work: str, cache: str, workers: int) -> dict:
     """``trajforge rollout`` as a user runs it, with its own params and cache directory."""
     params = os.path.join(work, f"params-{workers}.yaml")
+    with open(PROJECT_PARAMS) as handle:  # the sources must be read as the tasks were made
+        settings = yaml.safe_load(handle)
+    settings["cache_dir"] = cache
+    settings["rollout"] = {**settings.get("rollout", {}), "workers": workers, "max_steps": 5}
+    settings["llm"] = {"base_url": base_url, "model": "oracle", "concurrency": workers}
     with open(params, "w") as handle:
-        handle.write(
-            f"cache_dir: {cache}\nrollout:\n  workers: {workers}\n  max_steps: 5\n"
-            f"llm:\n  base_url: {base_url}\n  model: oracle\n  concurrency: {workers}\n"
-        )
+        yaml.safe_dump(settings, handle)
     output = tempfile.mkdtemp(dir=work)
     command = [TRAJFORGE, "rollout", "--params", params, "--input", input_dir, "--output", output]
     started = time.monotonic()
@@ -83,6 +100,7 @@ def main() -> int:
     parser.add_argument("--input", default="data/describe", help="a describe output")
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cache", default=".cache/trajforge", help="where the sources are cached")
     args = parser.parse_args()
     tasks = sorted(
         read_records(TaskInstance, os.path.join(args.input, "tasks")), key=lambda t: t.instance_id
@@ -93,7 +111,8 @@ def main() -> int:
         write_records(
             os.path.join(input_dir, "tasks", "part-0.parquet"), tasks, TaskInstance.ARROW_SCHEMA
         )
-        cold, warm = os.path.join(work, "cache-a"), os.path.join(work, "cache-b")
+        cold = cold_cache(args.cache, os.path.join(work, "cache-a"))
+        warm = cold_cache(args.cache, os.path.join(work, "cache-b"))
         baseline = one_pass(input_dir, server.base_url, work, cold, workers=1)
         parallel = one_pass(input_dir, server.base_url, work, warm, args.workers)
         rerun = one_pass(input_dir, server.base_url, work, warm, args.workers)

@@ -20,6 +20,7 @@ import stat
 import subprocess
 import tarfile
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 import zipfile
@@ -81,6 +82,22 @@ def pypi_history(
     }
 
     target = os.path.join(os.path.abspath(cache_dir), "pypi", normalized)
+    with _building(target):  # threads of one worker (describe, rollout) ask at the same time
+        return _history_at(name, target, marker, releases, cache_dir)
+
+
+_BUILD_LOCKS: dict[str, threading.Lock] = {}
+_BUILD_LOCKS_GUARD = threading.Lock()
+
+
+def _building(target: str) -> threading.Lock:
+    with _BUILD_LOCKS_GUARD:
+        return _BUILD_LOCKS.setdefault(target, threading.Lock())
+
+
+def _history_at(
+    name: str, target: str, marker: dict[str, Any], releases: list, cache_dir: str
+) -> str:
     if _marker_matches(target, marker):
         return target
     archives = [_download(name, r, os.path.join(cache_dir, "pypi-sdists")) for r in releases]
