@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     _endpoint(rollout)
     _common(rollout)
 
+    from pipelines.import_trajectories import add_parser as add_import_parser
+
+    add_import_parser(sub)
+
     curate = sub.add_parser("curate", help="score, dedup and decontaminate proven tasks")
     curate.add_argument(
         "--input", action="append", required=True, help="a validate output (repeatable)"
@@ -165,6 +169,10 @@ def _dispatch(args: argparse.Namespace, beam_args: list[str]) -> int:
         from pipelines.stats import print_stats
 
         return print_stats(args.directory)
+    if args.command == "import-trajectories":
+        from pipelines.import_trajectories import run_import
+
+        return run_import(args)
     if args.command in ("report", "publish"):
         from pipelines import release
 
