@@ -87,6 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
     _endpoint(rollout)
     _common(rollout)
 
+    explore = sub.add_parser("explore", help="tasks from exploring repositories, proven by replay")
+    explore.add_argument("--repo", action="append", default=[], help="local path or git URL")
+    explore.add_argument("--pypi", action="append", default=[], help="PyPI package name")
+    explore.add_argument("--commit", help="snapshot to explore (default: the newest commit)")
+    explore.add_argument("--output", required=True, help="output directory")
+    _endpoint(explore)
+    _common(explore)
+
     from pipelines.import_trajectories import add_parser as add_import_parser
 
     add_import_parser(sub)
@@ -199,6 +207,7 @@ def _dispatch(args: argparse.Namespace, beam_args: list[str]) -> int:
         "inject": commands.run_inject,
         "describe": commands.run_describe,
         "rollout": commands.run_rollout,
+        "explore": commands.run_explore,
         "curate": commands.run_curate,
     }.get(args.command, commands.run_validate)
     return run(args, params, beam_args)

@@ -14,6 +14,7 @@ from generators.llm_client import endpoint_configured
 from generators.sources import pypi_spec
 from pipelines.curate import CurateTasks, CurateTrajectories
 from pipelines.describe import DescribeTasks
+from pipelines.explore import ExploreRepos
 from pipelines.inject import InjectBugs
 from pipelines.mine import MineRepos
 from pipelines.rollout import RolloutTasks
@@ -22,6 +23,7 @@ from pipelines.validate import ValidateCandidates
 from schemas.candidate import Candidate
 from schemas.env_profile import EnvProfile
 from schemas.errors import UserError
+from schemas.explore_task import ExploreTask
 from schemas.params import Params
 from schemas.records import from_row
 from schemas.rejection import Rejection
@@ -30,6 +32,7 @@ from schemas.storage import join, parquet_files
 from schemas.task_instance import TaskInstance
 from schemas.test_run import TestRun
 from schemas.trajectory import Trajectory
+from schemas.transition import Transition
 
 REJECTIONS = TableSpec(Rejection.ARROW_SCHEMA, lambda r: f"{r.input}\0{r.reason}\0{r.detail}")
 TASKS = TableSpec(TaskInstance.ARROW_SCHEMA, lambda t: t.instance_id)
@@ -352,3 +355,40 @@ def _endpoint_overrides(args: argparse.Namespace, params: Params) -> None:
 
 def _row_count(tables: list[str]) -> int:
     return sum(pq.ParquetFile(f).metadata.num_rows for t in tables for f in parquet_files(t))
+
+
+def run_explore(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
+    _endpoint_overrides(args, params)
+    explore = params.explore
+    if args.repo or args.pypi:
+        explore.repos, explore.pypi = list(args.repo), list(args.pypi)
+    explore.commit = args.commit or explore.commit
+    specs = [*explore.repos, *(pypi_spec(name) for name in explore.pypi)]
+    if not specs:
+        _no_sources("explore", "explore")
+    if not endpoint_configured(params.llm):
+        print(
+            "explore: no endpoint configured (llm.base_url, llm.model); running the doc "
+            "examples of each repository as written, labeled from templates",
+            file=sys.stderr,
+        )
+    summary = run_stage(
+        stage="explore",
+        output=args.output,
+        runner=params.pipeline.runner,
+        beam_args=beam_args,
+        shards=params.pipeline.shards,
+        tables={
+            "explore_tasks": TableSpec(ExploreTask.ARROW_SCHEMA, lambda t: t.task_id),
+            "trajectories": TRAJECTORIES,
+            "transitions": TableSpec(Transition.ARROW_SCHEMA, lambda t: t.transition_id),
+            "rejections": REJECTIONS,
+        },
+        build=lambda p: p | "Sources" >> beam.Create(specs) | "Explore" >> ExploreRepos(params),
+        kept_table="explore_tasks",
+        inputs=lambda reasons, kept: kept + sum(reasons.values()),
+        progress_total=None,
+        progress_unit="run",
+    )
+    print(summary.render(), file=sys.stderr)
+    return 0

@@ -156,6 +156,24 @@ class RolloutParams:
 
 
 @dataclass
+class ExploreParams:
+    """Exploration with backward instruction construction (tasks from interaction)."""
+
+    repos: list[str] = field(default_factory=list)  # local paths or git URLs to explore
+    pypi: list[str] = field(default_factory=list)  # PyPI names (their newest release)
+    commit: str | None = None  # snapshot to explore (default: the newest commit)
+    explorations: int = 3  # seeded model explorations per repository
+    max_steps: int = 20
+    max_tokens: int = 100_000
+    max_time_s: int = 600
+    command_timeout_s: int = 30
+    max_observation_chars: int = 4000
+    temperature: float = 0.8
+    max_examples: int = 20  # doc examples run by the template explorer, per repository
+    max_labels: int = 4  # prefixes of one exploration offered to the labeler (NNetnav)
+
+
+@dataclass
 class PipelineParams:
     runner: str = "local"  # local (in-process FnApiRunner) | DataflowRunner | FlinkRunner | ...
     shards: int = 1  # Parquet files per output table
@@ -175,6 +193,7 @@ class Params:
     llm: LLMParams = field(default_factory=LLMParams)
     describe: DescribeParams = field(default_factory=DescribeParams)
     rollout: RolloutParams = field(default_factory=RolloutParams)
+    explore: ExploreParams = field(default_factory=ExploreParams)
     pipeline: PipelineParams = field(default_factory=PipelineParams)
 
     def check(self) -> Params:
