@@ -37,6 +37,7 @@ from schemas.transition import Transition
 REJECTIONS = TableSpec(Rejection.ARROW_SCHEMA, lambda r: f"{r.input}\0{r.reason}\0{r.detail}")
 TASKS = TableSpec(TaskInstance.ARROW_SCHEMA, lambda t: t.instance_id)
 TRAJECTORIES = TableSpec(Trajectory.ARROW_SCHEMA, lambda t: t.trajectory_id)
+TRANSITIONS = TableSpec(Transition.ARROW_SCHEMA, lambda t: f"{t.trajectory_id}\0{t.step:06d}")
 
 
 def run_mine(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
@@ -381,7 +382,7 @@ def run_explore(args: argparse.Namespace, params: Params, beam_args: list[str]) 
         tables={
             "explore_tasks": TableSpec(ExploreTask.ARROW_SCHEMA, lambda t: t.task_id),
             "trajectories": TRAJECTORIES,
-            "transitions": TableSpec(Transition.ARROW_SCHEMA, lambda t: t.transition_id),
+            "transitions": TRANSITIONS,
             "rejections": REJECTIONS,
         },
         build=lambda p: p | "Sources" >> beam.Create(specs) | "Explore" >> ExploreRepos(params),
