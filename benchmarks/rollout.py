@@ -69,19 +69,19 @@ def cold_cache(source_cache: str, path: str) -> str:
     return path
 
 
-def one_pass(input_dir: str, base_url: str, work: str, cache: str, workers: int) -> dict:
+def one_pass(server: ScriptedLLM, input_dir: str, work: str, cache: str, workers: int) -> dict:
     """``trajforge rollout`` as a user runs it, with its own params and cache directory."""
     params = os.path.join(work, f"params-{workers}.yaml")
     with open(PROJECT_PARAMS) as handle:  # the sources must be read as the tasks were made
         settings = yaml.safe_load(handle)
     settings["cache_dir"] = cache
     settings["rollout"] = {**settings.get("rollout", {}), "workers": workers, "max_steps": 5}
-    settings["llm"] = {"base_url": base_url, "model": "oracle", "concurrency": workers}
+    settings["llm"] = {"base_url": server.base_url, "model": "oracle", "concurrency": workers}
     with open(params, "w") as handle:
         yaml.safe_dump(settings, handle)
     output = tempfile.mkdtemp(dir=work)
     command = [TRAJFORGE, "rollout", "--params", params, "--input", input_dir, "--output", output]
-    started = time.monotonic()
+    calls_before, started = len(server.requests), time.monotonic()
     subprocess.run(command, check=True, capture_output=True)
     seconds = time.monotonic() - started
     done = read_records(Trajectory, os.path.join(output, "trajectories"))
@@ -90,7 +90,7 @@ def one_pass(input_dir: str, base_url: str, work: str, cache: str, workers: int)
         "rollouts": len(done),
         "resolved": sum(bool(t.resolved) for t in done),
         "rollouts_per_hour": round(len(done) / seconds * 3600, 1),
-        "llm_calls": sum(t.usage.get("llm_calls", 0) for t in done),
+        "llm_calls": len(server.requests) - calls_before,  # requests the server answered
         "unresolved": [t.instance_id for t in done if not t.resolved],
     }
 
@@ -113,9 +113,9 @@ def main() -> int:
         )
         cold = cold_cache(args.cache, os.path.join(work, "cache-a"))
         warm = cold_cache(args.cache, os.path.join(work, "cache-b"))
-        baseline = one_pass(input_dir, server.base_url, work, cold, workers=1)
-        parallel = one_pass(input_dir, server.base_url, work, warm, args.workers)
-        rerun = one_pass(input_dir, server.base_url, work, warm, args.workers)
+        baseline = one_pass(server, input_dir, work, cold, workers=1)
+        parallel = one_pass(server, input_dir, work, warm, args.workers)
+        rerun = one_pass(server, input_dir, work, warm, args.workers)
     figures = {
         "tasks": len(tasks),
         "workers": args.workers,
