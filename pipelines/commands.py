@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from generators.bug_injector import check_operators
 from generators.llm_client import endpoint_configured
 from generators.sources import pypi_spec
-from pipelines.curate import CurateTasks, CurateTrajectories
+from pipelines.curate import Curate
 from pipelines.describe import DescribeTasks
 from pipelines.explore import ExploreRepos
 from pipelines.inject import InjectBugs
@@ -165,27 +165,24 @@ def _no_sources(stage: str, section: str) -> None:
 def run_curate(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
     if args.benchmark:
         params.curate.benchmarks = list(args.benchmark)
-    task_tables = _tables("curate", args.input, "tasks", TaskInstance, required=True)
-    trajectory_tables = _tables("curate", args.input, "trajectories", Trajectory)
-    total = sum(
-        pq.ParquetFile(f).metadata.num_rows
-        for table in [*task_tables, *trajectory_tables]
-        for f in parquet_files(table)
-    )
+    record_classes = {
+        "tasks": TaskInstance,
+        "explore_tasks": ExploreTask,
+        "trajectories": Trajectory,
+        "transitions": Transition,
+    }
+    tables = {
+        name: _tables("curate", args.input, name, cls, required=name == "tasks")
+        for name, cls in record_classes.items()
+    }
+    total = sum(_row_count(t) for t in tables.values())
 
     def build(p: beam.Pipeline) -> dict:
-        tasks = _read_records(p, "Tasks", task_tables, TaskInstance) | CurateTasks(params.curate)
-        trajectories = _read_records(p, "Trajectories", trajectory_tables, Trajectory) | (
-            CurateTrajectories(params.curate, tasks["rejections"])
-        )
-        rejections = (tasks["rejections"], trajectories["rejections"]) | "AllRejections" >> (
-            beam.Flatten()
-        )
-        return {
-            "tasks": tasks["tasks"],
-            "trajectories": trajectories["trajectories"],
-            "rejections": rejections,
+        records = {
+            name: _read_records(p, name.title().replace("_", ""), tables[name], cls)
+            for name, cls in record_classes.items()
         }
+        return records | "Curate" >> Curate(params.curate)
 
     summary = run_stage(
         stage="curate",
@@ -195,7 +192,9 @@ def run_curate(args: argparse.Namespace, params: Params, beam_args: list[str]) -
         shards=params.pipeline.shards,
         tables={
             "tasks": TASKS,
+            "explore_tasks": TableSpec(ExploreTask.ARROW_SCHEMA, lambda t: t.task_id),
             "trajectories": TRAJECTORIES,
+            "transitions": TRANSITIONS,
             "rejections": REJECTIONS,
         },
         build=build,
@@ -320,6 +319,7 @@ def run_rollout(args: argparse.Namespace, params: Params, beam_args: list[str]) 
             return {
                 "tasks": tasks,
                 "trajectories": p | "NoTrajectories" >> beam.Create([]),
+                "transitions": p | "NoTransitions" >> beam.Create([]),
                 "rejections": p | "NoRejections" >> beam.Create([]),
             }
         return tasks | "Rollout" >> RolloutTasks(params)
@@ -334,6 +334,7 @@ def run_rollout(args: argparse.Namespace, params: Params, beam_args: list[str]) 
         tables={
             "tasks": TASKS,
             "trajectories": TRAJECTORIES,
+            "transitions": TRANSITIONS,
             "rejections": REJECTIONS,
         },
         build=build,

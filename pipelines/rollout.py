@@ -21,6 +21,7 @@ from generators.env_profile import JUNIT_PATH
 from generators.llm_client import LLMClient
 from generators.rollout import rollout_id, run_rollout
 from generators.sources import open_source
+from generators.transitions import transitions_of
 from pipelines import progress
 from pipelines.mine import source_options
 from pipelines.validate import SandboxFn
@@ -31,11 +32,14 @@ from schemas.rejection import Rejection
 from schemas.storage import ContentCache
 from schemas.task_instance import TaskInstance
 from schemas.trajectory import Trajectory
+from schemas.transition import Transition
 from verifiers.patch_verifier import verify_patch
 
 STAGE = "rollout"
 REJECTED = "rejected"
-CACHE_VERSION = "rollout-v1"
+CACHE_VERSION = "rollout-v2"
+TRANSITIONS = "transitions"
+Run = tuple[Trajectory, list[Transition]]
 
 
 class RolloutBatchFn(SandboxFn):
@@ -60,13 +64,16 @@ class RolloutBatchFn(SandboxFn):
                 progress.tick(result.reason)
                 yield beam.pvalue.TaggedOutput(REJECTED, result)
                 continue
-            outcome = "resolved" if result.resolved else "unresolved"
+            trajectory, transitions = result
+            outcome = "resolved" if trajectory.resolved else "unresolved"
             Metrics.counter(STAGE, outcome).inc()
             progress.tick(outcome)
-            yield result
+            yield trajectory
+            for transition in transitions:
+                yield beam.pvalue.TaggedOutput(TRANSITIONS, transition)
         Metrics.counter(STAGE, "llm_calls").inc(self.client.calls - before)
 
-    def _one(self, task: TaskInstance, attempt: int) -> Trajectory | Rejection:
+    def _one(self, task: TaskInstance, attempt: int) -> Run | Rejection:
         name = f"{task.instance_id}#{attempt}"
         if self.unavailable is not None:
             return Rejection(name, STAGE, self.unavailable.reason, str(self.unavailable))
@@ -77,19 +84,21 @@ class RolloutBatchFn(SandboxFn):
         key = self._key(task, attempt)
         if (hit := self.runs.get(key)) is not None:
             Metrics.counter(STAGE, "cache_hits").inc()
-            return from_row(Trajectory, hit)
+            steps = [from_row(Transition, row) for row in hit["transitions"]]
+            return from_row(Trajectory, hit["trajectory"]), steps
         try:
-            trajectory = self._run(task, attempt)
+            trajectory, transitions = self._run(task, attempt)
         except UserError as exc:
             return Rejection(name, STAGE, exc.reason, f"{name}: {exc}")
         except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
             detail = f"{name}: sandbox error {exc.__class__.__name__}: {exc}"
             return Rejection(name, STAGE, "sandbox_error", detail.splitlines()[0])
         if not trajectory.exit_status.startswith("error:llm"):
-            self.runs.put(key, to_row(trajectory))
-        return trajectory
+            rows = [to_row(t) for t in transitions]
+            self.runs.put(key, {"trajectory": to_row(trajectory), "transitions": rows})
+        return trajectory, transitions
 
-    def _run(self, task: TaskInstance, attempt: int) -> Trajectory:
+    def _run(self, task: TaskInstance, attempt: int) -> Run:
         repo_path = open_source(task.source, source_options(self.params)).path
         assert self.sandbox is not None
         timeout = self.params.validate.test_timeout_s
@@ -103,7 +112,11 @@ class RolloutBatchFn(SandboxFn):
         result = run_rollout(
             self.client, self.sandbox, task, repo_path, self.params.rollout, attempt, verify
         )
-        return result.trajectory
+        trajectory = result.trajectory
+        steps = transitions_of(
+            trajectory.trajectory_id, task.instance_id, "rollout", result.run.steps
+        )
+        return trajectory, steps
 
     def _key(self, task: TaskInstance, attempt: int) -> str:
         llm = self.params.llm
@@ -133,7 +146,7 @@ def _with_solve_rate(element: tuple[str, dict[str, Iterable]]):
 
 
 class RolloutTasks(beam.PTransform):
-    """Tasks -> {"tasks" (with solve_rate), "trajectories", "rejections"}."""
+    """Tasks -> {"tasks" (with solve_rate), "trajectories", "transitions", "rejections"}."""
 
     def __init__(self, params: Params) -> None:
         super().__init__()
@@ -147,7 +160,9 @@ class RolloutTasks(beam.PTransform):
             | "Spread" >> beam.Reshuffle()
             | "Batch" >> beam.BatchElements(min_batch_size=workers, max_batch_size=workers * 2)
             | "Rollout"
-            >> beam.ParDo(RolloutBatchFn(self.params)).with_outputs(REJECTED, main="trajectories")
+            >> beam.ParDo(RolloutBatchFn(self.params)).with_outputs(
+                REJECTED, TRANSITIONS, main="trajectories"
+            )
         )
         outcomes = runs.trajectories | "Outcomes" >> beam.Map(
             lambda t: (t.instance_id, float(bool(t.resolved)))
@@ -158,4 +173,9 @@ class RolloutTasks(beam.PTransform):
             | "JoinOutcomes" >> beam.CoGroupByKey()
             | "SolveRate" >> beam.FlatMap(_with_solve_rate)
         )
-        return {"tasks": rated, "trajectories": runs.trajectories, "rejections": runs[REJECTED]}
+        return {
+            "tasks": rated,
+            "trajectories": runs.trajectories,
+            "transitions": runs[TRANSITIONS],
+            "rejections": runs[REJECTED],
+        }

@@ -50,6 +50,7 @@ def _repro_twice(calc_repo, tmp_path: Path, base_url: str) -> None:
         f"llm:\n  base_url: {base_url}\n  model: scripted\n"
         "describe:\n  attempts: 2\n"
         "rollout:\n  attempts: 1\n  max_steps: 6\n"
+        f"explore:\n  repos: [{path}]\n  explorations: 1\n  max_steps: 2\n"
     )
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     assert _dvc("init", "-q", cwd=project).returncode == 0

@@ -145,6 +145,10 @@ def test_scripted_fix_is_verified_resolved(validated, llm):
         assert dict(row["usage"])["steps"] == 4
     (task,) = _table(validated / "rollout-fixer/tasks")
     assert dict(task["scores"])["solve_rate"] == 1.0
+    transitions = _table(validated / "rollout-fixer/transitions")
+    assert len(transitions) == 8 and {t["origin"] for t in transitions} == {"rollout"}
+    edit = next(t for t in transitions if json.loads(t["action"])["tool"] == "str_replace")
+    assert edit["changed_files"] == ["calc/ops.py"] and edit["observation"] == "edited calc/ops.py"
 
 
 def test_rerun_makes_no_calls_and_writes_the_same_bytes(validated, llm):
