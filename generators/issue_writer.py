@@ -20,6 +20,93 @@ from schemas.task_instance import TaskInstance
 
 PROMPT_VERSION = "describe-v1"
 MIN_PROSE_SHARE = 0.6  # of whitespace-separated tokens that look like words or code names
+MIN_FUNCTION_WORDS = 0.12  # English prose is ~40% function words; token soup from a bad model ~0
+FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "when",
+        "while",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "i",
+        "we",
+        "you",
+        "he",
+        "she",
+        "they",
+        "my",
+        "our",
+        "your",
+        "not",
+        "no",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "do",
+        "does",
+        "did",
+        "have",
+        "has",
+        "had",
+        "get",
+        "gets",
+        "got",
+        "instead",
+        "expected",
+        "than",
+        "then",
+        "so",
+        "there",
+        "which",
+        "what",
+        "how",
+        "why",
+        "all",
+        "any",
+        "some",
+        "one",
+        "two",
+        "after",
+        "before",
+        "into",
+        "out",
+        "up",
+        "about",
+        "like",
+        "also",
+        "only",
+    ]
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _WORD = re.compile(r"^[`*(\"'\[]*[A-Za-z][\w.'\u2019\-/]*[`*)\"'\]:;,.!?]*$")
 _FENCED = re.compile(r"```.*?```", re.DOTALL)
 
@@ -102,14 +189,24 @@ def check_statement(text: str, task: TaskInstance, context: IssueContext, min_ch
         return "leaks_patch"
     if leaks_test(text, task.FAIL_TO_PASS):
         return "leaks_test"
-    prose = _FENCED.sub(" ", text).split()
-    if not prose or sum(bool(_WORD.match(t)) for t in prose) / len(prose) < MIN_PROSE_SHARE:
+    if not _reads_as_prose(text):
         return "not_prose"
     if context.anchors and not any(
         re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) for name in context.anchors
     ):
         return "ungrounded"
     return "accepted"
+
+
+def _reads_as_prose(text: str) -> bool:
+    """Words, sentences and the small words English cannot do without; no control bytes."""
+    if _CONTROL.search(text):
+        return False
+    tokens = _FENCED.sub(" ", text).split()
+    if not tokens or sum(bool(_WORD.match(t)) for t in tokens) / len(tokens) < MIN_PROSE_SHARE:
+        return False
+    plain = [t.strip("`*()\"'[],.:;!?").lower() for t in tokens]
+    return sum(t in FUNCTION_WORDS for t in plain) / len(plain) >= MIN_FUNCTION_WORDS
 
 
 def _quotes_removed_line(text: str, removed: list[str]) -> bool:
