@@ -27,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from filters.explore_scores import EXPLORE_SCORE, EXPLORE_SCORE_RANGES
 from filters.task_scores import TASK_SCORE_RANGES
 from filters.trajectory_scores import TRAJECTORY_SCORE_RANGES
 from schemas.errors import UserError
@@ -50,12 +51,22 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
         "scores",
     ),
     "sft_xml": ("trajectory_id", "instance_id", "repo", "model", "messages", "resolved"),
+    "explore": (
+        "task_id", "repo", "base_commit", "image_name", "instruction", "actions",
+        "expected_files", "expected_outputs", "score", "origin",
+    ),
+    "transitions": (
+        "transition_id", "trajectory_id", "instance_id", "repo", "step", "state", "action",
+        "observation", "origin",
+    ),
 }  # fmt: skip
 ID_COLUMNS = {
     "tasks": "instance_id",
     "rl": "instance_id",
     "sft": "trajectory_id",
     "sft_xml": "trajectory_id",
+    "explore": "task_id",
+    "transitions": "transition_id",
 }
 SCORE_RANGES = {"tasks": TASK_SCORE_RANGES, "sft": TRAJECTORY_SCORE_RANGES}
 
@@ -107,6 +118,10 @@ def profile(config: str, table: pa.Table) -> pd.DataFrame:
         frame["tools_is_json_list"] = [_is_tool_list(t) for t in table.column("tools").to_pylist()]
     if "messages" in table.column_names and config in ("sft", "sft_xml"):
         frame["messages_has_assistant"] = _has_role(table.column("messages"), "assistant")
+    if config == "transitions" and "action" in table.column_names:
+        frame["action_is_tool_call"] = [
+            _is_tool_call(a) for a in table.column("action").to_pylist()
+        ]
     return frame
 
 
@@ -134,6 +149,20 @@ def _is_tool_list(tools: str | None) -> bool:
         and isinstance(s.get("function"), dict)
         and isinstance(s["function"].get("name"), str)
         for s in schemas
+    )
+
+
+def _is_tool_call(action: str | None) -> bool:
+    """A transition's action: a JSON object naming its tool, with its arguments as text."""
+    try:
+        value = json.loads(action) if action is not None else None
+    except json.JSONDecodeError:
+        return False
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("tool"), str)
+        and bool(value["tool"])
+        and isinstance(value.get("arguments"), str)
     )
 
 
@@ -188,6 +217,30 @@ def expectations(config: str, columns: Sequence[str]) -> list[Any]:
                 column="tools_is_json_list", value_set=[True], notes="tools: JSON list of schemas"
             )
         )
+    if config == "explore":
+        low, high = EXPLORE_SCORE_RANGES[EXPLORE_SCORE]
+        suite += [
+            e.ExpectColumnValuesToNotBeNull(column="image_name"),
+            e.ExpectColumnValuesToBeBetween(
+                column="instruction", min_value=1, notes="instruction length"
+            ),
+            e.ExpectColumnValuesToBeBetween(
+                column="actions", min_value=1, notes="number of replayable actions"
+            ),
+            e.ExpectColumnValuesToBeBetween(
+                column="score", min_value=low, max_value=high, notes="the judge's score"
+            ),
+        ]
+    if config == "transitions":
+        suite += [
+            e.ExpectColumnValuesToNotBeNull(column="trajectory_id"),
+            e.ExpectColumnValuesToBeBetween(column="step", min_value=0),
+            e.ExpectColumnValuesToBeInSet(
+                column="action_is_tool_call",
+                value_set=[True],
+                notes='action: JSON {"tool": name, "arguments": text}',
+            ),
+        ]
     for name, (low, high) in sorted(SCORE_RANGES.get(config, {}).items()):
         if f"scores.{name}" in columns:
             suite.append(

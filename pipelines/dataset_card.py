@@ -17,15 +17,21 @@ from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCardData
 
+from filters.explore_scores import EXPLORE_SCORE, EXPLORE_SCORE_RANGES
 from filters.task_scores import TASK_SCORE_RANGES
 from filters.trajectory_scores import TRAJECTORY_SCORE_RANGES
 
+_LOW, _HIGH = EXPLORE_SCORE_RANGES[EXPLORE_SCORE]
 TAGS = ["code", "software-engineering", "agents", "swe-bench", "tool-use", "trajforge"]
 CONFIG_DOCS = {
     "tasks": "verified task instances (SWE-bench fields), one row per task",
     "sft": "resolved agent trajectories as TRL conversational rows with OpenAI tool calls",
     "sft_xml": "the same trajectories in SWE-smith's text function-call format",
     "rl": "prompts plus everything a reward function needs to run the tests",
+    "explore": "tasks built backward from explorations: an instruction, the actions that "
+    "accomplish it and the end state a replay must reproduce, one row per task",
+    "transitions": "one row per step of every run curate kept: state before, action, "
+    "observation (world-model data)",
 }
 COLUMN_DOCS: dict[str, dict[str, str]] = {
     "tasks": {
@@ -52,7 +58,8 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "tool_call_id and name (null when absent); tool call arguments are JSON text",
         "tools": "the tool JSON schemas offered to the model, as a JSON string (TRL >= 0.29 "
         "parses it; a JSON string survives Arrow, heterogeneous schema dicts do not)",
-        "trajectory_id, instance_id, repo": "the run and the task it solved (join with tasks)",
+        "trajectory_id, instance_id, repo": "the run and the task it solved (join with "
+        "`tasks.instance_id`, or with `explore.task_id` for explore runs)",
         "model, origin": "the model that produced the run; rollout, explore or import/<format>",
         "resolved, reward, exit_status": "verdict of the final patch in a fresh container: only "
         "resolved runs are exported",
@@ -74,6 +81,38 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "PASS_TO_PASS still passes",
         "repo, base_commit, bug_patch, environment_setup_commit": "where the rollout starts",
         "instance_id, origin, difficulty": "as in tasks",
+    },
+    "explore": {
+        "task_id": "content hash of the task, stable across reruns; `instance_id` of its run in "
+        "sft and transitions",
+        "repo, base_commit, image_name": "the repository, the commit the actions start from and "
+        "the container image they ran in",
+        "instruction": "what the actions accomplish, written after the fact (by an LLM or a "
+        "template; see origin and provenance)",
+        "actions": "the replayable tool calls in order: `tool` (bash, view, create, str_replace) "
+        "and `arguments` (JSON text)",
+        "expected_files": "the check: `{key: path under the repo, value: sha256 of its content "
+        "after the actions, or <deleted>}`",
+        "expected_outputs": "the check: `{key: action index, value: sha256 of its normalized "
+        "output}` for the steps whose output is part of the answer",
+        "score": f"the judge's score in [{_LOW:g}, {_HIGH:g}]; curate drops tasks below "
+        f"`curate.min_scores.{EXPLORE_SCORE}`",
+        "origin": "explore/template or explore/llm: who wrote the instruction",
+        "trajectory_id, messages, tools": "the exploration as a run (as in sft; null when curate "
+        "kept no run of the task); it passed a replay in a fresh container",
+        "provenance": "key/value pairs saying which tool or model produced each part",
+    },
+    "transitions": {
+        "transition_id, trajectory_id, instance_id, repo": "the step, its run, and the task of "
+        "the run (a tasks `instance_id` or an explore `task_id`)",
+        "step": "0-based position in the run",
+        "state": 'JSON of the workspace before the action: `{"changed_files": [...], '
+        '"last_exit_code": int or null}`',
+        "action": 'JSON `{"tool": name, "arguments": "<the JSON text the model wrote>"}`',
+        "observation, exit_code": "what the tool returned, and the shell's exit code (null for "
+        "a call the tools refused)",
+        "changed_files": "files that differ from the start after the action",
+        "origin": "rollout, explore/template, explore/llm or import/<format>",
     },
 }
 
@@ -163,7 +202,8 @@ def render_card(facts: CardFacts) -> str:
         "",
         "Verified training data for software-engineering agents, produced by trajforge: tasks "
         "proven by running their tests in containers, agent trajectories whose final patch was "
-        "verified in a fresh container, and RL prompts with everything a reward function needs.",
+        "verified in a fresh container, RL prompts with everything a reward function needs, "
+        "explore tasks whose end state was reproduced by a replay, and per-step transitions.",
         "",
         f"- version: `{facts.version}` (content hash of the data files; also in `version.json`)",
         f"- trajforge: {facts.trajforge_version}",

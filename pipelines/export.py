@@ -1,69 +1,74 @@
 """``trajforge export``: curated tables -> a Hugging Face dataset directory, gated and versioned.
 
 Input: one or more curated run directories, each with ``tasks/*.parquet`` and optionally
-``trajectories/*.parquet`` (the layout ``pipelines.sinks`` writes). Output::
+``explore_tasks/``, ``trajectories/`` and ``transitions/`` (the layout ``pipelines.sinks``
+writes). Output::
 
     OUTPUT/README.md                                   dataset card (YAML configs + docs)
     OUTPUT/version.json                                content hash of the data files, counts
-    OUTPUT/<config>/<split>-XXXXX-of-YYYYY.parquet     configs tasks, sft, sft_xml, rl
+    OUTPUT/<config>/<split>-XXXXX-of-YYYYY.parquet     configs tasks, sft, sft_xml, rl,
+                                                       explore, transitions
     OUTPUT/data_docs/index.html                        great-expectations Data Docs
 
-The tables are streamed in batches: a first pass reads only ids, repos and verdicts to decide the
-split of every repository and the number of shards; the second pass renders rows and writes
-shards. Everything goes to a staging directory beside OUTPUT, the quality gates run on it, and
-only a passing export replaces OUTPUT; a failing one leaves OUTPUT as it was and its Data Docs at
-``OUTPUT.failed-data_docs/``.
+The tables are streamed in batches: a first pass (``pipelines.export_scan``) reads only ids, repos
+and verdicts to decide the split of every repository and the number of shards; the second pass
+renders rows and writes shards. Everything goes to a staging directory beside OUTPUT, the quality
+gates run on it, and only a passing export replaces OUTPUT; a failing one leaves OUTPUT as it was
+and its Data Docs at ``OUTPUT.failed-data_docs/``.
+
+A config with no rows is left out and the card says why. ``explore`` and ``transitions`` come from
+tables that curate outputs older than the explore stage lack: inputs without the table at all make
+those configs *unavailable* rather than empty (nothing is missing from such a release).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import shutil
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TypeVar
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
-from filters.quality_gates import GateResult, enforce, profile, run_quality_gates
+from filters.quality_gates import GateResult, enforce, run_quality_gates
 from generators.rl_prompt import DEFAULT_SYSTEM_PROMPT
+from generators.sft_render import trl_message
 from pipelines import progress
-from pipelines.dataset_card import CardFacts, SplitFacts, render_card
+from pipelines.dataset_card import CardFacts, render_card
+from pipelines.export_io import ShardWriter, batches, route
+from pipelines.export_scan import Inputs, scan, trajectory_drop
 from pipelines.export_tables import (
+    Conversation,
+    explore_table,
     rl_table,
     sft_table,
     sft_xml_table,
     tasks_schema,
     tasks_table,
+    transitions_table,
 )
 from pipelines.repo_split import assign_splits
 from pipelines.sinks import publish, staging_dir
 from schemas.errors import UserError
+from schemas.explore_task import ExploreTask
 from schemas.params import ExportParams
-from schemas.records import from_table
-from schemas.storage import (
-    is_local,
-    join,
-    parquet_files,
-    read_bytes,
-    table_to_parquet_bytes,
-    write_bytes_atomic,
-)
+from schemas.records import from_row, from_table
+from schemas.storage import is_local, write_bytes_atomic
 from schemas.task_instance import TaskInstance
-from schemas.trajectory import Trajectory
+from schemas.trajectory import Message, Trajectory
+from schemas.transition import Transition
 
-CONFIGS = ("tasks", "sft", "sft_xml", "rl")
-TRAJECTORY_CONFIGS = ("sft", "sft_xml")
-TASK_INDEX = ["instance_id", "repo", "origin", "scores"]  # what the first pass reads
-RUN_INDEX = ["instance_id", "resolved", "origin", "model"]
-R = TypeVar("R")
+CONFIGS = ("tasks", "sft", "sft_xml", "rl", "explore", "transitions")
+OPTIONAL_TABLES = {"explore": "explore_tasks", "transitions": "transitions"}  # config -> table
+CONVERSATION = ["trajectory_id", "messages", "tools"]  # what an explore row takes of its run
 
 
 @dataclass
@@ -74,24 +79,17 @@ class ExportResult:
     omitted: dict[str, str]  # config -> why it has no rows
     dropped: Counter  # reason -> input rows left out
     summary: progress.Summary
+    unavailable: dict[str, str] = field(default_factory=dict)  # config -> the table it lacks
 
 
-@dataclass
-class _Inputs:
-    """What the first pass learns without reading patches or messages."""
+class _Table(NamedTuple):
+    """How one input table becomes rows: its records, their repo, which to keep, each config."""
 
-    task_files: list[str]
-    trajectory_files: list[str]
-    repo_of: dict[str, str] = field(default_factory=dict)  # instance_id -> repo
-    task_repos: Counter = field(default_factory=Counter)  # repo -> task rows (duplicates too)
-    score_names: set[str] = field(default_factory=set)
-    task_origins: Counter = field(default_factory=Counter)
-    sft_repos: Counter = field(default_factory=Counter)  # repo -> exportable trajectories
-    trajectory_origins: Counter = field(default_factory=Counter)
-    models: Counter = field(default_factory=Counter)
-    dropped: Counter = field(default_factory=Counter)
-    tasks_read: int = 0
-    trajectories_read: int = 0
+    name: str
+    cls: Any  # a record class
+    repo: Callable[[Any], str]
+    keep: Callable[[Any], bool]
+    render: dict[str, Callable[[list[Any]], pa.Table]]
 
 
 def export_dataset(
@@ -109,17 +107,22 @@ def export_dataset(
     suite fails; in both cases ``output`` is left as it was."""
     timer = progress.Timer()
     _check_arguments(inputs, output, params, configs)
-    found = _scan(inputs, want_trajectories=any(c in configs for c in TRAJECTORY_CONFIGS))
-    config_repos = {
-        c: set(found.task_repos) if c in ("tasks", "rl") else set(found.sft_repos) for c in configs
+    found = scan(inputs, configs)
+    unavailable = {
+        c: f"the inputs have no {t} table (curated before the explore stage)"
+        for c, t in OPTIONAL_TABLES.items()
+        if c in configs and not found.files[t]
     }
-    split_of = assign_splits(config_repos, params.validation_fraction, params.seed)
+    configs = [c for c in configs if c not in unavailable]
+    split_of = assign_splits(
+        {c: set(found.repos(c)) for c in configs}, params.validation_fraction, params.seed
+    )
     counts = {c: n for c, n in _counts(found, configs, split_of).items() if n}
     omitted = {c: _why_empty(c) for c in configs if c not in counts}
     staging = staging_dir(output)
     try:
         writers = {
-            (c, s): _ShardWriter(staging, c, s, n, params.shard_rows)
+            (c, s): ShardWriter(staging, c, s, n, params.shard_rows)
             for c, splits in counts.items()
             for s, n in splits.items()
         }
@@ -139,9 +142,9 @@ def export_dataset(
             trajforge_version=_trajforge_version(),
             splits={c: {s: writers[(c, s)].facts() for s in counts[c]} for c in counts},
             schemas={c: _schema(writers, c) for c in counts},
-            omitted=omitted,
+            omitted={**omitted, **unavailable},
             repo_splits=split_of,
-            repo_tasks=found.task_repos,
+            repo_tasks=found.repos("tasks") + found.repos("explore"),
             task_origins=found.task_origins,
             trajectory_origins=found.trajectory_origins,
             models=found.models,
@@ -153,17 +156,19 @@ def export_dataset(
         publish(staging, output)
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # gone already when published
-    read = found.tasks_read + found.trajectories_read
+    read = sum(found.read.values())
     summary = progress.Summary(
         "export", read, read - sum(found.dropped.values()), found.dropped, timer.elapsed()
     )
     summary.extra.update({f"{c} rows": sum(s.values()) for c, s in counts.items()})
     summary.extra["version"] = version
-    return ExportResult(os.path.abspath(output), version, counts, omitted, found.dropped, summary)
+    return ExportResult(
+        os.path.abspath(output), version, counts, omitted, found.dropped, summary, unavailable
+    )
 
 
 def _gate(
-    staging: str, output: str, writers: dict[tuple[str, str], _ShardWriter]
+    staging: str, output: str, writers: dict[tuple[str, str], ShardWriter]
 ) -> list[GateResult]:
     """Run the suites on the shards' profiles; on failure move Data Docs out and raise."""
     frames: dict[str, list[pd.DataFrame]] = defaultdict(list)
@@ -194,7 +199,7 @@ def _write_card(
     write_bytes_atomic(os.path.join(staging, "version.json"), data)
 
 
-def _schema(writers: dict[tuple[str, str], _ShardWriter], config: str) -> pa.Schema:
+def _schema(writers: dict[tuple[str, str], ShardWriter], config: str) -> pa.Schema:
     return next(w.schema for (c, _), w in writers.items() if c == config and w.schema is not None)
 
 
@@ -217,191 +222,109 @@ def _check_arguments(
         )
 
 
-def _scan(inputs: Sequence[str], want_trajectories: bool) -> _Inputs:
-    found = _Inputs(
-        task_files=[f for i in inputs for f in parquet_files(join(i, "tasks"))],
-        trajectory_files=[f for i in inputs for f in parquet_files(join(i, "trajectories"))]
-        if want_trajectories
-        else [],
-    )
-    if not found.task_files:
-        raise UserError(
-            f"export: no tasks/*.parquet under {', '.join(inputs)}; pass curated run directories"
-        )
-    for batch in _batches(found.task_files, TaskInstance.ARROW_SCHEMA, 4096, TASK_INDEX):
-        for row in batch.to_pylist():
-            found.repo_of[row["instance_id"]] = row["repo"]
-            found.task_repos[row["repo"]] += 1
-            found.task_origins[row["origin"]] += 1
-            found.score_names.update(k for k, _ in row["scores"] or ())
-            found.tasks_read += 1
-    for batch in _batches(found.trajectory_files, Trajectory.ARROW_SCHEMA, 4096, RUN_INDEX):
-        for row in batch.to_pylist():
-            found.trajectories_read += 1
-            reason = _trajectory_drop(row["instance_id"], row["resolved"], found.repo_of)
-            if reason:
-                found.dropped[reason] += 1
-                continue
-            found.sft_repos[found.repo_of[row["instance_id"]]] += 1
-            found.trajectory_origins[row["origin"]] += 1
-            found.models[row["model"]] += 1
-    return found
-
-
-def _trajectory_drop(instance_id: str, resolved: bool | None, repo_of: dict[str, str]) -> str:
-    """Why a trajectory is not an SFT row ("" when it is one)."""
-    if instance_id not in repo_of:
-        return "trajectory_without_task"
-    if resolved is None:
-        return "trajectory_unverified"
-    return "" if resolved else "trajectory_unresolved"
-
-
 def _counts(
-    found: _Inputs, configs: Sequence[str], split_of: dict[str, str]
+    found: Inputs, configs: Sequence[str], split_of: dict[str, str]
 ) -> dict[str, dict[str, int]]:
-    per_repo = {"tasks": found.task_repos, "sft": found.sft_repos}
-    per_repo["rl"], per_repo["sft_xml"] = per_repo["tasks"], per_repo["sft"]
     counts: dict[str, dict[str, int]] = {}
     for config in configs:
         splits: Counter = Counter()
-        for repo, n in per_repo[config].items():
+        for repo, n in found.repos(config).items():
             splits[split_of[repo]] += n
         counts[config] = {s: splits[s] for s in ("train", "validation") if splits[s]}
     return counts
 
 
 def _why_empty(config: str) -> str:
-    if config in TRAJECTORY_CONFIGS:
-        return "no resolved trajectory of an exported task in the inputs"
-    return "no tasks in the inputs"
+    return {
+        "sft": "no resolved trajectory of an exported task in the inputs",
+        "sft_xml": "no resolved trajectory of an exported task in the inputs",
+        "explore": "no explore tasks in the inputs",
+        "transitions": "no transitions of an exported task in the inputs",
+    }.get(config, "no tasks in the inputs")
 
 
 def _write_rows(
-    found: _Inputs,
-    writers: dict[tuple[str, str], _ShardWriter],
+    found: Inputs,
+    writers: dict[tuple[str, str], ShardWriter],
     split_of: dict[str, str],
     system_prompt: str,
     batch_rows: int,
 ) -> None:
-    schema = tasks_schema(found.score_names)
-    render_tasks: dict[str, Callable[[list[TaskInstance]], pa.Table]] = {
-        "tasks": lambda ts: tasks_table(ts, schema),
-        "rl": lambda ts: rl_table(ts, system_prompt),
-    }
-    for batch in _batches(found.task_files, TaskInstance.ARROW_SCHEMA, batch_rows):
-        tasks = from_table(TaskInstance, batch)
-        _route(tasks, lambda t: split_of[t.repo], render_tasks, writers)
-    if not any(c in TRAJECTORY_CONFIGS for c, _ in writers):
-        return
+    """Each input table in batches -> rows of every config made of it that has a writer."""
+    wanted = {config for config, _ in writers}
     repo_of = found.repo_of
-    render_trajectories: dict[str, Callable[[list[Trajectory]], pa.Table]] = {
-        "sft": lambda ts: sft_table(ts, repo_of),
-        "sft_xml": lambda ts: sft_xml_table(ts, repo_of),
-    }
-    for batch in _batches(found.trajectory_files, Trajectory.ARROW_SCHEMA, batch_rows):
-        kept = [
-            t
-            for t in from_table(Trajectory, batch)
-            if not _trajectory_drop(t.instance_id, t.resolved, repo_of)
-        ]
-        _route(kept, lambda t: split_of[repo_of[t.instance_id]], render_trajectories, writers)
+    schema = tasks_schema(found.score_names)
+    conversations = _conversations(found, batch_rows) if "explore" in wanted else {}
+    tables = [
+        _Table(
+            "tasks",
+            TaskInstance,
+            attrgetter("repo"),
+            lambda _: True,
+            {
+                "tasks": lambda ts: tasks_table(ts, schema),
+                "rl": lambda ts: rl_table(ts, system_prompt),
+            },
+        ),
+        _Table(
+            "explore_tasks",
+            ExploreTask,
+            attrgetter("repo"),
+            lambda _: True,
+            {"explore": lambda ts: explore_table(ts, conversations)},
+        ),
+        _Table(
+            "trajectories",
+            Trajectory,
+            lambda t: repo_of[t.instance_id],
+            lambda t: not trajectory_drop(t.instance_id, t.resolved, repo_of),
+            {
+                "sft": lambda ts: sft_table(ts, repo_of),
+                "sft_xml": lambda ts: sft_xml_table(ts, repo_of),
+            },
+        ),
+        _Table(
+            "transitions",
+            Transition,
+            lambda t: repo_of[t.instance_id],
+            lambda t: t.instance_id in repo_of,
+            {"transitions": lambda ts: transitions_table(ts, repo_of)},
+        ),
+    ]
+    for table in tables:
+        if wanted & set(table.render):
+            _write_table(table, found.files[table.name], writers, split_of, batch_rows)
 
 
-def _route(
-    records: list[R],
-    split: Callable[[R], str],
-    render: dict[str, Callable[[list[R]], pa.Table]],
-    writers: dict[tuple[str, str], _ShardWriter],
+def _write_table(
+    table: _Table,
+    files: list[str],
+    writers: dict[tuple[str, str], ShardWriter],
+    split_of: dict[str, str],
+    batch_rows: int,
 ) -> None:
-    """Group one batch of records by split and hand each config's rows to its writer."""
-    by_split: dict[str, list[R]] = defaultdict(list)
-    for record in records:
-        by_split[split(record)].append(record)
-    for name, group in sorted(by_split.items()):
-        for config, make in render.items():
-            if (config, name) in writers:
-                writers[(config, name)].add(make(group))
-                progress.tick(config, len(group))
+    for batch in batches(files, table.cls.ARROW_SCHEMA, batch_rows):
+        records = [r for r in from_table(table.cls, batch) if table.keep(r)]
+        route(records, lambda r: split_of[table.repo(r)], table.render, writers)
 
 
-class _ShardWriter:
-    """Rows of one config and split -> ``<config>/<split>-XXXXX-of-YYYYY.parquet``.
-
-    The row count is known up front, so the shard count is too, and shards are equal in size
-    to within one row."""
-
-    def __init__(self, root: str, config: str, split: str, total: int, shard_rows: int) -> None:
-        shards = max(1, -(-total // shard_rows))
-        self.sizes = [total // shards + (1 if i < total % shards else 0) for i in range(shards)]
-        self.root, self.config, self.split = root, config, split
-        self.pending: list[pa.Table] = []
-        self.pending_rows = 0
-        self.paths: list[str] = []
-        self.profiles: list[pd.DataFrame] = []
-        self.schema: pa.Schema | None = None
-        self.num_bytes = 0
-        self.download_size = 0
-
-    def add(self, table: pa.Table) -> None:
-        self.schema = table.schema
-        self.pending.append(table)
-        self.pending_rows += table.num_rows
-        while (
-            len(self.paths) < len(self.sizes) and self.pending_rows >= self.sizes[len(self.paths)]
-        ):
-            self._flush(self.sizes[len(self.paths)])
-
-    def _flush(self, rows: int) -> None:
-        table = pa.concat_tables(self.pending)
-        shard, rest = table.slice(0, rows), table.slice(rows)
-        self.pending = [rest] if rest.num_rows else []
-        self.pending_rows -= rows
-        name = f"{self.split}-{len(self.paths):05d}-of-{len(self.sizes):05d}.parquet"
-        path = os.path.join(self.root, self.config, name)
-        data = table_to_parquet_bytes(shard.combine_chunks())
-        write_bytes_atomic(path, data)
-        self.paths.append(path)
-        self.profiles.append(profile(self.config, shard))
-        self.num_bytes += shard.nbytes
-        self.download_size += len(data)
-
-    def close(self) -> None:
-        if self.pending_rows or len(self.paths) != len(self.sizes):
-            raise RuntimeError(
-                f"export: {self.config}/{self.split} got a different row count than counted"
-            )
-
-    def facts(self) -> SplitFacts:
-        return SplitFacts(sum(self.sizes), self.num_bytes, self.download_size, len(self.paths))
+def _conversations(found: Inputs, batch_rows: int) -> dict[str, Conversation]:
+    """The messages and tools of the explore tasks' runs, by trajectory id. Explore runs are
+    short, and only theirs are held, so the explore rows can be written in one pass."""
+    if not found.explore_runs:
+        return {}
+    wanted = pa.array(sorted(found.explore_runs), pa.string())
+    conversations: dict[str, Conversation] = {}
+    for batch in batches(
+        found.files["trajectories"], Trajectory.ARROW_SCHEMA, batch_rows, CONVERSATION
+    ):
+        for row in batch.filter(pc.is_in(batch["trajectory_id"], wanted)).to_pylist():
+            messages = [trl_message(from_row(Message, m)) for m in row["messages"] or ()]
+            conversations[row["trajectory_id"]] = Conversation(messages, row["tools"])
+    return conversations
 
 
-def _batches(
-    files: list[str], schema: pa.Schema, rows: int, columns: list[str] | None = None
-) -> Iterator[pa.Table]:
-    """Batches of every file, as ``schema`` (or its ``columns``); a file that lacks a column is
-    one clear error naming it."""
-    names = columns or schema.names
-    target = pa.schema([schema.field(n) for n in names])
-    for path in files:
-        handle = pq.ParquetFile(path if is_local(path) else io.BytesIO(read_bytes(path)))
-        missing = [n for n in names if n not in handle.schema_arrow.names]
-        if missing:
-            raise UserError(
-                f"export: {path} lacks columns {', '.join(missing)}; re-run curate with this "
-                "trajforge version"
-            )
-        for batch in handle.iter_batches(batch_size=rows, columns=names):
-            table = pa.Table.from_batches([batch]).select(names)
-            try:
-                yield table.cast(target)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise UserError(
-                    f"export: {path} does not match the record schema ({exc})"
-                ) from None
-
-
-def _content_version(staging: str, writers: Iterable[_ShardWriter]) -> tuple[str, dict[str, str]]:
+def _content_version(staging: str, writers: Iterable[ShardWriter]) -> tuple[str, dict[str, str]]:
     """sha256 over every data file's path and bytes: the same data gives the same version."""
     digests = {}
     for writer in writers:

@@ -3,12 +3,14 @@
 Arrow maps do not load in ``datasets`` (no feature type for them), so the export turns them into
 types that do: ``scores`` becomes a struct with one float field per score name (null where a
 record has no such score), which also makes ``row["scores"]["difficulty"]`` work in a filter;
-``provenance`` becomes a list of ``{key, value}`` pairs (its keys are open-ended).
+``provenance`` (and an explore task's ``expected_files`` / ``expected_outputs``) becomes a list of
+``{key, value}`` pairs (their keys are open-ended).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -16,9 +18,11 @@ from filters.task_scores import TASK_SCORE_RANGES
 from filters.trajectory_scores import TRAJECTORY_SCORE_RANGES, trajectory_scores
 from generators.rl_prompt import rl_prompt
 from generators.sft_render import swesmith_messages, trl_messages
+from schemas.explore_task import ExploreTask
 from schemas.records import to_row
 from schemas.task_instance import TaskInstance
 from schemas.trajectory import MESSAGE_TYPE, Trajectory
+from schemas.transition import Transition
 
 CHAT_MESSAGE = pa.struct([("role", pa.string()), ("content", pa.large_string())])
 PAIRS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
@@ -61,6 +65,32 @@ SFT_SCHEMA = pa.schema(
 SFT_XML_SCHEMA = pa.schema(
     [*_TRAJECTORY_META, ("messages", pa.list_(CHAT_MESSAGE)), ("resolved", pa.bool_())]
 )
+EXPLORE_COLUMNS = (  # ExploreTask's, less where it ran from (source, profile_id)
+    "task_id", "repo", "base_commit", "image_name", "instruction", "actions", "expected_files",
+    "expected_outputs", "score", "origin", "trajectory_id", "provenance",
+)  # fmt: skip
+EXPLORE_PAIRS = ("expected_files", "expected_outputs", "provenance")
+EXPLORE_SCHEMA = pa.schema(
+    [
+        pa.field(n, PAIRS) if n in EXPLORE_PAIRS else ExploreTask.ARROW_SCHEMA.field(n)
+        for n in EXPLORE_COLUMNS
+    ]
+    + [
+        ("messages", pa.list_(MESSAGE_TYPE)),  # null when curate kept no run of the task
+        ("tools", pa.large_string()),
+    ]
+)
+_TRANSITION = Transition.ARROW_SCHEMA
+TRANSITIONS_SCHEMA = _TRANSITION.insert(
+    _TRANSITION.get_field_index("instance_id") + 1, pa.field("repo", pa.string())
+)
+
+
+class Conversation(NamedTuple):
+    """The part of a run an explore row carries: TRL messages and the tools JSON."""
+
+    messages: list[dict[str, Any]]
+    tools: str
 
 
 def tasks_schema(score_names: Iterable[str]) -> pa.Schema:
@@ -81,9 +111,31 @@ def tasks_table(tasks: Iterable[TaskInstance], schema: pa.Schema) -> pa.Table:
     for task in tasks:
         row = to_row(task)
         row["scores"] = {n: task.scores.get(n) for n in names}
-        row["provenance"] = [{"key": k, "value": v} for k, v in sorted(task.provenance.items())]
+        row["provenance"] = _pairs(task.provenance)
         rows.append(row)
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _pairs(mapping: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"key": k, "value": v} for k, v in sorted(mapping.items())]
+
+
+def explore_table(
+    tasks: Iterable[ExploreTask], conversations: Mapping[str, Conversation]
+) -> pa.Table:
+    """One row per explore task, with its run's conversation when ``conversations`` has it."""
+    rows = []
+    for task in tasks:
+        record, run = to_row(task), conversations.get(task.trajectory_id)
+        row = {n: _pairs(record[n]) if n in EXPLORE_PAIRS else record[n] for n in EXPLORE_COLUMNS}
+        row["messages"], row["tools"] = (run.messages, run.tools) if run else (None, None)
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=EXPLORE_SCHEMA)
+
+
+def transitions_table(transitions: Iterable[Transition], repo_of: Mapping[str, str]) -> pa.Table:
+    rows = [{**to_row(t), "repo": repo_of[t.instance_id]} for t in transitions]
+    return pa.Table.from_pylist(rows, schema=TRANSITIONS_SCHEMA)
 
 
 def rl_table(tasks: Iterable[TaskInstance], system_prompt: str) -> pa.Table:
