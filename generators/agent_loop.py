@@ -89,7 +89,7 @@ def run_agent(
         for call in calls:
             name, arguments = call["function"]["name"], call["function"]["arguments"]
             outcome = workspace.run(name, arguments)
-            run.steps.append(_step(turn, name, arguments, outcome))
+            run.steps.append(step_of(turn, name, arguments, outcome))
             run.messages.append(
                 {
                     "role": "tool",
@@ -132,7 +132,7 @@ def _assistant_message(raw: dict[str, Any], turn: int) -> dict[str, Any]:
     return message
 
 
-def _step(turn: int, name: str, arguments: str, outcome: StepOutcome) -> Step:
+def step_of(turn: int, name: str, arguments: str, outcome: StepOutcome) -> Step:
     return Step(
         turn=turn,
         tool=name,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from generators.agent_loop import Step
+from generators.agent_loop import step_of
 from generators.agent_tools import StepOutcome, tool_schemas
 from generators.transitions import transitions_of
 from schemas.explore_task import ExploreTask, ReplayAction
@@ -80,10 +80,8 @@ def explore_records(
         reward=None,
         origin=label.origin,
     )
-    steps = [
-        Step(i, a.tool, a.arguments, o.observation, o.exit_code, o.changed_files, o.error)
-        for i, (a, o) in enumerate(zip(actions, outcomes, strict=True))
-    ]
+    pairs = enumerate(zip(actions, outcomes, strict=True))
+    steps = [step_of(i, a.tool, a.arguments, o) for i, (a, o) in pairs]
     return task, trajectory, transitions_of(trajectory_id, task_id, label.origin, steps)
 
 

@@ -38,6 +38,44 @@ REJECTIONS = TableSpec(Rejection.ARROW_SCHEMA, lambda r: f"{r.input}\0{r.reason}
 TASKS = TableSpec(TaskInstance.ARROW_SCHEMA, lambda t: t.instance_id)
 TRAJECTORIES = TableSpec(Trajectory.ARROW_SCHEMA, lambda t: t.trajectory_id)
 TRANSITIONS = TableSpec(Transition.ARROW_SCHEMA, lambda t: f"{t.trajectory_id}\0{t.step:06d}")
+EXPLORE_TASKS = TableSpec(ExploreTask.ARROW_SCHEMA, lambda t: t.task_id)
+CANDIDATES = TableSpec(Candidate.ARROW_SCHEMA, lambda c: c.candidate_id)
+
+
+def _run(
+    stage: str,
+    args: argparse.Namespace,
+    params: Params,
+    beam_args: list[str],
+    *,
+    tables: dict[str, TableSpec],
+    build,
+    kept_table: str,
+    unit: str,
+    total: int | None = None,
+) -> int:
+    """Every stage's run: runner and shards from params, one summary on stderr.
+
+    ``total`` is the number of inputs when it is known up front (it drives the progress bar);
+    otherwise inputs are counted as kept + rejected at the end.
+    """
+    summary = run_stage(
+        stage=stage,
+        output=args.output,
+        runner=params.pipeline.runner,
+        beam_args=beam_args,
+        shards=params.pipeline.shards,
+        tables=tables,
+        build=build,
+        kept_table=kept_table,
+        inputs=(lambda reasons, kept: kept + sum(reasons.values()))
+        if total is None
+        else (lambda reasons, kept: total),
+        progress_total=total,
+        progress_unit=unit,
+    )
+    print(summary.render(), file=sys.stderr)
+    return 0
 
 
 def run_mine(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
@@ -78,28 +116,20 @@ def _run_source_stage(
     params: Params,
     args: argparse.Namespace,
     beam_args: list[str],
+    tables: dict[str, TableSpec] | None = None,
+    kept_table: str = "candidates",
+    unit: str = "candidate",
 ) -> int:
-    """A stage that turns source specs into candidates (mine, inject)."""
+    """A stage that starts from source specs (mine, inject: candidates; explore)."""
     if not specs:
         _no_sources(stage, section)
-    summary = run_stage(
-        stage=stage,
-        output=args.output,
-        runner=params.pipeline.runner,
-        beam_args=beam_args,
-        shards=params.pipeline.shards,
-        tables={
-            "candidates": TableSpec(Candidate.ARROW_SCHEMA, lambda c: c.candidate_id),
-            "rejections": REJECTIONS,
-        },
+    return _run(
+        stage, args, params, beam_args,
+        tables=tables or {"candidates": CANDIDATES, "rejections": REJECTIONS},
         build=lambda p: p | "Sources" >> beam.Create(specs) | stage.title() >> transform,
-        kept_table="candidates",
-        inputs=lambda reasons, kept: kept + sum(reasons.values()),
-        progress_total=None,
-        progress_unit="candidate",
-    )
-    print(summary.render(), file=sys.stderr)
-    return 0
+        kept_table=kept_table,
+        unit=unit,
+    )  # fmt: skip
 
 
 def run_validate(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
@@ -111,17 +141,13 @@ def run_validate(args: argparse.Namespace, params: Params, beam_args: list[str])
         params.validate.reruns = args.reruns
     params.check()
     tables = [_candidate_table(path) for path in args.input]
-    total = sum(pq.ParquetFile(f).metadata.num_rows for t in tables for f in parquet_files(t))
+    total = _row_count(tables)
     if params.sandbox.kind == "local":
         from verifiers.local_sandbox import WARNING
 
         print(WARNING, file=sys.stderr)
-    summary = run_stage(
-        stage="validate",
-        output=args.output,
-        runner=params.pipeline.runner,
-        beam_args=beam_args,
-        shards=params.pipeline.shards,
+    return _run(
+        "validate", args, params, beam_args,
         tables={
             "tasks": TASKS,
             "rejections": REJECTIONS,
@@ -132,12 +158,9 @@ def run_validate(args: argparse.Namespace, params: Params, beam_args: list[str])
             _read_records(p, "Candidates", tables, Candidate) | ValidateCandidates(params)
         ),
         kept_table="tasks",
-        inputs=lambda reasons, kept: total,
-        progress_total=total,
-        progress_unit="candidate",
-    )
-    print(summary.render(), file=sys.stderr)
-    return 0
+        unit="candidate",
+        total=total,
+    )  # fmt: skip
 
 
 def _candidate_table(path: str) -> str:
@@ -184,27 +207,20 @@ def run_curate(args: argparse.Namespace, params: Params, beam_args: list[str]) -
         }
         return records | "Curate" >> Curate(params.curate)
 
-    summary = run_stage(
-        stage="curate",
-        output=args.output,
-        runner=params.pipeline.runner,
-        beam_args=beam_args,
-        shards=params.pipeline.shards,
+    return _run(
+        "curate", args, params, beam_args,
         tables={
             "tasks": TASKS,
-            "explore_tasks": TableSpec(ExploreTask.ARROW_SCHEMA, lambda t: t.task_id),
+            "explore_tasks": EXPLORE_TASKS,
             "trajectories": TRAJECTORIES,
             "transitions": TRANSITIONS,
             "rejections": REJECTIONS,
         },
         build=build,
         kept_table="tasks",
-        inputs=lambda reasons, kept: total,
-        progress_total=total,
-        progress_unit="record",
-    )
-    print(summary.render(), file=sys.stderr)
-    return 0
+        unit="record",
+        total=total,
+    )  # fmt: skip
 
 
 def _tables(
@@ -261,11 +277,8 @@ def run_describe(args: argparse.Namespace, params: Params, beam_args: list[str])
     run_tables = _tables("describe", args.input, "runs", TestRun)
     total = _row_count(task_tables)
     if not endpoint_configured(params.llm):
-        print(
-            "describe: no endpoint configured (llm.base_url, llm.model); issue text is written "
-            "from the failing tests' output by the template writer",
-            file=sys.stderr,
-        )
+        _no_endpoint("describe", "issue text is written from the failing tests' output by the "
+                     "template writer")  # fmt: skip
 
     def build(p: beam.Pipeline) -> dict:
         tasks = _read_records(p, "Tasks", task_tables, TaskInstance)
@@ -273,12 +286,8 @@ def run_describe(args: argparse.Namespace, params: Params, beam_args: list[str])
         described = (tasks, runs) | "Describe" >> DescribeTasks(params)
         return {**described, "rejections": p | "NoRejections" >> beam.Create([])}
 
-    summary = run_stage(
-        stage="describe",
-        output=args.output,
-        runner=params.pipeline.runner,
-        beam_args=beam_args,
-        shards=params.pipeline.shards,
+    return _run(
+        "describe", args, params, beam_args,
         tables={
             "tasks": TASKS,
             "statements": TableSpec(
@@ -288,12 +297,9 @@ def run_describe(args: argparse.Namespace, params: Params, beam_args: list[str])
         },
         build=build,
         kept_table="tasks",
-        inputs=lambda reasons, kept: total,
-        progress_total=total,
-        progress_unit="task",
-    )
-    print(summary.render(), file=sys.stderr)
-    return 0
+        unit="task",
+        total=total,
+    )  # fmt: skip
 
 
 def run_rollout(args: argparse.Namespace, params: Params, beam_args: list[str]) -> int:
@@ -307,11 +313,7 @@ def run_rollout(args: argparse.Namespace, params: Params, beam_args: list[str]) 
     tasks_total = _row_count(task_tables)
     configured = endpoint_configured(params.llm)
     if not configured:
-        print(
-            "rollout: no endpoint configured (llm.base_url, llm.model); tasks pass through "
-            "with no trajectories",
-            file=sys.stderr,
-        )
+        _no_endpoint("rollout", "tasks pass through with no trajectories")
 
     def build(p: beam.Pipeline) -> dict:
         tasks = _read_records(p, "Tasks", task_tables, TaskInstance)
@@ -324,13 +326,8 @@ def run_rollout(args: argparse.Namespace, params: Params, beam_args: list[str]) 
             }
         return tasks | "Rollout" >> RolloutTasks(params)
 
-    runs_total = tasks_total * params.rollout.attempts if configured else 0
-    summary = run_stage(
-        stage="rollout",
-        output=args.output,
-        runner=params.pipeline.runner,
-        beam_args=beam_args,
-        shards=params.pipeline.shards,
+    return _run(
+        "rollout", args, params, beam_args,
         tables={
             "tasks": TASKS,
             "trajectories": TRAJECTORIES,
@@ -339,12 +336,16 @@ def run_rollout(args: argparse.Namespace, params: Params, beam_args: list[str]) 
         },
         build=build,
         kept_table="trajectories",
-        inputs=lambda reasons, kept: runs_total,
-        progress_total=runs_total,
-        progress_unit="run",
+        unit="run",
+        total=tasks_total * params.rollout.attempts if configured else 0,
+    )  # fmt: skip
+
+
+def _no_endpoint(stage: str, consequence: str) -> None:
+    print(
+        f"{stage}: no endpoint configured (llm.base_url, llm.model); {consequence}",
+        file=sys.stderr,
     )
-    print(summary.render(), file=sys.stderr)
-    return 0
 
 
 def _endpoint_overrides(args: argparse.Namespace, params: Params) -> None:
@@ -366,31 +367,16 @@ def run_explore(args: argparse.Namespace, params: Params, beam_args: list[str]) 
         explore.repos, explore.pypi = list(args.repo), list(args.pypi)
     explore.commit = args.commit or explore.commit
     specs = [*explore.repos, *(pypi_spec(name) for name in explore.pypi)]
-    if not specs:
-        _no_sources("explore", "explore")
     if not endpoint_configured(params.llm):
-        print(
-            "explore: no endpoint configured (llm.base_url, llm.model); running the doc "
-            "examples of each repository as written, labeled from templates",
-            file=sys.stderr,
-        )
-    summary = run_stage(
-        stage="explore",
-        output=args.output,
-        runner=params.pipeline.runner,
-        beam_args=beam_args,
-        shards=params.pipeline.shards,
-        tables={
-            "explore_tasks": TableSpec(ExploreTask.ARROW_SCHEMA, lambda t: t.task_id),
-            "trajectories": TRAJECTORIES,
-            "transitions": TRANSITIONS,
-            "rejections": REJECTIONS,
-        },
-        build=lambda p: p | "Sources" >> beam.Create(specs) | "Explore" >> ExploreRepos(params),
-        kept_table="explore_tasks",
-        inputs=lambda reasons, kept: kept + sum(reasons.values()),
-        progress_total=None,
-        progress_unit="run",
-    )
-    print(summary.render(), file=sys.stderr)
-    return 0
+        _no_endpoint("explore", "running the doc examples of each repository as written, "
+                     "labeled from templates")  # fmt: skip
+    tables = {
+        "explore_tasks": EXPLORE_TASKS,
+        "trajectories": TRAJECTORIES,
+        "transitions": TRANSITIONS,
+        "rejections": REJECTIONS,
+    }
+    return _run_source_stage(
+        "explore", "explore", specs, ExploreRepos(params), params, args, beam_args,
+        tables=tables, kept_table="explore_tasks", unit="run",
+    )  # fmt: skip

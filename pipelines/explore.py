@@ -104,11 +104,12 @@ class ExploreRepoFn(SandboxFn):
     ) -> Iterator[Candidate | Rejection]:
         """Each doc example as written; one that ends in an error teaches nothing and is dropped."""
         for index, example in enumerate(examples):
-            recorded = self._record(where, start, lambda ws, i=index, e=example: [
-                ws.run(a.tool, a.arguments) for a in template_actions(e, i)
-            ])  # fmt: skip
+            actions = template_actions(example, index)
+            recorded = self._record(
+                where, start, lambda ws, todo=actions: [ws.run(a.tool, a.arguments) for a in todo]
+            )
             name = f"{where.repo}@{where.commit[:12]}:{example.source}"
-            if len(recorded.actions) < len(template_actions(example, index)):
+            if len(recorded.actions) < len(actions):
                 yield Rejection(name, STAGE, "example_timed_out", f"{name}: a step timed out")
                 continue
             if any(o.exit_code != 0 for o in recorded.outcomes):

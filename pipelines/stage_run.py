@@ -19,6 +19,9 @@ from pipelines.beam_runtime import make_pipeline
 from pipelines.sinks import WriteTable, ensure_tables, publish, staging_dir
 from schemas.storage import join, parquet_files, write_bytes_atomic
 
+# Beam counters a stage summary reports when the stage has them.
+SUMMARY_COUNTERS = ("cache_hits", "images_built", "llm_calls", "llm_cache_hits", "pruned")
+
 
 @dataclass(frozen=True)
 class TableSpec:
@@ -57,7 +60,7 @@ def run_stage(
     reasons = Counter(_column(join(staging, "rejections"), "reason"))
     kept = _rows(join(staging, kept_table))
     summary = progress.Summary(stage, inputs(reasons, kept), kept, reasons, timer.elapsed())
-    summary.extra.update(_counters(result, ("cache_hits", "images_built")))
+    summary.extra.update(_counters(result, SUMMARY_COUNTERS))
     write_bytes_atomic(
         os.path.join(staging, "summary.json"), json.dumps(summary.as_dict(), indent=2).encode()
     )

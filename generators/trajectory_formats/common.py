@@ -79,6 +79,13 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def nested_text(value: Any, *keys: str) -> str | None:
+    """``value[k1][k2]...`` when every level is a mapping and the leaf is non-empty text."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
 def require_list(value: Any, label: str, what: str) -> list[Any]:
     if value is None:
         raise BadInput(f"{label}: no `{what}`; {WHOLE}", "missing_field")

@@ -31,6 +31,7 @@ from generators.trajectory_formats.common import (
     guarded,
     load_json,
     message,
+    nested_text,
     openai_message,
     require_dict,
     require_list,
@@ -135,15 +136,11 @@ def _tokens(raw_messages: list[Any]) -> dict[str, int]:
 
 
 def _model(info: dict[str, Any]) -> str:
-    config = info.get("config")
-    model = config.get("model") if isinstance(config, dict) else None
-    name = model.get("model_name") if isinstance(model, dict) else None
-    return name if isinstance(name, str) and name else "unknown"
+    return nested_text(info, "config", "model", "model_name") or "unknown"
 
 
 def _instance_id(path: str, doc: dict[str, Any]) -> str:
-    found = doc.get("instance_id")
-    if isinstance(found, str) and found:
+    if found := nested_text(doc, "instance_id"):
         return found
     name = os.path.basename(path)
     for suffix in (SUFFIX, ".json"):

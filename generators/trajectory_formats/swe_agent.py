@@ -35,6 +35,7 @@ from generators.trajectory_formats.common import (
     guarded,
     load_json,
     message,
+    nested_text,
     require_dict,
     require_list,
     sha256,
@@ -133,17 +134,12 @@ def _replay_config(raw: Any) -> dict[str, Any]:
 
 
 def _model(config: dict[str, Any]) -> str:
-    agent = config.get("agent")
-    model = agent.get("model") if isinstance(agent, dict) else None
-    name = model.get("name") if isinstance(model, dict) else None
-    return name if isinstance(name, str) and name else "unknown"
+    return nested_text(config, "agent", "model", "name") or "unknown"
 
 
 def _instance_id(path: str, config: dict[str, Any]) -> str:
     """The problem statement's id where the config has one, else the file name (``<id>.traj``)."""
-    statement = config.get("problem_statement")
-    found = statement.get("id") if isinstance(statement, dict) else None
-    if isinstance(found, str) and found:
+    if found := nested_text(config, "problem_statement", "id"):
         return found
     name = os.path.basename(path)
     return name[: -len(".traj")] if name.endswith(".traj") else name
