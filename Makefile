@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: setup docker browser venv llama base-image test lint bench bench-inject bench-dedup clean-containers
+.PHONY: typecheck-links setup docker browser venv llama base-image test lint bench bench-inject bench-dedup clean-containers
 
 setup: docker browser venv llama base-image
 
@@ -30,10 +30,17 @@ base-image: venv docker
 test: lint
 	$(BIN)/pytest -q tests
 
-lint:
+lint: typecheck-links
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python scripts/check_layers.py
 	$(BIN)/mypy
+
+# mypy reads the package as installed (trajforge.<folder>) through links; setuptools' editable hook
+# is invisible to it.
+typecheck-links:
+	mkdir -p .typecheck/trajforge
+	for f in pipelines generators verifiers filters schemas; do ln -sfn ../../$$f .typecheck/trajforge/$$f; done
 
 bench:
 	@test -n "$(REPO)" || { echo "usage: make bench REPO=path/to/a/git/repo [ARGS=...]"; exit 2; }

@@ -40,11 +40,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from datasketch import MinHash, MinHashLSH
-
-from filters.exact_dedup import dedup_key, node_id
-from filters.minhash_dedup import MinHashConfig, dedup_in_memory
-from pipelines.beam_runtime import make_pipeline
-from pipelines.dedup import NearDedup
+from trajforge.filters.exact_dedup import dedup_key, node_id
+from trajforge.filters.minhash_dedup import MinHashConfig, dedup_in_memory
+from trajforge.pipelines.runtime.runner import make_pipeline
+from trajforge.pipelines.stages.dedup import NearDedup
 
 SHINGLE = 5
 NEAR_SHARE = 0.10  # records that are a near copy of another

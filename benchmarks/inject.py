@@ -27,24 +27,27 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from generators.bug_injector import inject_snapshot
-from generators.env_image import build_env_image
-from generators.env_profile import JUNIT_PATH, detect_profile
-from generators.sources import open_source
-from pipelines.mine import source_options
-from pipelines.validate import mutation_of, snapshot
-from schemas.env_profile import EnvProfile
-from schemas.params import Params, ValidateParams
-from verifiers.candidate_validator import Snapshot, ValidationResult
-from verifiers.mutant_validator import Mutation, validate_mutations, validate_mutations_full_suite
-from verifiers.sandbox import Sandbox
-from verifiers.sandboxes import make_sandbox
+from trajforge.generators.bugs.injector import inject_snapshot
+from trajforge.generators.environments.image import build_env_image
+from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.params import Params, ValidateParams
+from trajforge.verifiers.sandbox.base import Sandbox
+from trajforge.verifiers.sandbox.factory import make_sandbox
+from trajforge.verifiers.validation.candidate import TestTree, ValidationResult
+from trajforge.verifiers.validation.mutants import (
+    Mutation,
+    mutation_of,
+    validate_mutations,
+    validate_mutations_full_suite,
+)
 
 
 def full_suite(
     sandbox: Sandbox,
     profile: EnvProfile,
-    clean: Snapshot,
+    clean: TestTree,
     mutations: Sequence[Mutation],
     params: ValidateParams,
     workers: int,
@@ -91,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     params.inject.commit, params.inject.max_candidates = args.commit, args.mutants
     params.inject.seed = args.seed
     params.validate.test_timeout_s = args.timeout
-    repo = open_source(args.repo, source_options(params))
+    repo = open_source(args.repo, SourceOptions.from_params(params))
     injected = inject_snapshot(repo, params.inject, params.mine.skip_globs)
     candidates = injected.candidates
     if not candidates:
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         profile = build_env_image(sandbox, profile, repo.path, params.environment, logs)
         if profile.status != "built":
             raise SystemExit(f"the environment does not install:\n{profile.log[-2000:]}")
-        clean = snapshot(repo.path, commit, [])
+        clean = TestTree.at(repo.path, commit, [])
         mutations = [mutation_of(repo.path, c, clean.tree_id) for c in candidates]
 
         start = time.monotonic()

@@ -32,10 +32,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))  # the scripted OpenAI-compatible server
 
 from scripted_llm import ScriptedLLM, tool_call, turn  # noqa: E402
-
-from schemas.storage import read_records, write_records  # noqa: E402
-from schemas.task_instance import TaskInstance  # noqa: E402
-from schemas.trajectory import Trajectory  # noqa: E402
+from trajforge.schemas.storage import read_records, write_records  # noqa: E402
+from trajforge.schemas.task_instance import TaskInstance  # noqa: E402
+from trajforge.schemas.trajectory import Trajectory  # noqa: E402
 
 PROJECT_PARAMS = os.path.join(ROOT, "params.yaml")
 TRAJFORGE = os.path.join(os.path.dirname(sys.executable), "trajforge")

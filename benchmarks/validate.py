@@ -38,26 +38,29 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TypeVar
 
-from generators.base_image import base_image_tag
-from generators.env_image import PRETEND_VERSION, build_session_spec, install_profile
-from generators.env_profile import JUNIT_PATH, detect_profile
-from generators.git import apply_patches, archive
-from generators.sources import open_source
-from pipelines.mine import source_options
-from schemas.candidate import Candidate
-from schemas.env_profile import EnvProfile
-from schemas.errors import UserError
-from schemas.params import Params
-from schemas.rejection import Rejection
-from schemas.storage import parquet_files, read_records, write_records
-from schemas.task_instance import TaskInstance
-from schemas.test_run import TestRun
-from verifiers.docker_sandbox import connect
-from verifiers.local_sandbox import LocalSession
-from verifiers.sandbox import Limits, Session
-from verifiers.sandboxes import make_sandbox
-from verifiers.test_runner import RunContext, run_tests
-from verifiers.validation import Verdict, judge
+from trajforge.generators.environments.base_image import base_image_tag
+from trajforge.generators.environments.image import (
+    PRETEND_VERSION,
+    build_session_spec,
+    install_profile,
+)
+from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.schemas.candidate import Candidate
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import Params
+from trajforge.schemas.rejection import Rejection
+from trajforge.schemas.storage import parquet_files, read_records, write_records
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.sandbox.base import Limits, Session
+from trajforge.verifiers.sandbox.docker import connect
+from trajforge.verifiers.sandbox.factory import make_sandbox
+from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
+from trajforge.verifiers.sandbox.local import LocalSession
+from trajforge.verifiers.test_runner import RunContext, run_tests
+from trajforge.verifiers.validation.rule import Verdict, judge
 
 CLEAR_REPO = "find /repo -mindepth 1 -delete"
 TRAJFORGE = os.path.join(os.path.dirname(sys.executable), "trajforge")
@@ -158,7 +161,7 @@ def select(
 
 
 def repo_of(params: Params, candidate: Candidate) -> str:
-    return open_source(candidate.source, source_options(params)).path
+    return open_source(candidate.source, SourceOptions.from_params(params)).path
 
 
 def prepare(args: argparse.Namespace, work: str) -> tuple[Workload, int, int]:

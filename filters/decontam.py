@@ -19,12 +19,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow.parquet as pq
-
-from filters.exact_dedup import STAGE
-from filters.text_normalize import field_value, ngram_hashes, normalize_field, tokenize
-from schemas.errors import ParamsError, UserError
-from schemas.rejection import Rejection
-from schemas.storage import read_bytes
+from trajforge.filters.exact_dedup import STAGE
+from trajforge.filters.text_normalize import field_value, ngram_hashes, normalize_field, tokenize
+from trajforge.schemas.errors import ParamsError, UserError
+from trajforge.schemas.rejection import Rejection
+from trajforge.schemas.storage import read_bytes
 
 REQUIRED_COLUMNS = ("instance_id", "repo", "base_commit", "patch", "problem_statement")
 TEXT_COLUMNS = ("patch", "problem_statement")

@@ -14,14 +14,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import xxhash
-
-from filters.text_normalize import (
+from trajforge.filters.text_normalize import (
     collapse_whitespace,
     field_value,
     optional_value,
     record_text,
 )
-from schemas.rejection import Rejection
+from trajforge.schemas.rejection import Rejection
 
 STAGE = "curate"
 EXACT = "exact_duplicate"

@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from filters.exact_dedup import DedupKey
-from filters.text_normalize import FIELD_SEPARATOR, normalize_text
-from filters.thresholds import check_threshold_names
-from schemas.explore_task import ExploreTask, ReplayAction
-from schemas.params import CurateParams
+from trajforge.filters.exact_dedup import DedupKey
+from trajforge.filters.text_normalize import FIELD_SEPARATOR, normalize_text
+from trajforge.filters.thresholds import check_threshold_names
+from trajforge.schemas.explore_task import ExploreTask, ReplayAction
+from trajforge.schemas.params import CurateParams
 
 EXPLORE_SCORE = "explore_score"
 # name -> (lowest, highest): the judge's 1-5 score, as ``curate.min_scores.explore_score`` names it

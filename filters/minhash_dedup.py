@@ -1,6 +1,6 @@
 """Near-duplicate dedup with MinHash LSH: signatures, band keys, bucket checks, components.
 
-The pieces are pure functions so the Beam transform (``pipelines.dedup.NearDedup``) and the
+The pieces are pure functions so the Beam transform (``pipelines.stages.dedup.NearDedup``) and the
 in-memory path (``dedup_in_memory``) run the same logic and reach the same decisions:
 
 1. ``signatures``: datasketch MinHash over the record's hashed token shingles.
@@ -25,12 +25,11 @@ from typing import Generic, NamedTuple, TypeVar
 import numpy as np
 import xxhash
 from datasketch import MinHash
-
-from filters.exact_dedup import STAGE, DedupKey, node_id, node_key
-from filters.text_normalize import fmix64, ngram_hashes, tokenize
-from schemas.errors import ParamsError
-from schemas.params import CurateParams
-from schemas.rejection import Rejection
+from trajforge.filters.exact_dedup import STAGE, DedupKey, node_id, node_key
+from trajforge.filters.text_normalize import fmix64, ngram_hashes, tokenize
+from trajforge.schemas.errors import ParamsError
+from trajforge.schemas.params import CurateParams
+from trajforge.schemas.rejection import Rejection
 
 NEAR = "near_duplicate"
 ALL_PAIRS_LIMIT = 256  # buckets up to this size compare every pair; larger ones compare to leaders

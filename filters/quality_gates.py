@@ -26,11 +26,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from filters.explore_scores import EXPLORE_SCORE, EXPLORE_SCORE_RANGES
-from filters.task_scores import TASK_SCORE_RANGES
-from filters.trajectory_scores import TRAJECTORY_SCORE_RANGES
-from schemas.errors import UserError
+from trajforge.filters.explore_scores import EXPLORE_SCORE, EXPLORE_SCORE_RANGES
+from trajforge.filters.task_scores import TASK_SCORE_RANGES
+from trajforge.filters.trajectory_scores import TRAJECTORY_SCORE_RANGES
+from trajforge.schemas.errors import UserError
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 
-from schemas.task_instance import TaskInstance
+from trajforge.schemas.diff import PatchStats, parse_patch
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.test_ids import short_test_name
 
 INF = math.inf
 
@@ -33,59 +34,8 @@ TASK_SCORE_RANGES: dict[str, tuple[float, float]] = {
 MIN_LEAK_CHARS = 10  # shorter added lines (``return x``, ``pass``) are too common to count as leaks
 SIZE_WEIGHT = 0.3  # share of difficulty from patch size when a solve rate is known
 
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _INLINE = re.compile(r"`[^`\n]+`")
-
-
-@dataclass
-class PatchStats:
-    """What a unified diff changes, parsed once for every size and leakage score."""
-
-    files: set[str] = field(default_factory=set)
-    hunks: int = 0
-    added: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-
-    @property
-    def lines(self) -> int:
-        return len(self.added) + len(self.removed)
-
-
-def parse_patch(patch: str) -> PatchStats:
-    """Count files, hunks and changed lines, using hunk headers so ``--- x`` content is not a
-    file header."""
-    stats = PatchStats()
-    old_left = new_left = 0
-    for line in patch.splitlines():
-        if old_left > 0 or new_left > 0:
-            if line.startswith("-"):
-                stats.removed.append(line[1:])
-                old_left -= 1
-            elif line.startswith("+"):
-                stats.added.append(line[1:])
-                new_left -= 1
-            elif not line.startswith("\\"):  # "\ No newline at end of file" takes no line
-                old_left -= 1
-                new_left -= 1
-            continue
-        if line.startswith("diff --git "):
-            stats.files.add(line.split(" b/", 1)[-1])
-        elif line.startswith("+++ ") and not line.startswith("+++ /dev/null"):
-            stats.files.add(line[4:].split("\t")[0].removeprefix("b/"))
-        elif line.startswith("--- ") and not line.startswith("--- /dev/null"):
-            stats.files.add(line[4:].split("\t")[0].removeprefix("a/"))
-        elif match := _HUNK.match(line):
-            stats.hunks += 1
-            old_left = int(match.group(1)) if match.group(1) is not None else 1
-            new_left = int(match.group(2)) if match.group(2) is not None else 1
-    return stats
-
-
-def short_test_name(test_id: str) -> str:
-    """The function name inside a test id: ``tests/t.py::TestX::test_a[1]`` -> ``test_a``."""
-    name = test_id.split("::")[-1].split("[")[0].split(" (")[0]
-    return name.strip()
 
 
 def leaks_patch(statement: str, stats: PatchStats) -> bool:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from filters.task_scores import TASK_SCORE_RANGES
-from filters.trajectory_scores import TRAJECTORY_SCORE_RANGES
-from schemas.errors import ParamsError
-from schemas.params import CurateParams
+from trajforge.filters.task_scores import TASK_SCORE_RANGES
+from trajforge.filters.trajectory_scores import TRAJECTORY_SCORE_RANGES
+from trajforge.schemas.errors import ParamsError
+from trajforge.schemas.params import CurateParams
 
 SCORE_RANGES: dict[str, tuple[float, float]] = {**TASK_SCORE_RANGES, **TRAJECTORY_SCORE_RANGES}
 

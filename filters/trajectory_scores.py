@@ -11,7 +11,7 @@ import math
 import re
 from itertools import pairwise
 
-from schemas.trajectory import Message, ToolCall, Trajectory
+from trajforge.schemas.trajectory import Message, ToolCall, Trajectory
 
 INF = math.inf
 CHARS_PER_TOKEN = 4  # rough average for code and English with BPE tokenizers

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import yaml
-
-from schemas.errors import ParamsError
+from trajforge.schemas.errors import ParamsError
 
 
 @dataclass

@@ -17,8 +17,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
-
-from schemas.records import from_table, to_table
+from trajforge.schemas.records import from_table, to_table
 
 R = TypeVar("R")
 

@@ -1,9 +1,10 @@
 """Transition: one step of an agent run, as (state, action, observation), for world-model data.
 
-Rollouts and explorations both produce them (``generators.transitions.transitions_of``). ``state``
-summarizes the workspace *before* the action, so a row alone says what the agent saw and did and
-what came of it: ``{"changed_files": [...], "last_exit_code": int|null}``. ``action`` keeps the
-tool call's arguments as the JSON text the model wrote: ``{"tool": name, "arguments": "<json>"}``.
+Rollouts and explorations both produce them
+(``generators.trajectories.transitions.transitions_of``). ``state`` summarizes the workspace
+*before* the action, so a row alone says what the agent saw and did and what came of it:
+``{"changed_files": [...], "last_exit_code": int|null}``. ``action`` keeps the tool call's
+arguments as the JSON text the model wrote: ``{"tool": name, "arguments": "<json>"}``.
 """
 
 from __future__ import annotations

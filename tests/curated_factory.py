@@ -6,11 +6,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from filters.task_scores import task_scores
-from schemas.records import content_id
-from schemas.storage import write_records
-from schemas.task_instance import TaskInstance, Validation
-from schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
+from trajforge.filters.task_scores import task_scores
+from trajforge.schemas.records import content_id
+from trajforge.schemas.storage import write_records
+from trajforge.schemas.task_instance import TaskInstance, Validation
+from trajforge.schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
 
 REPOS = ("acme/alpha", "acme/beta", "acme/gamma")
 

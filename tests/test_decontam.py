@@ -12,17 +12,16 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from filters.decontam import BenchmarkError, decontam_key, read_benchmark
-from pipelines.beam_runtime import make_pipeline
-from pipelines.dedup import Decontaminate
-from pipelines.sinks import WriteTable
-from schemas.errors import ParamsError, UserError
-from schemas.params import CurateParams
-from schemas.rejection import Rejection
-from schemas.storage import read_records
-from schemas.task_instance import TaskInstance
-from schemas.trajectory import Message, Trajectory
+from trajforge.filters.decontam import BenchmarkError, decontam_key, read_benchmark
+from trajforge.pipelines.runtime.runner import make_pipeline
+from trajforge.pipelines.runtime.sinks import WriteTable
+from trajforge.pipelines.stages.dedup import Decontaminate
+from trajforge.schemas.errors import ParamsError, UserError
+from trajforge.schemas.params import CurateParams
+from trajforge.schemas.rejection import Rejection
+from trajforge.schemas.storage import read_records
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.trajectory import Message, Trajectory
 
 NGRAM, THRESHOLD = 13, 0.5
 WORDS = [f"{a}_{b}" for a in ("parse", "emit", "node", "cache", "token") for b in range(50)]

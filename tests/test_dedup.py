@@ -12,18 +12,22 @@ from typing import Any
 import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
-
-from filters.exact_dedup import DedupKey, dedup_key, exact_hash, node_id, node_key
-from filters.minhash_dedup import MinHashConfig, dedup_in_memory, near_rejection, shingle_hashes
-from filters.text_normalize import normalize_patch, record_text
-from pipelines.beam_runtime import make_pipeline
-from pipelines.dedup import ConnectedComponents, ExactDedup, NearDedup
-from pipelines.sinks import WriteTable
-from schemas.errors import ParamsError
-from schemas.params import CurateParams
-from schemas.rejection import Rejection
-from schemas.storage import read_records
-from schemas.task_instance import TaskInstance
+from trajforge.filters.exact_dedup import DedupKey, dedup_key, exact_hash, node_id, node_key
+from trajforge.filters.minhash_dedup import (
+    MinHashConfig,
+    dedup_in_memory,
+    near_rejection,
+    shingle_hashes,
+)
+from trajforge.filters.text_normalize import normalize_patch, record_text
+from trajforge.pipelines.runtime.runner import make_pipeline
+from trajforge.pipelines.runtime.sinks import WriteTable
+from trajforge.pipelines.stages.dedup import ConnectedComponents, ExactDedup, NearDedup
+from trajforge.schemas.errors import ParamsError
+from trajforge.schemas.params import CurateParams
+from trajforge.schemas.rejection import Rejection
+from trajforge.schemas.storage import read_records
+from trajforge.schemas.task_instance import TaskInstance
 
 CONFIG = MinHashConfig.from_params(CurateParams())
 FIELDS = ["patch", "problem_statement"]

@@ -9,10 +9,9 @@ import tarfile
 
 import docker
 import pytest
-
-from generators.base_image import base_image_tag
-from verifiers.docker_sandbox import LABEL, DockerSandbox, janitor
-from verifiers.sandbox import Limits, SessionSpec
+from trajforge.generators.environments.base_image import base_image_tag
+from trajforge.verifiers.sandbox.base import Limits, SessionSpec
+from trajforge.verifiers.sandbox.docker import LABEL, DockerSandbox, janitor
 
 IMAGE = base_image_tag("3.11")
 

@@ -8,8 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from generators.env_profile import (
+from trajforge.generators.environments.profile import (
     INSTALL_PYTEST,
     TEST_CMD,
     UPGRADE_PIP,
@@ -17,7 +16,7 @@ from generators.env_profile import (
     detect_profile,
     read_files_at,
 )
-from schemas.errors import UserError
+from trajforge.schemas.errors import UserError
 
 REPO = "acme/widget"
 

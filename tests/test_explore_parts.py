@@ -8,21 +8,24 @@ from pathlib import Path
 
 import pytest
 from repo_factory import RepoBuilder
-
-from generators.agent_loop import Step
-from generators.agent_tools import StepOutcome, Workspace
-from generators.base_image import base_image_tag
-from generators.doc_examples import DocExample, find_examples
-from generators.git import archive
-from generators.template_explorer import script_path, template_actions, template_instruction
-from generators.transitions import transitions_of
-from schemas.explore_task import DELETED, ExploreTask, ReplayAction
-from schemas.records import check_schema, content_id
-from schemas.storage import read_records, write_records
-from schemas.transition import Transition
-from verifiers.docker_sandbox import DockerSandbox
-from verifiers.replay import capture_end_state, normalize_output, replay, run_actions
-from verifiers.sandbox import Limits, SessionSpec
+from trajforge.generators.agents.loop import Step
+from trajforge.generators.environments.base_image import base_image_tag
+from trajforge.generators.explore.doc_examples import DocExample, find_examples
+from trajforge.generators.explore.template_explorer import (
+    script_path,
+    template_actions,
+    template_instruction,
+)
+from trajforge.generators.trajectories.transitions import transitions_of
+from trajforge.schemas.explore_task import DELETED, ExploreTask, ReplayAction
+from trajforge.schemas.records import check_schema, content_id
+from trajforge.schemas.storage import read_records, write_records
+from trajforge.schemas.transition import Transition
+from trajforge.verifiers.replay import capture_end_state, normalize_output, replay, run_actions
+from trajforge.verifiers.sandbox.base import Limits, SessionSpec
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+from trajforge.verifiers.sandbox.git_tree import archive
+from trajforge.verifiers.sandbox.workspace import StepOutcome, Workspace
 
 IMAGE = base_image_tag("3.11")
 TIMEOUT_S = 3.0

@@ -11,17 +11,16 @@ import polars as pl
 import pytest
 from conftest import run_cli
 from curated_factory import curated_tasks, make_task, make_trajectory, write_curated
-
-from filters.quality_gates import profile, run_quality_gates
-from pipelines.export import export_dataset
-from pipelines.export_tables import explore_table, transitions_table
-from schemas.explore_task import ExploreTask, ReplayAction
-from schemas.params import ExportParams
-from schemas.records import content_id
-from schemas.storage import write_records
-from schemas.task_instance import TaskInstance
-from schemas.trajectory import Trajectory
-from schemas.transition import Transition
+from trajforge.filters.quality_gates import profile, run_quality_gates
+from trajforge.pipelines.release.tables import explore_table, transitions_table
+from trajforge.pipelines.stages.export import export_dataset
+from trajforge.schemas.explore_task import ExploreTask, ReplayAction
+from trajforge.schemas.params import ExportParams
+from trajforge.schemas.records import content_id
+from trajforge.schemas.storage import write_records
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.trajectory import Trajectory
+from trajforge.schemas.transition import Transition
 
 LIST = ReplayAction("bash", '{"command": "ls calc"}')
 NOTE = ReplayAction("create", '{"path": "NOTES.md", "file_text": "sum and difference\\n"}')

@@ -12,11 +12,10 @@ import datasets
 import pytest
 import yaml
 from curated_factory import REPOS, curated_tasks, curated_trajectories, make_task, write_curated
-
-from filters.quality_gates import QualityGateError
-from pipelines.export import ExportResult, export_dataset
-from schemas.errors import UserError
-from schemas.params import ExportParams
+from trajforge.filters.quality_gates import QualityGateError
+from trajforge.pipelines.stages.export import ExportResult, export_dataset
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import ExportParams
 
 PARAMS = ExportParams(name="trajforge-test", shard_rows=2, validation_fraction=0.3, seed=7)
 ROLES = {"system", "user", "assistant", "tool"}

@@ -18,14 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli
-
-from generators.sft_render import swesmith_messages, trl_messages
-from generators.trajectory_import import READERS, apply_report
-from pipelines.import_trajectories import add_parser, run_import
-from schemas.records import content_id
-from schemas.rejection import Rejection
-from schemas.storage import read_records
-from schemas.trajectory import Message, Trajectory
+from trajforge.generators.trajectories.importer import READERS, apply_report
+from trajforge.generators.trajectories.sft import swesmith_messages, trl_messages
+from trajforge.pipelines.stages.import_trajectories import add_parser, run_import
+from trajforge.schemas.records import content_id
+from trajforge.schemas.rejection import Rejection
+from trajforge.schemas.storage import read_records
+from trajforge.schemas.trajectory import Message, Trajectory
 
 PATCH = (
     "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n"
@@ -785,7 +784,7 @@ def test_cli_import_trajectories(tmp_path):
 
 
 def test_a_big_import_is_written_in_parts(tmp_path, monkeypatch):
-    monkeypatch.setattr("pipelines.import_trajectories.PART_ROWS", 1)
+    monkeypatch.setattr("trajforge.pipelines.stages.import_trajectories.PART_ROWS", 1)
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in nebius_rows()))
     assert _import("--format", "nebius", str(tmp_path), "--output", str(tmp_path / "out")) == 0
     parts = sorted(p.name for p in (tmp_path / "out" / "trajectories").iterdir())

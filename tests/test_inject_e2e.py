@@ -10,17 +10,20 @@ import polars as pl
 import pytest
 from conftest import run_cli, write_params
 from repo_factory import RepoBuilder
-
-from generators.bug_injector import inject_snapshot
-from generators.env_image import build_env_image
-from generators.env_profile import JUNIT_PATH, detect_profile
-from generators.sources import SourceOptions, open_source
-from generators.unified_diff import unified_diff
-from pipelines.validate import mutation_of, snapshot
-from schemas.candidate import Candidate
-from schemas.params import InjectParams, ValidateParams, load_params
-from verifiers.mutant_validator import validate_mutations, validate_mutations_full_suite
-from verifiers.sandboxes import make_sandbox
+from trajforge.generators.bugs.injector import inject_snapshot
+from trajforge.generators.environments.image import build_env_image
+from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.schemas.candidate import Candidate
+from trajforge.schemas.diff import unified_diff
+from trajforge.schemas.params import InjectParams, ValidateParams, load_params
+from trajforge.verifiers.sandbox.factory import make_sandbox
+from trajforge.verifiers.validation.candidate import TestTree
+from trajforge.verifiers.validation.mutants import (
+    mutation_of,
+    validate_mutations,
+    validate_mutations_full_suite,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
 
@@ -199,7 +202,7 @@ def test_coverage_guided_keeps_what_full_suite_keeps(tmp_path: Path, shapes_repo
         logs = str(tmp_path / "logs")
         profile = build_env_image(sandbox, profile, repo.path, params.environment, logs)
         assert profile.status == "built", profile.log
-        clean = snapshot(repo.path, commit, [])
+        clean = TestTree.at(repo.path, commit, [])
         mutations = [mutation_of(repo.path, c, clean.tree_id) for c in candidates]
         vparams = ValidateParams(test_timeout_s=15)
         guided = validate_mutations(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from curated_factory import make_task
-
-from generators.issue_context import IssueContext, failure_excerpt
-from generators.issue_writer import check_statement
+from trajforge.generators.issues.context import IssueContext, failure_excerpt
+from trajforge.generators.issues.writer import check_statement
 
 TASK = make_task(
     "acme/calc",

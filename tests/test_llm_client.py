@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 from scripted_llm import Reply, ScriptedLLM, tool_call
-
-from generators import llm_client
-from generators.llm_client import LLMClient, LLMError
-from schemas.params import LLMParams
+from trajforge.generators.llm import client as llm_client
+from trajforge.generators.llm.client import LLMClient, LLMError
+from trajforge.schemas.params import LLMParams
 
 HELLO = [{"role": "user", "content": "hello"}]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from verifiers.local_sandbox import LocalSession
-from verifiers.sandbox import Limits
+from trajforge.verifiers.sandbox.base import Limits
+from trajforge.verifiers.sandbox.local import LocalSession
 
 
 def test_paths_are_mapped_in_one_pass_even_under_tmp():

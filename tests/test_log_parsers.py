@@ -9,9 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from schemas.test_run import STATUSES
-from verifiers.log_parsers import (
+from trajforge.schemas.test_run import STATUSES
+from trajforge.verifiers.log_parsers import (
     LOG_PARSERS,
     ParsedLog,
     get_parser,

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pytest
 from repo_factory import RepoBuilder
-
-from generators.commit_miner import list_commits, mine_commit
-from generators.diff_split import is_test_path
-from generators.sources import SourceOptions, open_source
-from schemas.candidate import Candidate
-from schemas.errors import SourceError
-from schemas.params import MineParams
-from schemas.rejection import Rejection
+from trajforge.generators.mining.commits import list_commits, mine_commit
+from trajforge.generators.mining.diff_split import is_test_path
+from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.schemas.candidate import Candidate
+from trajforge.schemas.errors import SourceError
+from trajforge.schemas.params import MineParams
+from trajforge.schemas.rejection import Rejection
 
 
 def _mine(path: Path, sha: str, **limits) -> Candidate | Rejection:

@@ -10,9 +10,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
-
-from generators.git import GIT_ENV
-from generators.mutations import (
+from trajforge.generators.bugs.mutations import (
     OPERATORS,
     FunctionTarget,
     Mutant,
@@ -22,8 +20,9 @@ from generators.mutations import (
     replace_function,
     sample_mutants,
 )
-from generators.unified_diff import unified_diff
-from schemas.errors import ParamsError, UserError
+from trajforge.schemas.diff import unified_diff
+from trajforge.schemas.errors import ParamsError, UserError
+from trajforge.verifiers.sandbox.git_tree import GIT_ENV
 
 # A module with something for every operator, plus what must never be touched: the docstring,
 # decorators, annotations and default values.

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from schemas.errors import ParamsError
-from schemas.params import load_params
+from trajforge.schemas.errors import ParamsError
+from trajforge.schemas.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 

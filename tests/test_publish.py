@@ -17,8 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from pipelines.publish import PublishError, publish_dataset
+from trajforge.pipelines.release.publish import PublishError, publish_dataset
 
 FAKE_TOKEN = "hf_FakeSecretToken0123456789abcdef"
 UNREACHABLE = "http://127.0.0.1:9"
@@ -166,7 +165,7 @@ def test_hf_endpoint_from_the_environment_is_used_and_the_token_stays_out(tmp_pa
     """As the CLI runs it: a fresh process that reads HF_ENDPOINT and HF_TOKEN itself."""
     export = make_export(tmp_path)
     script = (
-        "from pipelines.publish import publish_dataset\n"
+        "from trajforge.pipelines.release.publish import publish_dataset\n"
         f"publish_dataset({str(export)!r}, 'acme/tasks', private=False, dry_run=False)\n"
     )
     env = {

@@ -18,9 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
-from generators.pypi_source import pypi_history
-from schemas.errors import SourceError
+from trajforge.generators.sources.pypi_source import pypi_history
+from trajforge.schemas.errors import SourceError
 
 
 @dataclass

@@ -6,9 +6,8 @@ from dataclasses import replace
 
 import pytest
 from curated_factory import curated_tasks, make_trajectory
-
-from filters.quality_gates import QualityGateError, enforce, profile, run_quality_gates
-from pipelines.export_tables import rl_table, sft_table, tasks_schema, tasks_table
+from trajforge.filters.quality_gates import QualityGateError, enforce, profile, run_quality_gates
+from trajforge.pipelines.release.tables import rl_table, sft_table, tasks_schema, tasks_table
 
 SYSTEM = "You work on {repo}."
 

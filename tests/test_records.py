@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
-
-from schemas import Candidate, CandidateMeta, EnvProfile, Rejection, TaskInstance, TestRun
-from schemas.records import check_schema, content_id
-from schemas.storage import ContentCache, read_records, write_records
-from schemas.task_instance import Validation
-from schemas.test_run import TestStatus
-from schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
+from trajforge.schemas import Candidate, CandidateMeta, EnvProfile, Rejection, TaskInstance, TestRun
+from trajforge.schemas.records import check_schema, content_id
+from trajforge.schemas.storage import ContentCache, read_records, write_records
+from trajforge.schemas.task_instance import Validation
+from trajforge.schemas.test_run import TestStatus
+from trajforge.schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
 
 RECORDS = [
     Candidate(

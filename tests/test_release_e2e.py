@@ -11,10 +11,9 @@ import polars as pl
 import pyarrow.parquet as pq
 from conftest import run_cli
 from curated_factory import curated_trajectories, make_task
-
-from schemas.storage import write_records
-from schemas.task_instance import TaskInstance
-from schemas.trajectory import Trajectory
+from trajforge.schemas.storage import write_records
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.trajectory import Trajectory
 
 WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa")
 

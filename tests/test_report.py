@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 from PIL import Image  # Pillow comes with apache-beam
-
-from pipelines.report import write_report
-from pipelines.svg_charts import TEAL
-from schemas.rejection import Rejection
-from schemas.storage import write_records
-from schemas.task_instance import TaskInstance
-from schemas.trajectory import Message, Trajectory
+from trajforge.pipelines.report.html import write_report
+from trajforge.pipelines.report.svg_charts import TEAL
+from trajforge.schemas.rejection import Rejection
+from trajforge.schemas.storage import write_records
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.trajectory import Message, Trajectory
 
 EVIL = "<script>alert(1)</script>"
 EVIL_REASON = '"><img src=x onerror=alert(2)>'

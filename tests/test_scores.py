@@ -8,19 +8,18 @@ from dataclasses import replace
 
 import pytest
 from curated_factory import PATCH, TOOLS, make_task, make_trajectory
-
-from filters.task_scores import TASK_SCORE_RANGES, code_ratio, parse_patch, task_scores
-from filters.thresholds import check_threshold_names, rejection_reason
-from filters.trajectory_scores import (
+from trajforge.filters.task_scores import TASK_SCORE_RANGES, code_ratio, parse_patch, task_scores
+from trajforge.filters.thresholds import check_threshold_names, rejection_reason
+from trajforge.filters.trajectory_scores import (
     TRAJECTORY_SCORE_RANGES,
     looks_like_error,
     trajectory_scores,
 )
-from generators.sft_render import swesmith_messages, trl_messages
-from pipelines.repo_split import assign_splits
-from schemas.errors import ParamsError
-from schemas.params import CurateParams
-from schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
+from trajforge.generators.trajectories.sft import swesmith_messages, trl_messages
+from trajforge.pipelines.release.split import assign_splits
+from trajforge.schemas.errors import ParamsError
+from trajforge.schemas.params import CurateParams
+from trajforge.schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
 
 
 def test_parse_patch_counts_lines_files_hunks_even_with_dash_content():

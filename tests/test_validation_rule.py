@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from schemas.test_run import TestRun, TestStatus
-from verifiers.validation import decisive_tests, failing_tests, judge
+from trajforge.schemas.test_run import TestRun, TestStatus
+from trajforge.verifiers.validation.rule import decisive_tests, failing_tests, judge
 
 
 def run(state: str, statuses: dict[str, str], attempt: int = 0, selection=(), **kw) -> TestRun:

@@ -21,7 +21,7 @@ _RANK = {"PASSED": 0, "XFAIL": 1, "SKIPPED": 2, "ERROR": 3, "FAILED": 4}
 
 @dataclass(frozen=True)
 class ParsedLog:
-    statuses: dict[str, str]  # node id -> one of schemas.test_run.STATUSES
+    statuses: dict[str, str]  # node id -> one of trajforge.schemas.test_run.STATUSES
     collection_errors: tuple[str, ...]  # modules/paths that failed to collect or import
 
 

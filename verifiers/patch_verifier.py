@@ -9,22 +9,20 @@ them passed. Verdicts are cached by the exact tree tested, so a rerun runs nothi
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from filters.task_scores import parse_patch
-from generators.git import apply_patches, archive
-from schemas.errors import UserError
-from schemas.records import content_id
-from schemas.storage import ContentCache
-from schemas.task_instance import TaskInstance
-from verifiers.sandbox import Sandbox, SessionSpec
-from verifiers.test_runner import RunContext, run_tests
+from trajforge.schemas.diff import parse_patch, without_files
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.records import content_id
+from trajforge.schemas.storage import ContentCache
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
+from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
+from trajforge.verifiers.test_runner import RunContext, run_tests
 
 VERSION = "verify-v1"
 PASSED = "PASSED"
 MAX_SELECTED = 400  # beyond this many graded tests, run the whole suite and read them from it
-_FILE_DIFF = re.compile(r"^diff --git ", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -32,16 +30,6 @@ class PatchVerdict:
     resolved: bool
     reason: str  # resolved | tests_failed | empty_patch | patch_does_not_apply | suite_did_not_run
     test_report: dict[str, str] = field(default_factory=dict)  # graded test id -> status
-
-
-def without_files(patch: str, paths: set[str]) -> str:
-    """``patch`` minus the per-file diffs of ``paths`` (git's ``diff --git a/X b/X`` blocks)."""
-    if not paths:
-        return patch
-    starts = [m.start() for m in _FILE_DIFF.finditer(patch)]
-    blocks = [patch[a:b] for a, b in zip(starts, [*starts[1:], len(patch)], strict=True)]
-    kept = [block for block in blocks if not parse_patch(block).files & paths]
-    return patch[: starts[0]] + "".join(kept) if starts else patch
 
 
 def verify_patch(

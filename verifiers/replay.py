@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from generators.agent_tools import StepOutcome, Workspace
-from schemas.explore_task import DELETED, ExploreTask, ReplayAction
-from verifiers.sandbox import REPO_DIR, Sandbox, Session, SessionSpec
+from trajforge.schemas.explore_task import DELETED, ExploreTask, ReplayAction
+from trajforge.verifiers.sandbox.base import REPO_DIR, Sandbox, Session, SessionSpec
+from trajforge.verifiers.sandbox.workspace import StepOutcome, Workspace
 
 CHECKED_TOOLS = ("bash", "view")  # steps whose output is part of the check
 WRITING_TOOLS = ("create", "str_replace")  # steps whose "path" argument is part of the check

@@ -10,10 +10,10 @@ import hashlib
 import shlex
 from dataclasses import dataclass
 
-from schemas.records import content_id
-from schemas.test_run import TestRun, TestStatus
-from verifiers.log_parsers import ParsedLog, get_parser
-from verifiers.sandbox import Session
+from trajforge.schemas.records import content_id
+from trajforge.schemas.test_run import TestRun, TestStatus
+from trajforge.verifiers.log_parsers import ParsedLog, get_parser
+from trajforge.verifiers.sandbox.base import Session
 
 # pytest's exit codes: 0 all passed, 1 some failed; anything else means the suite did not run
 # (2 interrupted by collection errors, 3 internal error, 4 usage error, 5 no tests collected).

@@ -1,0 +1,1 @@
+"""The agent loop and one rollout of a task."""

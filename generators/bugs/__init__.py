@@ -1,0 +1,1 @@
+"""Synthetic tasks: procedural bug injection and combined bugs."""

@@ -1,0 +1,826 @@
+"""Detect how to install and test a Python repository at a commit, with no per-repo spec.
+
+Everything is read from the packaging files alone (pyproject.toml, setup.py, setup.cfg,
+requirements files, tox.ini, noxfile.py), so any repository gets an environment without a
+hand-written recipe. ``profile_id`` hashes the normalised dependency declarations, not whole
+files: a release commit that only bumps the version keeps its image.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import json
+import posixpath
+import re
+import shlex
+import subprocess
+import tomllib
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.records import content_id
+
+JUNIT_PATH = "/tmp/trajforge-junit.xml"
+TEST_CMD = (
+    f"python -m pytest -rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={JUNIT_PATH}"
+)
+PROFILE_FORMAT = "profile-v1"
+UPGRADE_PIP = "pip install --upgrade pip setuptools wheel"
+INSTALL_PYTEST = "pip install pytest coverage"  # coverage: per-test contexts (bug injection)
+
+TEST_NAMES = ("test", "tests", "testing", "dev")  # extras and dependency groups worth installing
+_TEST_WORDS = frozenset({"test", "tests", "testing", "dev", "develop", "development", "ci"})
+_DOC_WORDS = frozenset({"doc", "docs", "documentation", "sphinx"})
+_MAIN_REQUIREMENTS = ("requirements.txt", "requirements/base.txt", "requirements/requirements.txt")
+_PACKAGING_FILES = frozenset({"pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "noxfile.py"})
+_SYMLINK_MODE = "120000"
+# pip options that take a value, so the next argument is no requirement
+_PIP_VALUE_OPTIONS = frozenset(
+    {"-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url"}
+    | {"-f", "--find-links"}
+)
+
+
+class ProfileError(UserError):
+    """The commit cannot get an environment here: no supported Python, or git cannot read it."""
+
+    reason = "no_supported_python"
+
+
+# --- reading files at a commit ---------------------------------------------------------------
+
+
+def read_files_at(
+    repo_path: str, commit: str, paths_pred: Callable[[str], bool]
+) -> dict[str, bytes]:
+    """The files at ``commit`` whose paths pass ``paths_pred``, read without a checkout."""
+    tree = _ls_tree(repo_path, commit)
+    return _read_paths(repo_path, commit, tree, [p for p in tree if paths_pred(p)])
+
+
+def _git(repo_path: str, commit: str, *args: str, stdin: bytes | None = None) -> bytes:
+    """Run git in the repository; a failure is the user's (bad path or commit), so say so."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", repo_path, *args], input=stdin, capture_output=True, check=True
+        )
+    except subprocess.CalledProcessError as error:
+        detail = error.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ProfileError(
+            f"{repo_path}@{commit}: git cannot read this commit "
+            f"({detail[-1] if detail else 'exit ' + str(error.returncode)}); "
+            "check the repository path and the commit id",
+            reason="unreadable_commit",
+        ) from error
+    except OSError as error:
+        raise ProfileError(
+            f"{repo_path}@{commit}: cannot run git ({error}); install git",
+            reason="unreadable_commit",
+        ) from error
+    return done.stdout
+
+
+def _ls_tree(repo_path: str, commit: str) -> dict[str, tuple[str, str]]:
+    """Every blob path at the commit, with its mode and object id (one git process)."""
+    if commit.startswith("-"):
+        raise ProfileError(f"{repo_path}@{commit}: not a commit id", reason="unreadable_commit")
+    out = _git(repo_path, commit, "ls-tree", "-r", "-z", "--full-tree", commit)
+    entries: dict[str, tuple[str, str]] = {}
+    for entry in out.split(b"\0"):
+        meta, _, path = entry.partition(b"\t")
+        fields = meta.decode("ascii", "replace").split()
+        if len(fields) == 3 and fields[1] == "blob":
+            entries[path.decode("utf-8", "surrogateescape")] = (fields[0], fields[2])
+    return entries
+
+
+def _cat_blobs(repo_path: str, commit: str, shas: Iterable[str]) -> dict[str, bytes]:
+    """Blob contents by object id, all through one ``git cat-file --batch``."""
+    unique = list(dict.fromkeys(shas))
+    if not unique:
+        return {}
+    out = _git(
+        repo_path, commit, "cat-file", "--batch", stdin="".join(f"{s}\n" for s in unique).encode()
+    )
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for sha in unique:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) != 3:  # "<sha> missing"
+            continue
+        size = int(header[2])
+        blobs[sha] = out[pos : pos + size]
+        pos += size + 1
+    return blobs
+
+
+def _read_paths(
+    repo_path: str, commit: str, tree: dict[str, tuple[str, str]], paths: Sequence[str]
+) -> dict[str, bytes]:
+    """Read ``paths``; a symlink (requirements.txt -> requirements/base.txt) reads its target."""
+    blobs = _cat_blobs(repo_path, commit, (tree[p][1] for p in paths))
+    files = {p: blobs[tree[p][1]] for p in paths if tree[p][1] in blobs}
+    targets: dict[str, str] = {}
+    for path in [p for p in files if tree[p][0] == _SYMLINK_MODE]:
+        link = files.pop(path).decode("utf-8", "surrogateescape")
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(path), link))
+        if target in tree and tree[target][0] != _SYMLINK_MODE:
+            targets[path] = target
+    linked = _cat_blobs(repo_path, commit, (tree[t][1] for t in targets.values()))
+    for path, target in targets.items():
+        if tree[target][1] in linked:
+            files[path] = linked[tree[target][1]]
+    return files
+
+
+def _matters(path: str) -> bool:
+    """The files that decide the install: packaging files, requirements files, tox and nox."""
+    if path in _PACKAGING_FILES:
+        return True
+    if not path.endswith(".txt"):
+        return False
+    if "/" not in path:
+        return "requirements" in path
+    return path.startswith("requirements/") and path.count("/") == 1
+
+
+# --- parsing, never raising ------------------------------------------------------------------
+
+
+def _load_toml(text: str) -> dict[str, Any] | None:
+    """pyproject.toml as a dict, or None when it is not valid TOML."""
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        return None
+
+
+def _load_ini(text: str) -> configparser.ConfigParser | None:
+    """setup.cfg / tox.ini, or None when configparser cannot read it."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None
+    return parser
+
+
+def _table(data: Any, *keys: str) -> dict[str, Any]:
+    """A nested TOML table, or {} when any level is missing or of the wrong type."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings in a TOML array (anything else counts as empty)."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _ini_get(parser: configparser.ConfigParser | None, section: str, key: str) -> str | None:
+    if parser is None or not parser.has_section(section):
+        return None
+    return parser.get(section, key, fallback=None)
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _requirement_name(requirement: str) -> str:
+    """The canonical project name of a requirement, or the string itself (URLs, odd syntax)."""
+    try:
+        return canonicalize_name(Requirement(requirement).name)
+    except InvalidRequirement:
+        return requirement
+
+
+def _first_per_name(requirements: Iterable[str], seen: Iterable[str] = ()) -> list[str]:
+    """One requirement per project (the first), so differing pins cannot make pip fail."""
+    names = set(seen)
+    kept = []
+    for requirement in requirements:
+        name = _requirement_name(requirement)
+        if name not in names:
+            names.add(name)
+            kept.append(requirement)
+    return kept
+
+
+# --- python ----------------------------------------------------------------------------------
+
+
+def _python_spec(
+    pyproject: dict[str, Any] | None, setup_cfg: configparser.ConfigParser | None, setup_py: str
+) -> str | None:
+    """The declared Python range: pyproject first, then setup.cfg, then setup.py."""
+    declared = _table(pyproject, "project").get("requires-python")
+    if isinstance(declared, str):
+        return declared
+    declared = _ini_get(setup_cfg, "options", "python_requires")
+    if declared:
+        return declared.strip()
+    match = re.search(r"python_requires\s*=\s*([\"'])(.+?)\1", setup_py)
+    return match.group(2) if match else None
+
+
+def _supports(spec: SpecifierSet, python: str) -> bool:
+    """Whether a minor version fits the spec, at its first or a late patch release."""
+    try:
+        return any(spec.contains(Version(v)) for v in (python, f"{python}.99"))
+    except InvalidVersion:
+        return False
+
+
+def choose_python(spec: str | None, default: str, pythons: Sequence[str], where: str) -> str:
+    """The default Python if the spec allows it, else the highest supported one that does."""
+    if not spec:
+        return default
+    try:
+        parsed = SpecifierSet(spec)
+    except InvalidSpecifier:
+        return default
+    if _supports(parsed, default):
+        return default
+    fitting = [p for p in pythons if _supports(parsed, p)]
+    if fitting:
+        return max(fitting, key=Version)
+    raise ProfileError(
+        f"{where}: requires-python {spec!r} matches none of the supported pythons "
+        f"({', '.join(pythons)}); add a matching version to the supported pythons or skip it",
+        reason="no_supported_python",
+    )
+
+
+# --- the package itself and its extras -------------------------------------------------------
+
+
+def _installable(
+    paths: set[str], pyproject: dict[str, Any] | None, setup_cfg: configparser.ConfigParser | None
+) -> bool:
+    """Whether ``pip install -e .`` can build the project (pip needs setup.py or pyproject)."""
+    if "setup.py" in paths:
+        return True
+    if pyproject is None:
+        return False
+    if _table(pyproject, "project") or _table(pyproject, "build-system"):
+        return True
+    has_cfg_metadata = setup_cfg is not None and setup_cfg.has_section("metadata")
+    return "pyproject.toml" in paths and has_cfg_metadata
+
+
+def _setup_py_extras(text: str) -> list[str]:
+    """The extras_require keys of setup.py, read with ast (regex fallback for Python 2 code)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return _regex_extras(text)
+    assigned: dict[str, ast.expr] = {}
+    subscripted: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                _note_assignment(target, node.value, assigned, subscripted)
+    keys: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "extras_require":
+            keys += _dict_keys(node.value, assigned, subscripted, depth=0)
+        elif isinstance(node, ast.Dict):  # setup(**{"extras_require": {...}})
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "extras_require":
+                    keys += _dict_keys(value, assigned, subscripted, depth=0)
+    return _dedupe(keys)
+
+
+def _note_assignment(
+    target: ast.expr,
+    value: ast.expr,
+    assigned: dict[str, ast.expr],
+    subscripted: dict[str, list[str]],
+) -> None:
+    """Remember ``NAME = ...`` and ``NAME["key"] = ...`` so extras_require=NAME can be resolved."""
+    if isinstance(target, ast.Name):
+        assigned[target.id] = value
+    elif (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and isinstance(target.slice, ast.Constant)
+        and isinstance(target.slice.value, str)
+    ):
+        subscripted.setdefault(target.value.id, []).append(target.slice.value)
+
+
+def _dict_keys(
+    expr: ast.expr, assigned: dict[str, ast.expr], subscripted: dict[str, list[str]], depth: int
+) -> list[str]:
+    """The string keys of a dict literal, dict(...) call or a name bound to one."""
+    if depth > 5:
+        return []
+    keys: list[str] = []
+    if isinstance(expr, ast.Dict):
+        for key, value in zip(expr.keys, expr.values, strict=True):
+            if key is None:  # {**other}
+                keys += _dict_keys(value, assigned, subscripted, depth + 1)
+            elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keys.append(key.value)
+    elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict":
+        for arg in expr.args:
+            keys += _dict_keys(arg, assigned, subscripted, depth + 1)
+        for keyword in expr.keywords:
+            if keyword.arg is None:
+                keys += _dict_keys(keyword.value, assigned, subscripted, depth + 1)
+            else:
+                keys.append(keyword.arg)
+    elif isinstance(expr, ast.Name):
+        keys += subscripted.get(expr.id, [])
+        if expr.id in assigned:
+            keys += _dict_keys(assigned[expr.id], assigned, subscripted, depth + 1)
+    return keys
+
+
+def _regex_extras(text: str) -> list[str]:
+    """Keys near ``extras_require`` when setup.py does not parse; a wrong guess only warns."""
+    keys: list[str] = []
+    for match in re.finditer(r"extras_require", text):
+        window = text[match.end() : match.end() + 2000]
+        for quoted, bare in re.findall(r"[\"']([\w.-]+)[\"']\s*:|\b(\w+)\s*=\s*\[", window):
+            keys.append(quoted or bare)
+    return _dedupe(keys)
+
+
+def _test_extras(
+    pyproject: dict[str, Any] | None, setup_cfg: configparser.ConfigParser | None, setup_py: str
+) -> list[str]:
+    """The test/dev extras the project declares, in TEST_NAMES order, as the project spells them."""
+    declared = [
+        *_table(pyproject, "project", "optional-dependencies"),
+        *_table(pyproject, "tool", "poetry", "extras"),
+        *_ini_section(setup_cfg, "options.extras_require"),
+        *_setup_py_extras(setup_py),
+    ]
+    spelled: dict[str, str] = {}
+    for name in declared:
+        spelled.setdefault(canonicalize_name(name), name)
+    return [spelled[n] for n in TEST_NAMES if n in spelled]
+
+
+def _ini_section(parser: configparser.ConfigParser | None, section: str) -> dict[str, str]:
+    """One ini section as a dict, {} when absent."""
+    if parser is None or not parser.has_section(section):
+        return {}
+    return dict(parser.items(section))
+
+
+def _editable_command(extras: Sequence[str]) -> str:
+    target = f".[{','.join(extras)}]" if extras else "."
+    return f"pip install -e {shlex.quote(target)}"
+
+
+# --- requirements files ----------------------------------------------------------------------
+
+
+def _requirement_files(paths: Iterable[str]) -> list[str]:
+    """The main requirements file(s) first, then the test/dev ones; docs ones are left out."""
+    present = set(paths)
+    main = [p for p in _MAIN_REQUIREMENTS if p in present]
+    extra = []
+    for path in sorted(present - set(main)):
+        if not _matters(path) or not path.endswith(".txt") or path in _PACKAGING_FILES:
+            continue
+        words = set(re.split(r"[^a-z0-9]+", path.lower().removesuffix(".txt")))
+        if words & _TEST_WORDS and not words & _DOC_WORDS:
+            extra.append(path)
+    return main + extra
+
+
+def _included_files(path: str, text: str) -> list[str]:
+    """Files a requirements file pulls in with -r/-c, relative to its own folder (as pip does)."""
+    found = []
+    for line in text.splitlines():
+        match = re.match(r"\s*(?:-r|-c|--requirement|--constraint)(?:\s*=\s*|\s*)(\S+)", line)
+        if match:
+            found.append(
+                posixpath.normpath(posixpath.join(posixpath.dirname(path), match.group(1)))
+            )
+    return found
+
+
+def _repo_file(raw: str, paths: set[str]) -> str | None:
+    """A path named in tox/nox, normalised against the repository root, if it exists there."""
+    cleaned = raw.strip().strip("\"'").replace("{toxinidir}/", "")
+    if not cleaned or "{" in cleaned:
+        return None
+    normal = posixpath.normpath(cleaned)
+    return normal if normal in paths else None
+
+
+def _pip_r(path: str) -> str:
+    return f"pip install -r {shlex.quote(path)}"
+
+
+def _pip(requirements: Sequence[str]) -> str:
+    return "pip install " + " ".join(shlex.quote(r) for r in requirements)
+
+
+# --- PEP 735 dependency groups ---------------------------------------------------------------
+
+
+def _group_requirements(pyproject: dict[str, Any] | None) -> list[str]:
+    """The requirement strings of the test/dev dependency groups, includes followed."""
+    groups = {
+        str(canonicalize_name(k)): v for k, v in _table(pyproject, "dependency-groups").items()
+    }
+    found: list[str] = []
+    for name in TEST_NAMES:
+        found += _expand_group(groups, name, frozenset())
+    return _dedupe(found)
+
+
+def _expand_group(groups: dict[str, Any], name: str, visiting: frozenset[str]) -> list[str]:
+    """One group's requirements with ``{include-group = ...}`` expanded (cycles end quietly)."""
+    items = groups.get(name)
+    if name in visiting or not isinstance(items, list):
+        return []
+    found: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
+            included = canonicalize_name(item["include-group"])
+            found += _expand_group(groups, included, visiting | {name})
+    return found
+
+
+# --- tox -------------------------------------------------------------------------------------
+
+
+def _tox_deps(text: str, python: str, paths: set[str]) -> tuple[list[str], list[str]]:
+    """[testenv] deps as (requirements files, requirements) for the chosen Python."""
+    parser = _load_ini(text)
+    raw = _ini_get(parser, "testenv", "deps") or ""
+    files: list[str] = []
+    definite: list[str] = []
+    maybe: list[str] = []  # behind a non-Python factor (django32: ...): only if not pinned already
+    for line in raw.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line).replace("{toxinidir}/", "").strip()
+        factors, dep = _split_factors(line)
+        if not dep or (factors is not None and not _factors_match(factors, python)):
+            continue
+        if dep.startswith(("-r", "--requirement")):
+            path = _repo_file(re.sub(r"^(-r|--requirement)=?", "", dep), paths)
+            files += [path] if path else []
+        elif not dep.startswith(("-", ".", "/")) and "{" not in dep:
+            unsure = factors is not None and _has_unknown_factor(factors)
+            (maybe if unsure else definite).extend(_split_requirements(dep))
+    definite = _dedupe(definite)
+    return files, definite + _first_per_name(maybe, map(_requirement_name, definite))
+
+
+def _split_factors(line: str) -> tuple[str | None, str]:
+    """``py38,py39: pkg`` -> ("py38,py39", "pkg"); a URL's ``https:`` is no factor."""
+    match = re.match(r"^([!\w.,{}-]+(?:\s*,\s*[!\w.,{}-]+)*)\s*:(?!//)\s*(.*)$", line)
+    if match:
+        return match.group(1), match.group(2).strip()
+    return None, line
+
+
+def _expand_braces(text: str) -> list[str]:
+    """tox's ``py{38,39}-django`` -> ["py38-django", "py39-django"]."""
+    match = re.search(r"\{([^{}]*)\}", text)
+    if not match:
+        return [text]
+    head, tail = text[: match.start()], text[match.end() :]
+    return [e for part in match.group(1).split(",") for e in _expand_braces(head + part + tail)]
+
+
+def _factor_alternatives(factors: str) -> list[list[str]]:
+    """The OR'ed alternatives of a factor prefix, each an AND of factors."""
+    return [
+        [f for f in alternative.strip().split("-") if f]
+        for expanded in _expand_braces(factors)
+        for alternative in expanded.split(",")
+        if alternative.strip()
+    ]
+
+
+def _python_factor(factor: str) -> str | None:
+    """The Python a factor names (py311, py3.11, 3.11 -> "3.11"; pypy3 -> "pypy"), else None."""
+    match = re.fullmatch(r"(?:py)?(\d)\.?(\d+)", factor)
+    if match and (factor.startswith("py") or "." in factor):
+        return f"{match.group(1)}.{match.group(2)}"
+    return "pypy" if factor.startswith("pypy") else None
+
+
+def _factors_match(factors: str, python: str) -> bool:
+    """Whether some alternative can hold for our Python; unknown factors count as on."""
+    for alternative in _factor_alternatives(factors):
+        if all(_factor_holds(factor, python) for factor in alternative):
+            return True
+    return False
+
+
+def _factor_holds(factor: str, python: str) -> bool:
+    negated = factor.startswith("!")
+    named = _python_factor(factor.lstrip("!"))
+    if named is None:
+        return True
+    return (named == python) != negated
+
+
+def _has_unknown_factor(factors: str) -> bool:
+    return any(
+        _python_factor(f.lstrip("!")) is None for alt in _factor_alternatives(factors) for f in alt
+    )
+
+
+def _split_requirements(dep: str) -> list[str]:
+    """One deps line as requirements; old tox configs put several on a line."""
+    try:
+        Requirement(dep)
+        return [dep]
+    except InvalidRequirement:
+        pass
+    parts = dep.split()
+    if len(parts) > 1 and all(_parses(p) for p in parts):
+        return parts
+    return [dep]  # a URL or something pip may still understand
+
+
+def _parses(requirement: str) -> bool:
+    try:
+        Requirement(requirement)
+    except InvalidRequirement:
+        return False
+    return True
+
+
+# --- nox -------------------------------------------------------------------------------------
+
+
+def _nox_installs(text: str, paths: set[str]) -> tuple[list[str], list[str]]:
+    """Literal ``session.install`` arguments as (requirements files, requirements).
+
+    Test sessions are preferred when any install something, so pins in lint or docs sessions
+    cannot clash with the test ones.
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return [], []
+    constants = _module_strings(tree)
+    test_sessions = [
+        f
+        for f in tree.body
+        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and _is_test_session(f)
+    ]
+    args = [a for f in test_sessions for a in _install_args(f, constants)]
+    if not args:
+        args = _install_args(tree, constants)
+    return _parse_install_args(args, paths)
+
+
+def _module_strings(tree: ast.Module) -> dict[str, list[str]]:
+    """Module-level ``NAME = "x"`` / ``NAME = ["x", "y"]`` so ``*NAME`` arguments resolve."""
+    constants: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            values = _literal_strings(node.value)
+            if isinstance(target, ast.Name) and values is not None:
+                constants[target.id] = values
+    return constants
+
+
+def _literal_strings(expr: ast.expr) -> list[str] | None:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return [expr.value]
+    if isinstance(expr, ast.List | ast.Tuple):
+        values = [e.value for e in expr.elts if isinstance(e, ast.Constant)]
+        if len(values) == len(expr.elts) and all(isinstance(v, str) for v in values):
+            return [str(v) for v in values]
+    return None
+
+
+def _is_test_session(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A nox session whose function or ``name=`` mentions test."""
+    decorators = [ast.unparse(d) for d in func.decorator_list]
+    if not any("session" in d for d in decorators):
+        return False
+    return "test" in func.name.lower() or any("test" in d.lower() for d in decorators)
+
+
+def _install_args(root: ast.AST, constants: dict[str, list[str]]) -> list[str]:
+    """The literal arguments of every ``<x>.install(...)`` call under ``root``."""
+    args: list[str] = []
+    for node in ast.walk(root):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr != "install":
+                continue
+            for arg in node.args:
+                inner = arg.value if isinstance(arg, ast.Starred) else arg
+                if isinstance(inner, ast.Name):
+                    args += constants.get(inner.id, [])
+                else:
+                    args += _literal_strings(inner) or []
+    return args
+
+
+def _parse_install_args(args: Sequence[str], paths: set[str]) -> tuple[list[str], list[str]]:
+    """pip arguments as (requirements files, requirements); options and local paths are dropped."""
+    files: list[str] = []
+    requirements: list[str] = []
+    remaining = iter(args)
+    for arg in remaining:
+        if arg in ("-r", "--requirement"):
+            path = _repo_file(next(remaining, ""), paths)
+        elif arg.startswith(("-r", "--requirement=")):
+            path = _repo_file(re.sub(r"^(-r|--requirement=)", "", arg), paths)
+        else:
+            if arg in _PIP_VALUE_OPTIONS:
+                next(remaining, None)
+            elif arg.strip() and not arg.startswith(("-", ".", "/")) and "{" not in arg:
+                requirements.append(arg.strip())
+            continue
+        files += [path] if path else []
+    return _dedupe(files), _first_per_name(requirements)
+
+
+# --- assembling the profile ------------------------------------------------------------------
+
+
+def _install_commands(
+    texts: dict[str, str],
+    paths: set[str],
+    python: str,
+    pyproject: dict[str, Any] | None,
+    setup_cfg: configparser.ConfigParser | None,
+) -> tuple[list[str], list[str]]:
+    """The install commands in order, and the requirements files they name."""
+    req_files = _requirement_files(texts)
+    commands = [UPGRADE_PIP, *(_pip_r(p) for p in req_files)]
+    if _installable(paths, pyproject, setup_cfg):
+        commands.append(
+            _editable_command(_test_extras(pyproject, setup_cfg, texts.get("setup.py", "")))
+        )
+    groups = _group_requirements(pyproject)
+    if groups:
+        commands.append(_pip(groups))
+    for files, requirements in (
+        _tox_deps(texts.get("tox.ini", ""), python, paths),
+        _nox_installs(texts.get("noxfile.py", ""), paths),
+    ):
+        req_files += files
+        commands += [_pip_r(f) for f in files]
+        if requirements:
+            commands.append(_pip(requirements))
+    commands.append(INSTALL_PYTEST)
+    return _dedupe(commands), _dedupe(req_files)
+
+
+def _read_includes(
+    repo_path: str,
+    commit: str,
+    tree: dict[str, tuple[str, str]],
+    texts: dict[str, str],
+    roots: list[str],
+) -> list[str]:
+    """The requirements files installed, with everything they -r/-c include (read as needed)."""
+    used: list[str] = []
+    pending = list(roots)
+    while pending:
+        missing = [p for p in pending if p not in texts and p in tree]
+        texts.update(_decode_all(_read_paths(repo_path, commit, tree, missing)))
+        fresh = [p for p in _dedupe(pending) if p in texts and p not in used]
+        used += fresh
+        pending = [inc for p in fresh for inc in _included_files(p, texts[p]) if inc not in used]
+    return used
+
+
+def _decode_all(files: dict[str, bytes]) -> dict[str, str]:
+    return {p: data.decode("utf-8", "replace") for p, data in files.items()}
+
+
+_VERSION_VALUE = re.compile(
+    r"""(?i)(\b\w*version\w*\s*(?::\s*\w+\s*)?=\s*)"""  # version=, __version__ =, VERSION: str =
+    r"""(?:(["'])[^"'\n]*\2|\([^()\n]*\)|\d[\w.+-]*)"""  # "1.2", (1, 2), 1.2
+)
+
+
+def _without_versions(text: str) -> str:
+    """The text with every value assigned to a version name blanked, so release bumps hash
+    the same. Whole lines are kept: ``setup(name=..., version=..., install_requires=[...])`` on
+    one line, or a ``python_version`` marker, must still change the hash when a dependency does.
+    """
+    return _VERSION_VALUE.sub(r"\1", text)
+
+
+def _pyproject_declaration(pyproject: dict[str, Any] | None, text: str) -> str:
+    """What in pyproject.toml decides the install, as canonical JSON (not the whole file)."""
+    if pyproject is None:
+        return _without_versions(text)
+    project = _table(pyproject, "project")
+    poetry = _table(pyproject, "tool", "poetry")
+    dynamic = {
+        k: v
+        for k, v in _table(pyproject, "tool", "setuptools", "dynamic").items()
+        if k != "version"
+    }
+    declared = {
+        "requires-python": project.get("requires-python"),
+        "build-system": {
+            k: _table(pyproject, "build-system").get(k) for k in ("requires", "build-backend")
+        },
+        "dependencies": project.get("dependencies"),
+        "optional-dependencies": project.get("optional-dependencies"),
+        "dependency-groups": pyproject.get("dependency-groups"),
+        "poetry": {
+            k: poetry.get(k) for k in ("dependencies", "dev-dependencies", "group", "extras")
+        },
+        "setuptools-dynamic": dynamic,
+    }
+    return json.dumps(declared, sort_keys=True, default=str)
+
+
+def _setup_cfg_declaration(parser: configparser.ConfigParser | None, text: str) -> str:
+    """setup.cfg's dependency options and extras as canonical JSON."""
+    if parser is None:
+        return _without_versions(text)
+    keys = ("install_requires", "python_requires", "tests_require", "setup_requires")
+    options = {k: _ini_get(parser, "options", k) for k in keys}
+    extras = _ini_section(parser, "options.extras_require")
+    return json.dumps({"options": options, "extras_require": extras}, sort_keys=True)
+
+
+def _declarations(
+    texts: dict[str, str],
+    used_requirements: Sequence[str],
+    pyproject: dict[str, Any] | None,
+    setup_cfg: configparser.ConfigParser | None,
+) -> dict[str, str]:
+    """Each deciding file's normalised declaration, keyed by path, for ``profile_id``.
+
+    noxfile.py adds nothing beyond the install commands it yields (which are hashed), and
+    tox.ini only its [testenv] deps: edits to sessions, envlists or commands keep the image.
+    """
+    declared: dict[str, str] = {}
+    for path in sorted(set(texts) & (_PACKAGING_FILES | set(used_requirements))):
+        text = texts[path]
+        if path == "pyproject.toml":
+            declared[path] = _pyproject_declaration(pyproject, text)
+        elif path == "setup.cfg":
+            declared[path] = _setup_cfg_declaration(setup_cfg, text)
+        elif path == "setup.py":
+            declared[path] = _without_versions(text)
+        elif path == "tox.ini":
+            declared[path] = _tox_declaration(text)
+        elif path != "noxfile.py":
+            declared[path] = text
+    return declared
+
+
+def _tox_declaration(text: str) -> str:
+    """tox.ini's [testenv] deps (the whole text when it does not parse)."""
+    parser = _load_ini(text)
+    return text if parser is None else _ini_get(parser, "testenv", "deps") or ""
+
+
+def detect_profile(
+    repo_path: str,
+    commit: str,
+    repo: str,
+    *,
+    default_python: str = "3.11",
+    pythons: Sequence[str] = ("3.11",),
+) -> EnvProfile:
+    """How to install and test ``repo`` at ``commit``, read from its packaging files alone."""
+    tree = _ls_tree(repo_path, commit)
+    texts = _decode_all(_read_paths(repo_path, commit, tree, [p for p in tree if _matters(p)]))
+    paths = set(tree)
+    pyproject = _load_toml(texts["pyproject.toml"]) if "pyproject.toml" in texts else None
+    setup_cfg = _load_ini(texts["setup.cfg"]) if "setup.cfg" in texts else None
+    spec = _python_spec(pyproject, setup_cfg, texts.get("setup.py", ""))
+    python = choose_python(spec, default_python, pythons, f"{repo}@{commit}")
+    install, req_files = _install_commands(texts, paths, python, pyproject, setup_cfg)
+    used = _read_includes(repo_path, commit, tree, texts, req_files)
+    declared = _declarations(texts, used, pyproject, setup_cfg)
+    profile_id = content_id(PROFILE_FORMAT, repo, python, install, declared, length=16)
+    return EnvProfile(
+        profile_id=profile_id,
+        repo=repo,
+        python=python,
+        install=tuple(install),
+        test_cmd=TEST_CMD,
+        image=f"trajforge-env:{profile_id}",
+        status="detected",
+        log="",
+        setup_commit=commit,
+    )

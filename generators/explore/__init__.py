@@ -1,0 +1,1 @@
+"""Exploration tasks: doc examples, explorers, backward labeling, recordings."""

@@ -1,0 +1,1 @@
+"""Problem statements: back-translation by a model, or the template writer."""

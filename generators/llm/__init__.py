@@ -1,0 +1,1 @@
+"""The one client for OpenAI-compatible endpoints (vLLM, llama.cpp, hosted APIs)."""

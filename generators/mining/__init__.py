@@ -1,0 +1,1 @@
+"""Real changes: commits whose diff touches both code and tests."""

@@ -1,0 +1,144 @@
+"""Commit mining: a candidate is a commit whose diff touches both non-test code and tests.
+
+Merges are followed by first parent, so a merged pull request is mined as one change against the
+mainline it landed on. The diff is split into ``patch`` (non-test files) and ``test_patch``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trajforge.generators.mining.diff_split import is_code_path, is_skipped, is_test_path
+from trajforge.generators.sources.specs import RepoRef
+from trajforge.schemas.candidate import Candidate, CandidateMeta
+from trajforge.schemas.params import MineParams
+from trajforge.schemas.records import content_id
+from trajforge.schemas.rejection import Rejection
+from trajforge.verifiers.sandbox.git_tree import GitError, git, resolve_commit
+
+STAGE = "mine"
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    path: str
+    added: int
+    removed: int
+    binary: bool
+
+
+def list_commits(repo: RepoRef, params: MineParams) -> tuple[list[str], list[Rejection]]:
+    """The commits to mine, newest first: the ``commits`` asked for, else the first-parent log."""
+    if params.commits:
+        found, rejected = [], []
+        for rev in params.commits:
+            sha = resolve_commit(repo.path, rev)
+            if sha is None:
+                detail = (
+                    f"{repo.name}: no commit {rev!r}; check the SHA (git log) or drop --commits"
+                )
+                rejected.append(Rejection(f"{repo.name}@{rev}", STAGE, "unknown_commit", detail))
+            else:
+                found.append(sha)
+        return found, rejected
+    args = ["rev-list", "--first-parent", f"--max-count={params.max_commits}"]
+    if params.since:
+        args.append(f"--since={params.since}")
+    if params.until:
+        args.append(f"--until={params.until}")
+    try:
+        return git(repo.path, *args, "HEAD").decode().split(), []
+    except GitError as exc:
+        return [], [Rejection(repo.source, STAGE, "empty_repo", f"{repo.name}: {exc}")]
+
+
+def has_tests(repo: RepoRef) -> bool:
+    try:
+        names = git(repo.path, "ls-tree", "-r", "--name-only", "HEAD").decode("utf-8", "replace")
+    except GitError:
+        return False
+    return any(is_test_path(name) for name in names.splitlines())
+
+
+def changed_files(repo: RepoRef, parent: str, sha: str) -> list[ChangedFile]:
+    raw = git(repo.path, "diff", "--numstat", "-z", "--no-renames", parent, sha)
+    files = []
+    for entry in raw.split(b"\0"):
+        if not entry:
+            continue
+        added, removed, path = entry.decode("utf-8", "surrogateescape").split("\t", 2)
+        binary = added == "-"
+        files.append(
+            ChangedFile(path, 0 if binary else int(added), 0 if binary else int(removed), binary)
+        )
+    return files
+
+
+def mine_commit(repo: RepoRef, sha: str, params: MineParams) -> Candidate | Rejection:
+    """Turn one commit into a Candidate, or say why it is not one."""
+    key = f"{repo.name}@{sha[:12]}"
+
+    def reject(reason: str, detail: str) -> Rejection:
+        return Rejection(key, STAGE, reason, f"{key}: {detail}")
+
+    parents = git(repo.path, "rev-list", "--parents", "-n", "1", sha).decode().split()[1:]
+    if not parents:
+        return reject("root_commit", "first commit; nothing to diff against")
+    parent = parents[0]
+    files = changed_files(repo, parent, sha)
+    kept = [f for f in files if not f.binary and not is_skipped(f.path, params.skip_globs)]
+    skipped = tuple(sorted(f.path for f in files if f not in kept))
+    tests = [f.path for f in kept if is_test_path(f.path)]
+    fixes = [f.path for f in kept if not is_test_path(f.path)]
+    if not tests:
+        return reject("no_test_change", "touches no test file")
+    if not any(is_code_path(path) for path in fixes):
+        return reject("no_source_change", "touches only tests (or docs)")
+    lines = sum(f.added + f.removed for f in kept)
+    if len(kept) > params.max_files:
+        return reject("too_many_files", f"{len(kept)} files > mine.max_files={params.max_files}")
+    if lines > params.max_lines:
+        return reject("too_large", f"{lines} changed lines > mine.max_lines={params.max_lines}")
+    try:
+        patch = _diff(repo, parent, sha, fixes)
+        test_patch = _diff(repo, parent, sha, tests)
+    except UnicodeDecodeError:
+        return reject("non_utf8_diff", "the diff is not UTF-8 text")
+    message = git(repo.path, "log", "-1", "--format=%B", sha).decode("utf-8", "replace").strip()
+    date = git(repo.path, "log", "-1", "--format=%aI", sha).decode().strip()
+    meta = CandidateMeta(
+        commit=sha,
+        message=message,
+        author_date=date,
+        files_changed=len(kept),
+        lines_added=sum(f.added for f in kept),
+        lines_removed=sum(f.removed for f in kept),
+        skipped_files=skipped,
+    )
+    return Candidate(
+        candidate_id=content_id(repo.name, parent, patch, test_patch),
+        repo=repo.name,
+        source=repo.source,
+        base_commit=parent,
+        patch=patch,
+        test_patch=test_patch,
+        origin=repo.origin,
+        created_at=date,
+        meta=meta,
+    )
+
+
+def _diff(repo: RepoRef, parent: str, sha: str, paths: list[str]) -> str:
+    literal = [f":(literal){path}" for path in paths]  # file names are not globs
+    raw = git(
+        repo.path,
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-renames",
+        parent,
+        sha,
+        "--",
+        *literal,
+    )
+    return raw.decode("utf-8")

@@ -1,0 +1,1 @@
+"""Where code comes from: local paths, git URLs, PyPI release histories."""

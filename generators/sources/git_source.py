@@ -1,0 +1,66 @@
+"""Git repositories by local path or URL; URLs are cloned once into the cache and fetched after."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from trajforge.schemas.errors import SourceError
+from trajforge.schemas.records import content_id
+from trajforge.verifiers.sandbox.git_tree import GIT_ENV, GitError, git, is_git_repo
+
+
+def is_url(spec: str) -> bool:
+    return "://" in spec or spec.startswith("git@")
+
+
+def repo_name_from_url(url: str) -> str:
+    """SWE-bench style "owner/name" from a clone URL."""
+    tail = url.rstrip("/").removesuffix(".git")
+    parts = tail.replace(":", "/").split("/")
+    return "/".join(parts[-2:]) if len(parts) >= 2 else parts[-1]
+
+
+def local_git_repo(path: str) -> str:
+    absolute = os.path.abspath(os.path.expanduser(path))
+    if not os.path.exists(absolute):
+        raise SourceError(
+            f"{path}: no such directory; pass a path to a git checkout or a URL",
+            reason="repo_missing",
+        )
+    if not is_git_repo(absolute):
+        raise SourceError(
+            f"{path}: not a git repository; run `git init` there or pass a clone URL",
+            reason="not_a_git_repo",
+        )
+    return absolute
+
+
+def cloned_git_repo(url: str, cache_dir: str) -> str:
+    """Clone ``url`` into the cache (or fetch if already there) and return the clone's path."""
+    target = os.path.join(cache_dir, "git", content_id(url))
+    env = {**os.environ, **GIT_ENV}
+    try:
+        if is_git_repo(target):
+            git(target, "fetch", "--quiet", "origin")
+            git(target, "reset", "--quiet", "--hard", "FETCH_HEAD")
+            return target
+        tmp = f"{target}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        proc = subprocess.run(
+            ["git", "clone", "--quiet", url, tmp], capture_output=True, env=env, check=False
+        )
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            last = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise SourceError(
+                f"{url}: could not clone ({last[-1] if last else 'git clone failed'}); "
+                "check the URL and that this machine can reach it",
+                reason="repo_unreachable",
+            )
+        os.replace(tmp, target)
+        return target
+    except GitError as exc:
+        raise SourceError(f"{url}: {exc}", reason="repo_unreachable") from None

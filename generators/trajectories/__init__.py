@@ -1,0 +1,1 @@
+"""Trajectories in and out: other tools' formats, SFT and RL rendering, transitions."""

@@ -1,0 +1,39 @@
+"""``trajforge mine``: repositories -> candidate tasks (commits that change code and its tests)."""
+
+from __future__ import annotations
+
+import argparse
+
+from trajforge.generators.sources.specs import pypi_spec
+from trajforge.pipelines.commands import stage_command
+from trajforge.pipelines.stages.mine import MineRepos
+
+NAME = "mine"
+HELP = "mine candidate tasks from repositories"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", action="append", default=[], help="local path or git URL")
+    parser.add_argument("--pypi", action="append", default=[], help="PyPI package name")
+    parser.add_argument("--commits", help="comma-separated SHAs to mine (default: the log)")
+    parser.add_argument("--since", help="only commits after this date")
+    parser.add_argument("--until", help="only commits before this date")
+    parser.add_argument("--max-commits", type=int, help="newest N first-parent commits per repo")
+    parser.add_argument("--output", required=True, help="output directory")
+    stage_command.add_run_options(parser)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    params = stage_command.load(args)
+    if args.repo or args.pypi:
+        params.sources.repos, params.sources.pypi = list(args.repo), list(args.pypi)
+    if args.commits:
+        params.mine.commits = [c.strip() for c in args.commits.split(",") if c.strip()]
+    if args.max_commits:
+        params.mine.max_commits = args.max_commits
+    params.mine.since = args.since or params.mine.since
+    params.mine.until = args.until or params.mine.until
+    specs = [*params.sources.repos, *(pypi_spec(name) for name in params.sources.pypi)]
+    return stage_command.run_from_sources(
+        "mine", "sources", specs, MineRepos(params), params, args, beam_args
+    )

@@ -1,0 +1,53 @@
+"""``trajforge validate``: candidates -> proven tasks, by running their tests in sandboxes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trajforge.pipelines.commands import stage_command
+from trajforge.pipelines.runtime import tables as t
+from trajforge.pipelines.runtime.readers import candidate_table, read_records, table_rows
+from trajforge.pipelines.stages.validate import ValidateCandidates
+from trajforge.schemas.candidate import Candidate
+
+NAME = "validate"
+HELP = "prove candidates by running their tests"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input", action="append", required=True, help="a mine or inject output (repeatable)"
+    )
+    parser.add_argument("--output", required=True, help="output directory")
+    parser.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
+    parser.add_argument("--workers", type=int, help="concurrent sandboxes per Beam worker")
+    parser.add_argument("--reruns", type=int, help="reruns that a verdict must survive")
+    stage_command.add_run_options(parser)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    params = stage_command.load(args)
+    if args.sandbox:
+        params.sandbox.kind = args.sandbox
+    if args.workers:
+        params.validate.workers = args.workers
+    if args.reruns is not None:
+        params.validate.reruns = args.reruns
+    params.check()
+    inputs = [candidate_table(path) for path in args.input]
+    if params.sandbox.kind == "local":
+        from trajforge.verifiers.sandbox.local import WARNING
+
+        print(WARNING, file=sys.stderr)
+    return stage_command.run(
+        "validate", args, params, beam_args,
+        tables={"tasks": t.TASKS, "rejections": t.REJECTIONS, "profiles": t.PROFILES,
+                "runs": t.RUNS},
+        build=lambda p: (
+            read_records(p, "Candidates", inputs, Candidate) | ValidateCandidates(params)
+        ),
+        kept_table="tasks",
+        unit="candidate",
+        total=table_rows(inputs),
+    )  # fmt: skip

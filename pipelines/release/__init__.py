@@ -1,0 +1,1 @@
+"""Export's parts (scan, tables, shards, card, split) and publishing to the Hub."""

@@ -1,0 +1,127 @@
+"""The export's first pass: ids, repositories and verdicts of the curated tables, nothing heavy.
+
+From it the export knows how many rows each config gets per repository before a row is rendered
+(so the split and the shard counts are fixed up front), which input rows it leaves out and why,
+and the counts the dataset card reports. Explore task ids count as task ids: their runs become
+SFT rows and their transitions transition rows like those of any other task.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from trajforge.pipelines.release.shards import batches
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.explore_task import ExploreTask
+from trajforge.schemas.storage import join, parquet_files
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.trajectory import Trajectory
+from trajforge.schemas.transition import Transition
+
+TABLES = ("tasks", "explore_tasks", "trajectories", "transitions")
+TRAJECTORY_CONFIGS = ("sft", "sft_xml")
+ROW_SOURCE = {  # config -> the rows it is made of (one config row per such row)
+    "tasks": "tasks",
+    "rl": "tasks",
+    "sft": "sft",
+    "sft_xml": "sft",
+    "explore": "explore",
+    "transitions": "transitions",
+}
+TASK_INDEX = ["instance_id", "repo", "origin", "scores"]
+EXPLORE_INDEX = ["task_id", "repo", "origin", "trajectory_id"]
+RUN_INDEX = ["instance_id", "resolved", "origin", "model"]
+TRANSITION_INDEX = ["instance_id"]
+INDEX_ROWS = 4096
+
+
+@dataclass
+class Inputs:
+    """What the first pass learns; ``repo_rows`` is keyed by ``ROW_SOURCE`` values."""
+
+    files: dict[str, list[str]]  # table -> its Parquet files over every input
+    repo_of: dict[str, str] = field(default_factory=dict)  # task or explore task id -> repo
+    repo_rows: dict[str, Counter] = field(
+        default_factory=lambda: {source: Counter() for source in set(ROW_SOURCE.values())}
+    )
+    explore_runs: set[str] = field(default_factory=set)  # trajectory ids of explore tasks
+    score_names: set[str] = field(default_factory=set)
+    task_origins: Counter = field(default_factory=Counter)  # tasks and explore tasks
+    trajectory_origins: Counter = field(default_factory=Counter)
+    models: Counter = field(default_factory=Counter)
+    dropped: Counter = field(default_factory=Counter)  # reason -> input rows left out
+    read: Counter = field(default_factory=Counter)  # table -> rows read
+
+    def repos(self, config: str) -> Counter:
+        """repo -> rows of ``config``."""
+        return self.repo_rows[ROW_SOURCE[config]]
+
+
+def scan(inputs: Sequence[str], configs: Sequence[str]) -> Inputs:
+    """Index the tables the ``configs`` need (tasks and explore tasks always: they name repos)."""
+    found = Inputs({t: [f for i in inputs for f in parquet_files(join(i, t))] for t in TABLES})
+    if not found.files["tasks"]:
+        raise UserError(
+            f"export: no tasks/*.parquet under {', '.join(inputs)}; pass curated run directories"
+        )
+    _scan_tasks(found)
+    _scan_explore(found)
+    if any(c in configs for c in TRAJECTORY_CONFIGS):
+        _scan_trajectories(found)
+    if "transitions" in configs:
+        _scan_transitions(found)
+    return found
+
+
+def trajectory_drop(instance_id: str, resolved: bool | None, repo_of: dict[str, str]) -> str:
+    """Why a trajectory is not an SFT row ("" when it is one)."""
+    if instance_id not in repo_of:
+        return "trajectory_without_task"
+    if resolved is None:
+        return "trajectory_unverified"
+    return "" if resolved else "trajectory_unresolved"
+
+
+def _rows(found: Inputs, table: str, schema, columns: list[str]):
+    for batch in batches(found.files[table], schema, INDEX_ROWS, columns):
+        for row in batch.to_pylist():
+            found.read[table] += 1
+            yield row
+
+
+def _scan_tasks(found: Inputs) -> None:
+    for row in _rows(found, "tasks", TaskInstance.ARROW_SCHEMA, TASK_INDEX):
+        found.repo_of[row["instance_id"]] = row["repo"]
+        found.repo_rows["tasks"][row["repo"]] += 1
+        found.task_origins[row["origin"]] += 1
+        found.score_names.update(k for k, _ in row["scores"] or ())
+
+
+def _scan_explore(found: Inputs) -> None:
+    for row in _rows(found, "explore_tasks", ExploreTask.ARROW_SCHEMA, EXPLORE_INDEX):
+        found.repo_of[row["task_id"]] = row["repo"]
+        found.repo_rows["explore"][row["repo"]] += 1
+        found.task_origins[row["origin"]] += 1
+        found.explore_runs.add(row["trajectory_id"])
+
+
+def _scan_trajectories(found: Inputs) -> None:
+    for row in _rows(found, "trajectories", Trajectory.ARROW_SCHEMA, RUN_INDEX):
+        reason = trajectory_drop(row["instance_id"], row["resolved"], found.repo_of)
+        if reason:
+            found.dropped[reason] += 1
+            continue
+        found.repo_rows["sft"][found.repo_of[row["instance_id"]]] += 1
+        found.trajectory_origins[row["origin"]] += 1
+        found.models[row["model"]] += 1
+
+
+def _scan_transitions(found: Inputs) -> None:
+    for row in _rows(found, "transitions", Transition.ARROW_SCHEMA, TRANSITION_INDEX):
+        repo = found.repo_of.get(row["instance_id"])
+        if repo is None:
+            found.dropped["transition_without_task"] += 1
+            continue
+        found.repo_rows["transitions"][repo] += 1

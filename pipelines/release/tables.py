@@ -1,0 +1,192 @@
+"""The exported configs' columns, and records -> rows for each config.
+
+Arrow maps do not load in ``datasets`` (no feature type for them), so the export turns them into
+types that do: ``scores`` becomes a struct with one float field per score name (null where a
+record has no such score), which also makes ``row["scores"]["difficulty"]`` work in a filter;
+``provenance`` (and an explore task's ``expected_files`` / ``expected_outputs``) becomes a list of
+``{key, value}`` pairs (their keys are open-ended).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+from trajforge.filters.task_scores import TASK_SCORE_RANGES
+from trajforge.filters.trajectory_scores import TRAJECTORY_SCORE_RANGES, trajectory_scores
+from trajforge.generators.trajectories.rl_prompt import rl_prompt
+from trajforge.generators.trajectories.sft import swesmith_messages, trl_messages
+from trajforge.schemas.explore_task import ExploreTask
+from trajforge.schemas.records import to_row
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.trajectory import MESSAGE_TYPE, Trajectory
+from trajforge.schemas.transition import Transition
+
+CHAT_MESSAGE = pa.struct([("role", pa.string()), ("content", pa.large_string())])
+PAIRS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
+TRAJECTORY_SCORES = pa.struct([(n, pa.float64()) for n in sorted(TRAJECTORY_SCORE_RANGES)])
+
+RL_SCHEMA = pa.schema(
+    [
+        ("instance_id", pa.string()),
+        ("repo", pa.string()),
+        ("prompt", pa.list_(CHAT_MESSAGE)),
+        ("image_name", pa.string()),
+        ("test_cmd", pa.string()),
+        ("FAIL_TO_PASS", pa.list_(pa.string())),
+        ("PASS_TO_PASS", pa.list_(pa.string())),
+        ("base_commit", pa.string()),
+        ("bug_patch", pa.large_string()),
+        ("environment_setup_commit", pa.string()),
+        ("origin", pa.string()),
+        ("difficulty", pa.float64()),
+    ]
+)
+_TRAJECTORY_META = [
+    ("trajectory_id", pa.string()),
+    ("instance_id", pa.string()),
+    ("repo", pa.string()),
+    ("model", pa.string()),
+    ("origin", pa.string()),
+]
+SFT_SCHEMA = pa.schema(
+    [
+        *_TRAJECTORY_META,
+        ("messages", pa.list_(MESSAGE_TYPE)),
+        ("tools", pa.large_string()),
+        ("resolved", pa.bool_()),
+        ("reward", pa.float64()),
+        ("exit_status", pa.string()),
+        ("scores", TRAJECTORY_SCORES),
+    ]
+)
+SFT_XML_SCHEMA = pa.schema(
+    [*_TRAJECTORY_META, ("messages", pa.list_(CHAT_MESSAGE)), ("resolved", pa.bool_())]
+)
+EXPLORE_COLUMNS = (  # ExploreTask's, less where it ran from (source, profile_id)
+    "task_id", "repo", "base_commit", "image_name", "instruction", "actions", "expected_files",
+    "expected_outputs", "score", "origin", "trajectory_id", "provenance",
+)  # fmt: skip
+EXPLORE_PAIRS = ("expected_files", "expected_outputs", "provenance")
+EXPLORE_SCHEMA = pa.schema(
+    [
+        pa.field(n, PAIRS) if n in EXPLORE_PAIRS else ExploreTask.ARROW_SCHEMA.field(n)
+        for n in EXPLORE_COLUMNS
+    ]
+    + [
+        ("messages", pa.list_(MESSAGE_TYPE)),  # null when curate kept no run of the task
+        ("tools", pa.large_string()),
+    ]
+)
+_TRANSITION = Transition.ARROW_SCHEMA
+TRANSITIONS_SCHEMA = _TRANSITION.insert(
+    _TRANSITION.get_field_index("instance_id") + 1, pa.field("repo", pa.string())
+)
+
+
+class Conversation(NamedTuple):
+    """The part of a run an explore row carries: TRL messages and the tools JSON."""
+
+    messages: list[dict[str, Any]]
+    tools: str
+
+
+def tasks_schema(score_names: Iterable[str]) -> pa.Schema:
+    """TaskInstance's columns with ``scores`` as a struct of ``score_names`` plus the known task
+    scores, and ``provenance`` as key/value pairs."""
+    names = sorted(set(score_names) | set(TASK_SCORE_RANGES))
+    schema = TaskInstance.ARROW_SCHEMA
+    schema = schema.set(
+        schema.get_field_index("scores"),
+        pa.field("scores", pa.struct([(n, pa.float64()) for n in names])),
+    )
+    return schema.set(schema.get_field_index("provenance"), pa.field("provenance", PAIRS))
+
+
+def tasks_table(tasks: Iterable[TaskInstance], schema: pa.Schema) -> pa.Table:
+    names = schema.field("scores").type.names
+    rows = []
+    for task in tasks:
+        row = to_row(task)
+        row["scores"] = {n: task.scores.get(n) for n in names}
+        row["provenance"] = _pairs(task.provenance)
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _pairs(mapping: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"key": k, "value": v} for k, v in sorted(mapping.items())]
+
+
+def explore_table(
+    tasks: Iterable[ExploreTask], conversations: Mapping[str, Conversation]
+) -> pa.Table:
+    """One row per explore task, with its run's conversation when ``conversations`` has it."""
+    rows = []
+    for task in tasks:
+        record, run = to_row(task), conversations.get(task.trajectory_id)
+        row = {n: _pairs(record[n]) if n in EXPLORE_PAIRS else record[n] for n in EXPLORE_COLUMNS}
+        row["messages"], row["tools"] = (run.messages, run.tools) if run else (None, None)
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=EXPLORE_SCHEMA)
+
+
+def transitions_table(transitions: Iterable[Transition], repo_of: Mapping[str, str]) -> pa.Table:
+    rows = [{**to_row(t), "repo": repo_of[t.instance_id]} for t in transitions]
+    return pa.Table.from_pylist(rows, schema=TRANSITIONS_SCHEMA)
+
+
+def rl_table(tasks: Iterable[TaskInstance], system_prompt: str) -> pa.Table:
+    rows = [
+        {
+            "instance_id": t.instance_id,
+            "repo": t.repo,
+            "prompt": rl_prompt(t, system_prompt),
+            "image_name": t.image_name,
+            "test_cmd": t.test_cmd,
+            "FAIL_TO_PASS": list(t.FAIL_TO_PASS),
+            "PASS_TO_PASS": list(t.PASS_TO_PASS),
+            "base_commit": t.base_commit,
+            "bug_patch": t.bug_patch,
+            "environment_setup_commit": t.environment_setup_commit,
+            "origin": t.origin,
+            "difficulty": t.difficulty,
+        }
+        for t in tasks
+    ]
+    return pa.Table.from_pylist(rows, schema=RL_SCHEMA)
+
+
+def _meta(trajectory: Trajectory, repo_of: Mapping[str, str]) -> dict[str, object]:
+    return {
+        "trajectory_id": trajectory.trajectory_id,
+        "instance_id": trajectory.instance_id,
+        "repo": repo_of[trajectory.instance_id],
+        "model": trajectory.model,
+        "origin": trajectory.origin,
+    }
+
+
+def sft_table(trajectories: Iterable[Trajectory], repo_of: Mapping[str, str]) -> pa.Table:
+    rows = [
+        {
+            **_meta(t, repo_of),
+            "messages": trl_messages(t),
+            "tools": t.tools,
+            "resolved": t.resolved,
+            "reward": t.reward,
+            "exit_status": t.exit_status,
+            "scores": trajectory_scores(t),
+        }
+        for t in trajectories
+    ]
+    return pa.Table.from_pylist(rows, schema=SFT_SCHEMA)
+
+
+def sft_xml_table(trajectories: Iterable[Trajectory], repo_of: Mapping[str, str]) -> pa.Table:
+    rows = [
+        {**_meta(t, repo_of), "messages": swesmith_messages(t), "resolved": t.resolved}
+        for t in trajectories
+    ]
+    return pa.Table.from_pylist(rows, schema=SFT_XML_SCHEMA)

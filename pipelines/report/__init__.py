@@ -1,0 +1,1 @@
+"""The run report (HTML, charts) and `trajforge stats`, read from stage outputs."""

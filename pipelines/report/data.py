@@ -1,0 +1,248 @@
+"""What the run report shows, gathered from stage outputs with polars.
+
+A stage output is ``<dir>/summary.json`` plus ``<dir>/<table>/**/*.parquet`` (the export may nest
+splits below a table, or put tables under ``data/``). Anything may be missing: a stage that has
+not run, a table with no rows, a summary from an older version. Loaders then return ``None`` or an
+empty frame, so the report can say "no data" instead of failing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import polars as pl
+import pyarrow.parquet as pq
+from trajforge.schemas.storage import exists, is_local, join, parquet_files, read_bytes
+
+KEPT_TABLES = ("tasks", "trajectories", "candidates")  # what a stage keeps, by preference
+PATCH_BREAKS = [0, 5, 10, 25, 50, 100, 250, 500, 1000]
+PATCH_LABELS = ["0", "1-5", "6-10", "11-25", "26-50", "51-100", "101-250", "251-500", "501-1k"]
+PATCH_LABELS += [">1k"]  # one label per bin: len(PATCH_BREAKS) + 1
+
+
+@dataclass
+class StageInfo:
+    """One stage's line in the funnel: from its summary.json, else counted from its tables."""
+
+    name: str
+    path: str
+    ran: bool
+    inputs: int | None = None
+    kept: int | None = None
+    rejected: dict[str, int] = field(default_factory=dict)
+    seconds: float | None = None
+    note: str = ""  # why numbers are missing or estimated
+
+
+@dataclass
+class RunData:
+    stages: list[StageInfo]
+    tasks: pl.DataFrame | None  # the last stage's tasks; None when no stage has the table
+    tasks_stage: str
+    trajectories: pl.DataFrame | None
+    trajectories_stage: str
+    version: dict[str, str]
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds or 0.0 for s in self.stages)
+
+
+def load_run(stage_dirs: Mapping[str, str]) -> RunData:
+    stages = [load_stage(name, path) for name, path in stage_dirs.items()]
+    tasks, tasks_stage = _last_table(stage_dirs, "tasks", ["repo", "origin", "difficulty", "patch"])
+    trajectories, traj_stage = _last_table(
+        stage_dirs, "trajectories", ["resolved", "exit_status", "origin", "model"]
+    )
+    return RunData(
+        stages, tasks, tasks_stage, trajectories, traj_stage, _version(stage_dirs.values())
+    )
+
+
+def load_stage(name: str, path: str) -> StageInfo:
+    if not exists(path):
+        return StageInfo(name, path, ran=False, note="not run")
+    summary_path = join(path, "summary.json")
+    if exists(summary_path):
+        try:
+            summary = json.loads(read_bytes(summary_path))
+            return StageInfo(
+                name,
+                path,
+                ran=True,
+                inputs=int(summary["inputs"]),
+                kept=int(summary["kept"]),
+                rejected={str(k): int(v) for k, v in dict(summary.get("rejected", {})).items()},
+                seconds=float(summary["seconds"]) if "seconds" in summary else None,
+            )
+        except (ValueError, KeyError, TypeError):
+            pass  # fall back to counting the tables
+    return _stage_from_tables(name, path)
+
+
+def _stage_from_tables(name: str, path: str) -> StageInfo:
+    """No usable summary.json: count like ``trajforge stats`` does."""
+    rejections = read_frame(table_files(path, "rejections"), ["reason"])
+    rejected: dict[str, int] = {}
+    if "reason" in rejections.columns:
+        counts = rejections.group_by("reason").len()
+        rejected = {str(r): int(n) for r, n in counts.iter_rows()}
+    kept = next((_rows(table_files(path, t)) for t in KEPT_TABLES if table_files(path, t)), None)
+    if kept is None and not rejected:
+        return StageInfo(name, path, ran=True, note="no summary.json and no tables")
+    inputs = (kept or 0) + sum(rejected.values())
+    return StageInfo(
+        name, path, True, inputs, kept or 0, rejected, note="no summary.json: counted from tables"
+    )
+
+
+def table_files(directory: str, table: str) -> list[str]:
+    """Parquet files of one table, in a stage output or an export (splits may be subfolders)."""
+    if not is_local(directory):
+        return parquet_files(join(directory, table))
+    found: list[str] = []
+    for root in (os.path.join(directory, table), os.path.join(directory, "data", table)):
+        for parent, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            found.extend(
+                os.path.join(parent, f)
+                for f in sorted(files)
+                if f.endswith(".parquet") and not f.startswith(".")
+            )
+    return found
+
+
+def read_frame(files: list[str], columns: list[str]) -> pl.DataFrame:
+    """The wanted columns that exist, from every file; files may differ in what they hold."""
+    frames = []
+    for path in files:
+        present = [c for c in columns if c in pq.read_schema(_source(path)).names]
+        if present:
+            frames.append(pl.read_parquet(_source(path), columns=present))
+        else:  # none of the wanted columns: still count the rows
+            rows = pq.ParquetFile(_source(path)).metadata.num_rows
+            frames.append(pl.repeat(None, rows, eager=True).alias("_row").to_frame())
+    if not frames:
+        return pl.DataFrame()
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _source(path: str) -> str | io.BytesIO:
+    """Local files are read in place; remote ones (gs://, s3://) through Beam's FileSystems."""
+    return path if is_local(path) else io.BytesIO(read_bytes(path))
+
+
+def _rows(files: list[str]) -> int:
+    return sum(pq.ParquetFile(_source(f)).metadata.num_rows for f in files)
+
+
+def _last_table(
+    stage_dirs: Mapping[str, str], table: str, columns: list[str]
+) -> tuple[pl.DataFrame | None, str]:
+    """The table from the last stage that wrote it (even empty: later stages overrule earlier)."""
+    for name, path in reversed(list(stage_dirs.items())):
+        if exists(path):
+            files = table_files(path, table)
+            if files:
+                return read_frame(files, columns), name
+    return None, ""
+
+
+def _version(paths: Iterable[str]) -> dict[str, str]:
+    """Scalar entries of the last ``version.json`` found (the export writes one)."""
+    for path in reversed(list(paths)):
+        candidate = join(path, "version.json")
+        if not exists(candidate):
+            continue
+        try:
+            data = json.loads(read_bytes(candidate))
+        except ValueError:
+            return {"version.json": "unreadable"}
+        if isinstance(data, dict):
+            return {str(k): str(v) for k, v in data.items() if isinstance(v, str | int | float)}
+        return {"version": str(data)}
+    return {}
+
+
+# Aggregates: each returns (label, count) pairs in display order.
+
+
+def counts(frame: pl.DataFrame | None, column: str) -> list[tuple[str, int]]:
+    """Every value with its count, most frequent first (ties by value, so output is stable)."""
+    if frame is None or column not in frame.columns or frame.height == 0:
+        return []
+    grouped = (
+        frame.select(pl.col(column).cast(pl.String).fill_null("(none)"))
+        .group_by(column)
+        .len()
+        .sort(["len", column], descending=[True, False])
+    )
+    return [(str(v), int(n)) for v, n in grouped.iter_rows()]
+
+
+def top(pairs: list[tuple[str, int]], limit: int) -> tuple[list[tuple[str, int]], int, int]:
+    """The ``limit`` largest pairs, and how many values and rows the rest hold."""
+    ordered = sorted(pairs, key=lambda pair: (-pair[1], pair[0]))
+    rest = ordered[limit:]
+    return ordered[:limit], len(rest), sum(n for _, n in rest)
+
+
+def difficulty_bins(
+    frame: pl.DataFrame | None, bins: int = 10
+) -> tuple[list[tuple[str, int]], int]:
+    """Equal-width bins over [0, 1] when scores lie there, else over their range; plus unscored."""
+    if frame is None or "difficulty" not in frame.columns or frame.height == 0:
+        return [], 0
+    values = frame.get_column("difficulty").cast(pl.Float64)
+    scored = values.drop_nulls().drop_nans()
+    unscored = values.len() - scored.len()
+    if scored.len() == 0:
+        return [], unscored
+    low, high = float(scored.min()), float(scored.max())  # type: ignore[arg-type]
+    if high == low and not 0.0 <= low <= 1.0:
+        return [(f"{low:g}", scored.len())], unscored
+    if low >= 0.0 and high <= 1.0:
+        low, high = 0.0, 1.0
+    width = (high - low) / bins
+    index = ((scored - low) / width).floor().clip(0, bins - 1).cast(pl.Int64)
+    tally = {int(i): int(n) for i, n in index.value_counts().iter_rows()}
+    digits = 1 if width >= 0.1 else 2 if width >= 0.01 else 3
+    edges = [f"{low + i * width:.{digits}f}" for i in range(bins + 1)]
+    return [(f"{edges[i]}-{edges[i + 1]}", tally.get(i, 0)) for i in range(bins)], unscored
+
+
+def patch_lines(frame: pl.DataFrame) -> pl.Series:
+    """Changed lines of each patch: ``+``/``-`` lines, not counting the ``+++``/``---`` headers."""
+    patch = pl.col("patch").fill_null("")
+    changed = patch.str.count_matches(r"(?m)^[+-]") - patch.str.count_matches(
+        r"(?m)^(?:\+\+\+|---) (?:a/|b/|/dev/null)"
+    )
+    return frame.select(changed.alias("lines")).get_column("lines")
+
+
+def patch_size_bins(frame: pl.DataFrame | None) -> list[tuple[str, int]]:
+    """Fixed, roughly logarithmic line-count bins, trimmed to the first and last non-empty one."""
+    if frame is None or "patch" not in frame.columns or frame.height == 0:
+        return []
+    # Bins are right-closed: the index of a value is how many breaks lie below it.
+    index = pl.Series(PATCH_BREAKS).search_sorted(patch_lines(frame), side="left")
+    tally = {int(i): int(n) for i, n in index.value_counts().iter_rows()}
+    pairs = [(label, tally.get(i, 0)) for i, label in enumerate(PATCH_LABELS)]
+    used = [i for i, (_, n) in enumerate(pairs) if n]
+    return pairs[used[0] : used[-1] + 1] if used else []
+
+
+def outcomes(frame: pl.DataFrame | None) -> list[tuple[str, int]]:
+    """Resolved / unresolved / not verified (``resolved`` is null until the patch is checked)."""
+    if frame is None or "resolved" not in frame.columns or frame.height == 0:
+        return []
+    resolved = frame.get_column("resolved")
+    return [
+        ("resolved", int((resolved == True).sum())),  # noqa: E712 (a polars expression)
+        ("unresolved", int((resolved == False).sum())),  # noqa: E712
+        ("not verified", int(resolved.is_null().sum())),
+    ]

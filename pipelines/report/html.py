@@ -1,0 +1,342 @@
+"""The run report: one self-contained HTML page a person reads before training on the data.
+
+It shows where yield was lost (the funnel and the rejection reasons of every stage), what was kept
+(tasks per repo and origin, difficulty, patch sizes) and how agents did on it (trajectory
+outcomes). The page loads nothing: charts are inline SVG, styles inline, and a Content Security
+Policy forbids every fetch and script, so it opens offline and data can never inject code. It
+holds no timestamp, so the same stage outputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+
+from trajforge.pipelines.report import data as data
+from trajforge.pipelines.report.svg_charts import (
+    AMBER,
+    BLUE,
+    GREY,
+    RED,
+    TEAL,
+    Bar,
+    FunnelRow,
+    column_chart,
+    funnel_chart,
+    hbar_chart,
+    number,
+    percent,
+)
+from trajforge.schemas.storage import write_bytes_atomic
+
+TOP_REPOS = 20
+TOP_ORIGINS = 12
+TOP_REASONS = 15
+TOP_EXIT_STATUSES = 12
+OUTCOME_COLORS = {"resolved": TEAL, "unresolved": RED, "not verified": GREY}
+
+CSS = """
+:root { --ink:#1f2733; --muted:#667085; --line:#e4e8ef; --bg:#f5f7fa; --card:#fff; }
+* { box-sizing: border-box; }
+body { margin:0; background:var(--bg); color:var(--ink);
+  font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans","DejaVu Sans",
+  sans-serif; }
+main { max-width:1180px; margin:0 auto; padding:28px 24px 48px; }
+header h1 { margin:0; font-size:26px; }
+header p { margin:4px 0 20px; color:var(--muted); }
+h2 { font-size:18px; margin:32px 0 12px; }
+h3 { font-size:14px; margin:0 0 10px; }
+.cards { display:grid; grid-template-columns:repeat(auto-fit,minmax(170px,1fr)); gap:12px; }
+.card, .panel { background:var(--card); border:1px solid var(--line); border-radius:10px; }
+.card { padding:14px 16px; }
+.card .k { color:var(--muted); font-size:12px; text-transform:uppercase; letter-spacing:.04em; }
+.card .v { font-size:24px; font-weight:650; margin-top:2px; overflow-wrap:anywhere; }
+.card .v.long { font-size:16px; padding-top:6px; }
+.card .s { color:var(--muted); font-size:12px; }
+.panel { padding:16px 18px; margin-bottom:14px; overflow-x:auto; }
+.grid2 { display:grid; grid-template-columns:repeat(auto-fit,minmax(520px,1fr)); gap:14px; }
+.grid2 .panel { margin-bottom:0; }
+table { border-collapse:collapse; width:100%; font-variant-numeric:tabular-nums; }
+th, td { text-align:left; padding:6px 10px; border-bottom:1px solid var(--line); }
+th { color:var(--muted); font-weight:600; font-size:12px; text-transform:uppercase; }
+td.n, th.n { text-align:right; white-space:nowrap; }
+tr.missing td { color:var(--muted); }
+#release { margin-top:14px; }
+table.facts th { width:200px; text-transform:none; font-size:13px; }
+.path { color:var(--muted); font-size:12px; overflow-wrap:anywhere; }
+.nodata { color:var(--muted); font-style:italic; margin:4px 0; }
+.note { color:var(--muted); font-size:12px; margin:8px 0 0; }
+svg.chart { display:block; max-width:100%; height:auto; }
+svg.chart text { font-family:inherit; font-size:12px; fill:var(--ink); }
+svg.chart text.value, svg.chart text.tick, svg.chart text.legend { fill:#3d4757; }
+svg.chart text.strong { font-weight:600; }
+svg.chart text.tick { font-size:11px; }
+svg.chart text.axis-title { fill:var(--muted); }
+svg.chart line.axis { stroke:#aab3c2; }
+svg.chart g.bar:hover rect { opacity:.8; }
+"""
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def write_report(stage_dirs: Mapping[str, str], output_html: str, title: str) -> str:
+    """Render the report for stage outputs (name -> directory, in pipeline order) atomically."""
+    page = render(data.load_run(stage_dirs), title)
+    write_bytes_atomic(output_html, page.encode("utf-8"))
+    return output_html
+
+
+def render(run: data.RunData, title: str) -> str:
+    sections = [
+        _header(run, title),
+        _funnel(run),
+        _rejections(run),
+        _tasks(run),
+        _trajectories(run),
+    ]
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
+        f"<body><main>{''.join(sections)}</main></body></html>\n"
+    )
+
+
+def _header(run: data.RunData, title: str) -> str:
+    ran = [s for s in run.stages if s.ran]
+    tasks = run.tasks.height if run.tasks is not None else None
+    cards = [
+        _card("Stages run", f"{len(ran)} of {len(run.stages)}", ", ".join(s.name for s in ran)),
+        _card("Run time", _duration(run.seconds) if ran else "\u2013", "sum of stage times"),
+        _card(
+            "Tasks kept",
+            number(tasks) if tasks is not None else "\u2013",
+            f"from {run.tasks_stage}" if run.tasks_stage else "no tasks table",
+        ),
+        _trajectory_card(run),
+    ]
+    if run.version:
+        version = run.version.get("version", next(iter(run.version.values())))
+        cards.append(_card("Version", version, "version.json"))
+    return (
+        f"<header><h1>{escape(title)}</h1><p>trajforge run report</p></header>"
+        f"<section class=cards id=summary>{''.join(cards)}</section>{_release(run.version)}"
+    )
+
+
+def _release(version: dict[str, str]) -> str:
+    """Everything version.json says (the export writes it), as a small key/value table."""
+    if not version:
+        return ""
+    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in version.items())
+    return f"<section class=panel id=release><table class=facts>{rows}</table></section>"
+
+
+def _trajectory_card(run: data.RunData) -> str:
+    if run.trajectories is None:
+        return _card("Trajectories", "\u2013", "no trajectories table")
+    outcome = dict(data.outcomes(run.trajectories))
+    total = run.trajectories.height
+    return _card(
+        "Trajectories",
+        number(total),
+        f"{percent(outcome.get('resolved', 0), total)} resolved, from {run.trajectories_stage}",
+    )
+
+
+def _funnel(run: data.RunData) -> str:
+    rows = [FunnelRow(s.name, s.inputs or 0, s.kept or 0) for s in run.stages if s.inputs]
+    chart = (
+        funnel_chart(rows, label="Yield funnel: inputs and kept per stage")
+        if rows
+        else _nodata(
+            "no stage had any inputs" if any(s.ran for s in run.stages) else "no stage has run yet"
+        )
+    )
+    return (
+        "<section id=funnel><h2>Yield per stage</h2>"
+        f"<div class=panel>{chart}</div><div class=panel>{_stage_table(run.stages)}</div></section>"
+    )
+
+
+def _stage_table(stages: Sequence[data.StageInfo]) -> str:
+    head = (
+        "<tr><th>Stage</th><th class=n>Inputs</th><th class=n>Kept</th><th class=n>Rejected</th>"
+        "<th class=n>Yield</th><th class=n>Time</th><th>Note</th><th>Output</th></tr>"
+    )
+    rows = []
+    for s in stages:
+        rejected = sum(s.rejected.values())
+        cells = [
+            escape(s.name),
+            _num(s.inputs),
+            _num(s.kept),
+            number(rejected) if s.ran else "\u2013",
+            percent(s.kept, s.inputs) if s.inputs and s.kept is not None else "\u2013",
+            _duration(s.seconds) if s.seconds is not None else "\u2013",
+            escape(s.note),
+            f"<span class=path>{escape(s.path)}</span>",
+        ]
+        tds = "".join(f"<td{' class=n' if 0 < i < 6 else ''}>{c}</td>" for i, c in enumerate(cells))
+        rows.append(f"<tr{'' if s.ran else ' class=missing'}>{tds}</tr>")
+    return f"<table class=stages>{head}{''.join(rows)}</table>"
+
+
+def _rejections(run: data.RunData) -> str:
+    panels = []
+    for s in run.stages:
+        if not s.rejected:
+            continue
+        total = sum(s.rejected.values())
+        chart = _top_bars(
+            list(s.rejected.items()),
+            TOP_REASONS,
+            AMBER,
+            f"Rejection reasons in {s.name}",
+            ("reasons", "rejections"),
+            share_of=total,
+        )
+        panels.append(
+            f"<div class=panel><h3>{escape(s.name)}: {number(total)} rejected</h3>{chart}</div>"
+        )
+    clean = [s.name for s in run.stages if s.ran and not s.rejected]
+    note = f"<p class=note>Nothing rejected in: {escape(', '.join(clean))}.</p>" if clean else ""
+    body = (
+        f"<div class=grid2>{''.join(panels)}</div>" if panels else _nodata("no rejections recorded")
+    )
+    return f"<section id=rejections><h2>Rejection reasons</h2>{body}{note}</section>"
+
+
+def _tasks(run: data.RunData) -> str:
+    frame = run.tasks
+    if frame is None or frame.height == 0:
+        why = (
+            "no stage wrote a tasks table"
+            if frame is None
+            else f"the tasks table of {run.tasks_stage} is empty"
+        )
+        return f"<section id=tasks><h2>Kept tasks</h2>{_nodata(why)}</section>"
+    difficulty, unscored = data.difficulty_bins(frame)
+    panels = [
+        _panel(
+            "Tasks per repo",
+            _top_bars(
+                data.counts(frame, "repo"), TOP_REPOS, BLUE, "Tasks per repo", ("repos", "tasks")
+            ),
+        ),
+        _panel(
+            "Tasks per origin",
+            _top_bars(
+                data.counts(frame, "origin"),
+                TOP_ORIGINS,
+                TEAL,
+                "Tasks per origin",
+                ("origins", "tasks"),
+            ),
+        ),
+        _panel(
+            "Difficulty",
+            _columns(difficulty, "difficulty score", BLUE),
+            f"{number(unscored)} task(s) without a difficulty score." if unscored else "",
+        ),
+        _panel(
+            "Patch size",
+            _columns(data.patch_size_bins(frame), "changed lines in the gold patch", TEAL),
+        ),
+    ]
+    return (
+        "<section id=tasks><h2>Kept tasks</h2>"
+        f"<p class=note>{number(frame.height)} tasks from the {escape(run.tasks_stage)} stage.</p>"
+        f"<div class=grid2>{''.join(panels)}</div></section>"
+    )
+
+
+def _trajectories(run: data.RunData) -> str:
+    frame = run.trajectories
+    if frame is None or frame.height == 0:
+        why = (
+            "no stage wrote a trajectories table"
+            if frame is None
+            else f"the trajectories table of {run.trajectories_stage} is empty"
+        )
+        return f"<section id=trajectories><h2>Trajectories</h2>{_nodata(why)}</section>"
+    total = frame.height
+    outcome_bars = [
+        Bar(label, n, OUTCOME_COLORS[label], f"  ({percent(n, total)})")
+        for label, n in data.outcomes(frame)
+    ]
+    status = _top_bars(
+        data.counts(frame, "exit_status"),
+        TOP_EXIT_STATUSES,
+        BLUE,
+        "Trajectories per exit status",
+        ("exit statuses", "trajectories"),
+        share_of=total,
+    )
+    return (
+        "<section id=trajectories><h2>Trajectories</h2>"
+        f"<p class=note>{number(total)} trajectories from the "
+        f"{escape(run.trajectories_stage)} stage.</p><div class=grid2>"
+        + _panel("Outcomes", hbar_chart(outcome_bars, label="Trajectory outcomes"))
+        + _panel("Exit status", status)
+        + "</div></section>"
+    )
+
+
+def _top_bars(
+    pairs: list[tuple[str, int]],
+    limit: int,
+    color: str,
+    label: str,
+    nouns: tuple[str, str],
+    share_of: int = 0,
+) -> str:
+    """The largest ``limit`` bars; the rest is one line under the chart, not a bar that would
+    dwarf the others. ``nouns``: what the values and the counted rows are ("repos", "tasks")."""
+    if not pairs:
+        return _nodata("the column is missing")
+    shown, more, rows = data.top(pairs, limit)
+    bars = [Bar(k, n, color, f"  ({percent(n, share_of)})" if share_of else "") for k, n in shown]
+    chart = hbar_chart(bars, label=label)
+    if more:
+        values, counted = nouns
+        chart += f"<p class=note>+ {number(more)} more {values} ({number(rows)} {counted}).</p>"
+    return chart
+
+
+def _columns(pairs: list[tuple[str, int]], x_title: str, color: str) -> str:
+    if not pairs:
+        return _nodata(f"no {x_title}")
+    return column_chart([Bar(k, n, color) for k, n in pairs], label=x_title, x_title=x_title)
+
+
+def _panel(title: str, body: str, note: str = "") -> str:
+    extra = f"<p class=note>{escape(note)}</p>" if note else ""
+    return f"<div class=panel><h3>{escape(title)}</h3>{body}{extra}</div>"
+
+
+def _card(key: str, value: str, sub: str) -> str:
+    size = " long" if len(value) > 10 else ""
+    return (
+        f"<div class=card><div class=k>{escape(key)}</div>"
+        f"<div class='v{size}'>{escape(value)}</div>"
+        f"<div class=s>{escape(sub)}</div></div>"
+    )
+
+
+def _nodata(why: str) -> str:
+    return f"<p class=nodata>No data: {escape(why)}.</p>"
+
+
+def _num(value: int | None) -> str:
+    return number(value) if value is not None else "\u2013"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"

@@ -1,0 +1,1 @@
+"""How stages run: Beam options, the stage runner, sinks, progress, table specs and readers."""

@@ -1,0 +1,94 @@
+"""Reading stage outputs: the one place that knows their layout and which table a stage keeps.
+
+A stage output is ``<dir>/summary.json`` plus ``<dir>/<table>/*.parquet``; an export nests its
+configs under ``<dir>/data/<config>/`` and may split them into subfolders. Stats, the report, the
+export and every stage's inputs read through here, so they agree on what a directory holds.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import polars as pl
+import pyarrow.parquet as pq
+from trajforge.schemas.storage import exists, is_local, join, parquet_files, read_bytes
+
+# What a stage keeps, by preference, when its summary.json does not say (older outputs, imports).
+KEPT_TABLES = ("tasks", "explore_tasks", "trajectories", "candidates")
+
+
+def table_files(directory: str, table: str) -> list[str]:
+    """Parquet files of one table, in a stage output or an export (splits may be subfolders)."""
+    if not is_local(directory):
+        return parquet_files(join(directory, table))
+    found: list[str] = []
+    for root in (os.path.join(directory, table), os.path.join(directory, "data", table)):
+        for parent, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            found.extend(
+                os.path.join(parent, f)
+                for f in sorted(files)
+                if f.endswith(".parquet") and not f.startswith(".")
+            )
+    return found
+
+
+def tables(directory: str) -> list[str]:
+    """Names of the tables a local stage output holds, sorted."""
+    if not os.path.isdir(directory):
+        return []
+    return sorted(name for name in os.listdir(directory) if table_files(directory, name))
+
+
+def summary(directory: str) -> dict | None:
+    """The stage's summary.json, or None when it is missing or unreadable."""
+    path = join(directory, "summary.json")
+    if not exists(path):
+        return None
+    try:
+        found = json.loads(read_bytes(path))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def kept_table(directory: str) -> str | None:
+    """The table that counts as kept: as the summary says, else the first of KEPT_TABLES found."""
+    said = (summary(directory) or {}).get("kept_table")
+    if isinstance(said, str) and table_files(directory, said):
+        return said
+    return next((t for t in KEPT_TABLES if table_files(directory, t)), None)
+
+
+def source(path: str) -> str | io.BytesIO:
+    """Local files are read in place; remote ones (gs://, s3://) through Beam's FileSystems."""
+    return path if is_local(path) else io.BytesIO(read_bytes(path))
+
+
+def row_count(files: list[str]) -> int:
+    return sum(pq.ParquetFile(source(f)).metadata.num_rows for f in files)
+
+
+def column(files: list[str], name: str) -> list:
+    values: list = []
+    for f in files:
+        values.extend(pq.read_table(source(f), columns=[name]).column(name).to_pylist())
+    return values
+
+
+def read_frame(files: list[str], columns: list[str] | None = None) -> pl.DataFrame:
+    """The wanted columns that exist (all when None), from every file; files may differ."""
+    frames = []
+    for path in files:
+        names = pq.read_schema(source(path)).names
+        present = names if columns is None else [c for c in columns if c in names]
+        if present:
+            frames.append(pl.read_parquet(source(path), columns=present))
+        else:  # none of the wanted columns: still count the rows
+            rows = pq.ParquetFile(source(path)).metadata.num_rows
+            frames.append(pl.repeat(None, rows, eager=True).alias("_row").to_frame())
+    if not frames:
+        return pl.DataFrame()
+    return pl.concat(frames, how="diagonal_relaxed")

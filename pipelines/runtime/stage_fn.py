@@ -1,0 +1,74 @@
+"""The base of every stage's DoFn: its name, counters, progress ticks and rejections.
+
+In the spirit of datatrove's BaseFilter: a step says what it keeps and why it drops the rest, and
+the base does the bookkeeping the same way everywhere (a Beam counter per reason, a tick of the
+progress bar, a ``Rejection`` on the ``rejected`` output). ``SandboxFn`` adds one sandbox per
+worker, and turns an unreachable engine or a broken sandbox into rejections that are never cached.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from trajforge.pipelines.runtime import progress
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import Params
+from trajforge.schemas.rejection import Rejection
+from trajforge.verifiers.sandbox.base import Sandbox
+from trajforge.verifiers.sandbox.factory import make_sandbox
+
+REJECTED = "rejected"  # the tagged output every stage's rejections go to
+
+
+class StageFn(beam.DoFn):
+    """A DoFn of stage ``STAGE``; subclasses emit records and ``self.reject(...)``."""
+
+    STAGE = ""
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    def count(self, name: str, value: int = 1) -> None:
+        Metrics.counter(self.STAGE, name).inc(value)
+
+    def tick(self, outcome: str) -> None:
+        """Count ``outcome`` and move the progress bar by one unit."""
+        self.count(outcome)
+        progress.tick(outcome)
+
+    def reject(self, input_id: str, reason: str, detail: str) -> beam.pvalue.TaggedOutput:
+        return self.rejection(Rejection(input_id, self.STAGE, reason, detail))
+
+    def rejection(self, rejection: Rejection) -> beam.pvalue.TaggedOutput:
+        """A rejection made elsewhere (a generator's), counted like the stage's own."""
+        self.count(f"rejected_{rejection.reason}")
+        progress.tick(rejection.reason)
+        return beam.pvalue.TaggedOutput(REJECTED, rejection)
+
+    def reject_error(self, input_id: str, exc: UserError) -> beam.pvalue.TaggedOutput:
+        return self.reject(input_id, exc.reason, str(exc))
+
+
+class SandboxFn(StageFn):
+    """A StageFn holding one sandbox per worker; an unreachable engine becomes rejections."""
+
+    def setup(self) -> None:
+        self.sandbox: Sandbox | None = None
+        self.unavailable: UserError | None = None
+        try:
+            self.sandbox = make_sandbox(self.params, quiet=True)
+        except UserError as exc:
+            self.unavailable = exc
+
+    def teardown(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+
+    def reject_unavailable(self, input_id: str) -> beam.pvalue.TaggedOutput:
+        assert self.unavailable is not None
+        return self.reject_error(input_id, self.unavailable)
+
+    def reject_sandbox_error(self, input_id: str, exc: Exception) -> beam.pvalue.TaggedOutput:
+        """The sandbox broke (engine gone, API error): the input is rejected, nothing cached."""
+        detail = f"{input_id}: sandbox error {exc.__class__.__name__}: {exc}"
+        return self.reject(input_id, "sandbox_error", detail.splitlines()[0])

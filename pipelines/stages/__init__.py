@@ -1,0 +1,1 @@
+"""One composite PTransform per DVC stage; siblings that share only the runtime."""

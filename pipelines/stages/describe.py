@@ -1,0 +1,139 @@
+"""The ``describe`` stage: tasks -> tasks with a problem_statement, as one composite PTransform.
+
+Each task meets the validate stage's base-state runs of its candidate (a CoGroupByKey), which hold
+the failure output its issue text is written from; no test runs again. Tasks are described in
+batches, ``llm.concurrency`` at a time, so a slow endpoint is kept busy. Every try, kept or not,
+is written to the ``statements`` table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from trajforge.generators.issues.context import IssueContext, build_context
+from trajforge.generators.issues.writer import write_statement
+from trajforge.generators.llm.client import LLMClient, endpoint_configured
+from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.pipelines.runtime import progress
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import Params
+from trajforge.schemas.statement_attempt import StatementAttempt
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.test_run import TestRun
+
+STAGE = "describe"
+STATEMENTS = "statements"
+FAILED = ("FAILED", "ERROR")
+
+
+def failing_base_run(run: TestRun) -> bool:
+    return run.state == "base" and any(t.status in FAILED for t in run.tests)
+
+
+class DescribeBatchFn(beam.DoFn):
+    """[(task, its base runs)] -> described tasks, and every statement attempt as a side table."""
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    def setup(self) -> None:
+        llm = self.params.llm
+        self.client = LLMClient(llm, self.params.cache_dir) if endpoint_configured(llm) else None
+        self.pool = ThreadPoolExecutor(max_workers=llm.concurrency)
+        self.calls = Metrics.counter(STAGE, "llm_calls")
+        self.hits = Metrics.counter(STAGE, "llm_cache_hits")
+
+    def teardown(self) -> None:
+        self.pool.shutdown(wait=True)
+
+    def process(self, batch: list[tuple[TaskInstance, list[TestRun]]]):
+        before = (self.client.calls, self.client.cache_hits) if self.client else (0, 0)
+        for task, attempts in self.pool.map(lambda pair: self._describe(*pair), batch):
+            for attempt in attempts:
+                yield beam.pvalue.TaggedOutput(STATEMENTS, attempt)
+            writer = task.provenance.get("problem_statement", "kept")
+            Metrics.counter(STAGE, f"written_by_{writer.split(':')[0]}").inc()
+            progress.tick(writer.split(":")[0])
+            yield task
+        if self.client is not None:
+            self.calls.inc(self.client.calls - before[0])
+            self.hits.inc(self.client.cache_hits - before[1])
+
+    def _describe(
+        self, task: TaskInstance, runs: list[TestRun]
+    ) -> tuple[TaskInstance, list[StatementAttempt]]:
+        describe = self.params.describe
+        if task.problem_statement.strip() and not describe.overwrite:
+            return task, []
+        context = self._context(task, runs)
+        text, provenance, tried = write_statement(
+            self.client,
+            task,
+            context,
+            describe.attempts,
+            describe.max_patch_chars,
+            describe.min_chars,
+        )
+        described = dataclasses.replace(
+            task, problem_statement=text, provenance={**task.provenance, **provenance}
+        )
+        attempts = [
+            StatementAttempt(
+                task.instance_id,
+                number,
+                a.writer,
+                a.accepted,
+                a.reason,
+                a.text,
+                a.prompt_tokens,
+                a.completion_tokens,
+            )
+            for number, a in enumerate(tried)
+        ]
+        return described, attempts
+
+    def _context(self, task: TaskInstance, runs: list[TestRun]) -> IssueContext:
+        """With the repository when it can be opened; from the runs alone when it cannot."""
+        try:
+            repo_path = open_source(task.source, SourceOptions.from_params(self.params)).path
+        except UserError:
+            return IssueContext(task.repo, task.patch, {}, {}, frozenset())
+        return build_context(task, repo_path, runs)
+
+
+def _pair(element: tuple[str, dict[str, Iterable]]):
+    _, grouped = element
+    runs = list(grouped["runs"])
+    for task in grouped["tasks"]:
+        yield task, runs
+
+
+class DescribeTasks(beam.PTransform):
+    """(tasks, runs) -> {"tasks", "statements"}; runs may be an empty PCollection."""
+
+    def __init__(self, params: Params) -> None:
+        super().__init__()
+        self.params = params
+
+    def expand(self, inputs):
+        tasks, runs = inputs
+        size = self.params.llm.concurrency
+        keyed_tasks = tasks | "KeyTasks" >> beam.Map(lambda t: (t.candidate_id, t))
+        keyed_runs = (
+            runs
+            | "FailingBaseRuns" >> beam.Filter(failing_base_run)
+            | "KeyRuns" >> beam.Map(lambda r: (r.candidate_id, r))
+        )
+        described = (
+            {"tasks": keyed_tasks, "runs": keyed_runs}
+            | "JoinRuns" >> beam.CoGroupByKey()
+            | "Pair" >> beam.FlatMap(_pair)
+            | "Batch" >> beam.BatchElements(min_batch_size=size, max_batch_size=size * 4)
+            | "Describe"
+            >> beam.ParDo(DescribeBatchFn(self.params)).with_outputs(STATEMENTS, main="tasks")
+        )
+        return {"tasks": described.tasks, "statements": described[STATEMENTS]}

@@ -1,0 +1,230 @@
+"""The ``validate`` stage: candidates -> proven tasks, as one composite PTransform.
+
+Candidates are keyed by their environment profile, so each profile's image is built once (a
+GroupByKey) and shared by all its commits. Mined candidates are then validated one by one in fresh
+containers, ``workers`` at a time per Beam worker; injected bugs (``bug/*``) are grouped by the
+snapshot they mutate and validated together, with coverage-guided test selection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+import apache_beam as beam
+from trajforge.generators.bugs.combiner import combine_bugs
+from trajforge.generators.environments.profile import JUNIT_PATH
+from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn
+from trajforge.pipelines.stages.environment import BuildEnvironments, Site
+from trajforge.schemas.candidate import Candidate
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import Params
+from trajforge.schemas.storage import ContentCache
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.validation.candidate import (
+    TestTree,
+    ValidationResult,
+    rejected,
+    validate_candidate,
+)
+from trajforge.verifiers.validation.mutants import (
+    Mutation,
+    check_combination,
+    mutation_of,
+    validate_mutations,
+)
+
+RUNS = "runs"
+STAGE = "validate"
+
+
+def _site(candidate: Candidate) -> Site:
+    """Candidates of one profile share the image built at the oldest of them."""
+    return Site(
+        candidate.candidate_id,
+        candidate.source,
+        candidate.base_commit,
+        candidate.repo,
+        order=(candidate.created_at, candidate.base_commit),
+    )
+
+
+class ValidateFn(SandboxFn):
+    """What both validators share: results become runs, then the task or its rejection."""
+
+    STAGE = STAGE
+
+    def setup(self) -> None:
+        super().setup()
+        self.cache = ContentCache(self.params.cache_dir, "validate")
+
+    def _emit(self, candidate: Candidate, result: ValidationResult):
+        if result.cached:
+            self.count("cache_hits")
+        for run in result.runs:
+            yield beam.pvalue.TaggedOutput(RUNS, run)
+        if result.task is not None:
+            self.tick("kept")
+            yield result.task
+        elif result.rejection is not None:
+            yield self.reject(
+                candidate.candidate_id, result.rejection.reason, result.rejection.detail
+            )
+
+
+class ValidateBatchFn(ValidateFn):
+    """A batch of (profile, candidate) -> tasks / rejections / test runs, ``workers`` at once."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.pool = ThreadPoolExecutor(max_workers=self.params.validate.workers)
+
+    def teardown(self) -> None:
+        self.pool.shutdown(wait=True)
+        super().teardown()
+
+    def process(self, batch: list[tuple[EnvProfile, Candidate]]):
+        if self.unavailable is not None:
+            for _, candidate in batch:
+                yield self.reject_unavailable(candidate.candidate_id)
+            return
+        futures = [(c, self.pool.submit(self._validate, p, c)) for p, c in batch]
+        for candidate, future in futures:
+            try:
+                result = future.result()
+            except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
+                yield self.reject_sandbox_error(candidate.candidate_id, exc)
+                continue
+            yield from self._emit(candidate, result)
+
+    def _validate(self, profile: EnvProfile, candidate: Candidate) -> ValidationResult:
+        repo = open_source(candidate.source, SourceOptions.from_params(self.params))
+        assert self.sandbox is not None
+        try:
+            base = TestTree.at(repo.path, candidate.base_commit, [candidate.test_patch])
+            gold = TestTree.at(
+                repo.path, candidate.base_commit, [candidate.test_patch, candidate.patch]
+            )
+        except UserError as exc:
+            return rejected(candidate, exc.reason, str(exc), ())
+        return validate_candidate(
+            self.sandbox,
+            candidate,
+            profile,
+            base,
+            gold,
+            self.params.validate,
+            JUNIT_PATH,
+            self.cache,
+        )
+
+
+class ValidateMutantsFn(ValidateFn):
+    """All injected bugs of one snapshot -> tasks / rejections / test runs (coverage-guided)."""
+
+    def process(self, element: tuple[tuple[str, str, str], Iterable[tuple[EnvProfile, Candidate]]]):
+        _, members = element
+        pairs = sorted(members, key=lambda pc: pc[1].candidate_id)
+        profile, first = pairs[0]
+        if self.unavailable is not None:
+            for _, candidate in pairs:
+                yield self.reject_unavailable(candidate.candidate_id)
+            return
+        repo = open_source(first.source, SourceOptions.from_params(self.params))
+        clean = TestTree.at(repo.path, first.base_commit, [])
+        mutations = []
+        for _, candidate in pairs:
+            try:
+                mutations.append(mutation_of(repo.path, candidate, clean.tree_id))
+            except UserError as exc:
+                yield self.reject(
+                    candidate.candidate_id, exc.reason, f"{candidate.candidate_id}: {exc}"
+                )
+        if not mutations:
+            return
+        try:
+            batch = self._validate(profile, clean, mutations)
+        except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
+            for mutation in mutations:
+                yield self.reject_sandbox_error(mutation.candidate.candidate_id, exc)
+            return
+        for run in batch.clean_runs:
+            yield beam.pvalue.TaggedOutput(RUNS, run)
+        for mutation, result in zip(mutations, batch.results, strict=True):
+            yield from self._emit(mutation.candidate, result)
+        kept = [result.task for result in batch.results if result.task is not None]
+        yield from self._combinations(repo.path, profile, clean, kept)
+
+    def _validate(self, profile: EnvProfile, clean: TestTree, mutations: list[Mutation]):
+        assert self.sandbox is not None
+        workers = self.params.validate.workers
+        return validate_mutations(
+            self.sandbox, profile, clean, mutations, self.params.validate, JUNIT_PATH, self.cache,
+            workers,
+        )  # fmt: skip
+
+    def _combinations(
+        self, repo_path: str, profile: EnvProfile, clean: TestTree, kept: list[TaskInstance]
+    ):
+        """Harder tasks from the bugs just proven; validated the same way, cleanly cached."""
+        inject = self.params.inject
+        combos = combine_bugs(repo_path, kept, count=inject.combos, seed=inject.seed)
+        if not combos:
+            return
+        try:
+            mutations = [mutation_of(repo_path, c.candidate, clean.tree_id) for c in combos]
+            batch = self._validate(profile, clean, mutations)
+        except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
+            for combo in combos:
+                yield self.reject_sandbox_error(combo.candidate.candidate_id, exc)
+            return
+        for combo, result in zip(combos, batch.results, strict=True):
+            self.tick("combination")
+            yield from self._emit(combo.candidate, check_combination(result, combo.signatures))
+
+
+def _injected(candidate: Candidate) -> bool:
+    return candidate.origin.startswith("bug/")
+
+
+class ValidateCandidates(beam.PTransform):
+    """Candidates -> {"tasks", "rejections", "profiles", "runs"}."""
+
+    def __init__(self, params: Params) -> None:
+        super().__init__()
+        self.params = params
+
+    def expand(self, candidates):
+        params = self.params
+        workers = params.validate.workers
+        envs = candidates | "Environments" >> BuildEnvironments(params, STAGE, _site)
+        mined = envs["ready"] | "Mined" >> beam.Filter(lambda pc: not _injected(pc[1]))
+        injected = envs["ready"] | "Injected" >> beam.Filter(lambda pc: _injected(pc[1]))
+        mutants = (
+            injected
+            | "KeyBySnapshot"
+            >> beam.Map(lambda pc: ((pc[0].profile_id, pc[1].source, pc[1].base_commit), pc))
+            | "GroupBySnapshot" >> beam.GroupByKey()
+            | "ValidateMutants"
+            >> beam.ParDo(ValidateMutantsFn(params)).with_outputs(REJECTED, RUNS, main="tasks")
+        )
+        validated = (
+            mined
+            | "SpreadCandidates" >> beam.Reshuffle()
+            | "Batch" >> beam.BatchElements(min_batch_size=workers, max_batch_size=workers * 4)
+            | "Validate"
+            >> beam.ParDo(ValidateBatchFn(params)).with_outputs(REJECTED, RUNS, main="tasks")
+        )
+        rejections = (
+            envs["rejections"],
+            validated[REJECTED],
+            mutants[REJECTED],
+        ) | "AllRejections" >> beam.Flatten()
+        return {
+            "tasks": (validated.tasks, mutants.tasks) | "AllTasks" >> beam.Flatten(),
+            "rejections": rejections,
+            "profiles": envs["profiles"],
+            "runs": (validated[RUNS], mutants[RUNS]) | "AllRuns" >> beam.Flatten(),
+        }

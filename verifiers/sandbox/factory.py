@@ -1,0 +1,22 @@
+"""Choose a sandbox backend from params: Docker by default, local only when asked for."""
+
+from __future__ import annotations
+
+from trajforge.schemas.params import Params
+from trajforge.verifiers.sandbox.base import Limits, Sandbox
+
+
+def make_sandbox(params: Params, quiet: bool = False) -> Sandbox:
+    limits = Limits(
+        memory=params.sandbox.memory,
+        cpus=params.sandbox.cpus,
+        pids=params.sandbox.pids,
+        max_output_bytes=params.validate.max_log_bytes,
+    )
+    if params.sandbox.kind == "docker":
+        from trajforge.verifiers.sandbox.docker import DockerSandbox
+
+        return DockerSandbox(limits, params.sandbox.docker_host)
+    from trajforge.verifiers.sandbox.local import LocalSandbox
+
+    return LocalSandbox(params.cache_dir, limits, quiet=quiet)

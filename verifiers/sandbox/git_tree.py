@@ -1,0 +1,97 @@
+"""Thin, fast access to git through its CLI (one subprocess per question, bytes in and out)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+
+from trajforge.schemas.errors import SourceError
+
+# A fixed, hermetic environment: no user or system config changes what git prints or writes.
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_TERMINAL_PROMPT": "0",
+    "LC_ALL": "C",
+}
+
+
+class GitError(SourceError):
+    reason = "git_error"
+
+
+def git(
+    repo: str, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
+) -> bytes:
+    """Run ``git -C repo args`` and return stdout; a failure raises GitError with git's message."""
+    full_env = {**os.environ, **GIT_ENV, **(env or {})}
+    proc = subprocess.run(
+        ["git", "-C", repo, "-c", "core.quotepath=false", *args],
+        input=input,
+        capture_output=True,
+        env=full_env,
+        check=False,
+    )
+    if proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {args[0]} in {repo}: {message[-1] if message else 'failed'}")
+    return proc.stdout
+
+
+def is_git_repo(path: str) -> bool:
+    if not os.path.isdir(path):
+        return False
+    try:
+        return git(path, "rev-parse", "--is-inside-work-tree").strip() == b"true" or bool(
+            git(path, "rev-parse", "--git-dir")
+        )
+    except GitError:
+        return False
+
+
+def resolve_commit(repo: str, rev: str) -> str | None:
+    try:
+        return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").decode().strip()
+    except GitError:
+        return None
+
+
+def read_file_at(repo: str, rev: str, path: str) -> str:
+    """One file's text at a commit or tree (undecodable bytes survive a round trip)."""
+    return git(repo, "cat-file", "blob", f"{rev}:{path}").decode("utf-8", "surrogateescape")
+
+
+def apply_patches(repo: str, base_commit: str, patches: list[str]) -> str:
+    """The tree of ``base_commit`` with ``patches`` applied, computed in a throwaway index.
+
+    Nothing is checked out, so this is cheap and safe to run concurrently; the returned tree id is a
+    content hash of the exact files a test run sees.
+    """
+    with tempfile.TemporaryDirectory(prefix="trajforge-index-") as tmp:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        git(repo, "read-tree", base_commit, env=env)
+        for number, patch in enumerate(patches):
+            if not patch.strip():
+                continue
+            try:
+                git(
+                    repo,
+                    "apply",
+                    "--cached",
+                    "--whitespace=nowarn",
+                    "-",
+                    input=patch.encode(),
+                    env=env,
+                )
+            except GitError as exc:
+                raise SourceError(
+                    f"patch {number + 1} does not apply to {base_commit[:12]}: {exc}",
+                    reason="patch_does_not_apply",
+                ) from None
+        return git(repo, "write-tree", env=env).decode().strip()
+
+
+def archive(repo: str, tree: str, prefix: str) -> bytes:
+    """A tar of ``tree`` with every path under ``prefix`` (e.g. "repo/")."""
+    return git(repo, "archive", "--format=tar", f"--prefix={prefix}", tree)

@@ -1,0 +1,1 @@
+"""Proving candidates: the validation rule, per-candidate and coverage-guided mutant validation."""

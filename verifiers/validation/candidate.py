@@ -1,0 +1,199 @@
+"""Validate one candidate: two fresh containers (base, gold), reruns, the rule, a cached result.
+
+Results are cached by the content hash of everything that decides them (image, the exact trees
+tested, the command and the rerun policy), so rerunning the stage skips finished work and any
+worker can reuse any result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from trajforge.schemas.candidate import Candidate
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.params import ValidateParams
+from trajforge.schemas.records import content_id, from_row, to_row
+from trajforge.schemas.rejection import Rejection
+from trajforge.schemas.storage import ContentCache
+from trajforge.schemas.task_instance import TaskInstance, Validation
+from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
+from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
+from trajforge.verifiers.test_runner import RunContext, run_tests
+from trajforge.verifiers.validation.rule import (
+    Verdict,
+    decisive_tests,
+    failing_tests,
+    judge,
+    suite_failure,
+)
+
+STAGE = "validate"
+CACHE_VERSION = "validate-v2"
+
+
+@dataclass(frozen=True)
+class TestTree:
+    """The exact files of one test run: a content id, and a tar of them under ``repo/``."""
+
+    tree_id: str
+    tar: Callable[[], bytes]  # called only when the verdict is not cached
+
+    @classmethod
+    def at(cls, repo_path: str, base_commit: str, patches: list[str]) -> TestTree:
+        """The tree a test run sees, applied in a throwaway index; its tar is made if needed."""
+        tree = apply_patches(repo_path, base_commit, patches)
+        return cls(tree, lambda: archive(repo_path, tree, prefix="repo/"))
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    task: TaskInstance | None
+    rejection: Rejection | None
+    runs: tuple[TestRun, ...]
+    cached: bool = False
+
+
+def instance_id(candidate: Candidate) -> str:
+    return f"{candidate.repo.replace('/', '__')}-{candidate.candidate_id[:12]}"
+
+
+def validate_candidate(
+    sandbox: Sandbox,
+    candidate: Candidate,
+    profile: EnvProfile,
+    base: TestTree,
+    gold: TestTree,
+    params: ValidateParams,
+    junit_path: str,
+    cache: ContentCache | None,
+) -> ValidationResult:
+    """``base`` is base + test_patch, ``gold`` is base + test_patch + patch."""
+    decides = (profile.profile_id, profile.image, profile.test_cmd, base.tree_id, gold.tree_id)
+    policy = (params.reruns, params.rerun_scope, params.test_timeout_s)
+    key = content_id(CACHE_VERSION, *decides, *policy, length=32)
+    if cache is not None and (hit := cache.get(key)) is not None:
+        return from_cache(hit)
+    ctx = RunContext(
+        candidate.candidate_id,
+        profile.profile_id,
+        profile.test_cmd,
+        junit_path,
+        params.test_timeout_s,
+    )
+    base_runs, gold_runs, verdict = _run_and_judge(sandbox, profile, base, gold, ctx, params)
+    runs = tuple(base_runs + gold_runs)
+    if verdict.kept:
+        task = build_task(candidate, profile, verdict, base_runs, gold_runs)
+        result = ValidationResult(task, None, runs)
+    else:
+        result = rejected(candidate, verdict.reason, verdict.detail, runs)
+    if cache is not None:
+        cache.put(key, to_cache(result))
+    return result
+
+
+def _run_and_judge(
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    base: TestTree,
+    gold: TestTree,
+    ctx: RunContext,
+    params: ValidateParams,
+) -> tuple[list[TestRun], list[TestRun], Verdict]:
+    """Main runs in two fresh containers, then reruns of the decisive tests in both.
+
+    The base container stays open while gold runs, so reruns wait until the FAIL->PASS and
+    PASS->FAIL candidates are known: a candidate without any costs no rerun at all, and each
+    rerun is limited to the tests the verdict rests on (``rerun_scope: suite``: everything).
+    """
+    spec = SessionSpec(image=profile.image)
+    with sandbox.session(spec) as base_session:
+        base_session.put_archive(base.tar())
+        base_runs = [run_tests(base_session, ctx, "base", attempt=0)]
+        if failure := suite_failure(base_runs[0]):
+            return base_runs, [], failure
+        if not failing_tests(base_runs[0]):
+            reason = "every test passes before the fix; nothing to fix"
+            return base_runs, [], Verdict(False, "no_failing_test_at_base", reason)
+        with sandbox.session(spec) as gold_session:
+            gold_session.put_archive(gold.tar())
+            gold_runs = [run_tests(gold_session, ctx, "gold", attempt=0)]
+            decisive = decisive_tests(base_runs[0], gold_runs[0])
+            if suite_failure(gold_runs[0]) or not decisive:
+                return base_runs, gold_runs, judge(base_runs, gold_runs)
+            selection = () if params.rerun_scope == "suite" else decisive
+            for attempt in range(1, params.reruns + 1):
+                base_runs.append(run_tests(base_session, ctx, "base", attempt, selection))
+                gold_runs.append(run_tests(gold_session, ctx, "gold", attempt, selection))
+    return base_runs, gold_runs, judge(base_runs, gold_runs)
+
+
+def build_task(
+    candidate: Candidate,
+    profile: EnvProfile,
+    verdict: Verdict,
+    base_runs: list[TestRun],
+    gold_runs: list[TestRun],
+    validated_by: str = CACHE_VERSION,
+) -> TaskInstance:
+    """The proven task; index 0 of each run list is the main run, the rest are reruns."""
+    return TaskInstance(
+        instance_id=instance_id(candidate),
+        repo=candidate.repo,
+        base_commit=candidate.base_commit,
+        patch=candidate.patch,
+        test_patch=candidate.test_patch,
+        problem_statement="",
+        hints_text="",
+        created_at=candidate.created_at,
+        FAIL_TO_PASS=verdict.fail_to_pass,
+        PASS_TO_PASS=verdict.pass_to_pass,
+        environment_setup_commit=profile.setup_commit,
+        image_name=profile.image,
+        test_cmd=profile.test_cmd,
+        origin=candidate.origin,
+        profile_id=profile.profile_id,
+        candidate_id=candidate.candidate_id,
+        source=candidate.source,
+        flaky_tests=verdict.flaky,
+        difficulty=None,
+        scores={},
+        provenance={"validated_by": validated_by, "commit": candidate.meta.commit},
+        validation=Validation(
+            base_exit_code=base_runs[0].exit_code,
+            gold_exit_code=gold_runs[0].exit_code,
+            base_log_digest=base_runs[0].log_digest,
+            gold_log_digest=gold_runs[0].log_digest,
+            reruns=len(base_runs) + len(gold_runs) - 2,
+            test_runs=len(base_runs) + len(gold_runs),
+        ),
+        bug_patch=candidate.bug_patch,
+    )
+
+
+def rejected(
+    candidate: Candidate, reason: str, detail: str, runs: tuple[TestRun, ...]
+) -> ValidationResult:
+    line = f"{candidate.repo}@{candidate.base_commit[:12]} ({candidate.candidate_id}): {detail}"
+    if runs and not runs[-1].suite_ran:
+        line += "\n--- log tail ---\n" + "\n".join(runs[-1].log.strip().splitlines()[-15:])
+    return ValidationResult(None, Rejection(candidate.candidate_id, STAGE, reason, line), runs)
+
+
+def to_cache(result: ValidationResult) -> dict:
+    return {
+        "task": to_row(result.task) if result.task else None,
+        "rejection": to_row(result.rejection) if result.rejection else None,
+        "runs": [to_row(run) for run in result.runs],
+    }
+
+
+def from_cache(entry: dict) -> ValidationResult:
+    return ValidationResult(
+        task=from_row(TaskInstance, entry["task"]) if entry["task"] else None,
+        rejection=from_row(Rejection, entry["rejection"]) if entry["rejection"] else None,
+        runs=tuple(from_row(TestRun, run) for run in entry["runs"]),
+        cached=True,
+    )

@@ -1,0 +1,28 @@
+"""The lines a test must execute to notice a patch: the touched lines (``schemas.diff``), and with
+each the first line of the innermost statement around it:
+coverage.py records a multi-line statement at the lines where execution events happen, which is
+not always the physical line the mutation changed.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def with_statement_starts(source: str, lines: set[int]) -> set[int]:
+    """``lines`` plus the first line of the innermost statement containing each of them."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(lines)
+    innermost: dict[int, tuple[int, int]] = {}  # line -> (span, first line) of the smallest stmt
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or node.end_lineno is None:
+            continue
+        span = node.end_lineno - node.lineno
+        for line in lines:
+            if node.lineno <= line <= node.end_lineno and (
+                line not in innermost or span < innermost[line][0]
+            ):
+                innermost[line] = (span, node.lineno)
+    return set(lines) | {first for _, first in innermost.values()}
