@@ -36,12 +36,10 @@ from trajforge.schemas.params import Params, ValidateParams
 from trajforge.verifiers.sandbox.base import Sandbox
 from trajforge.verifiers.sandbox.factory import make_sandbox
 from trajforge.verifiers.validation.candidate import TestTree, ValidationResult
-from trajforge.verifiers.validation.mutants import (
-    Mutation,
-    mutation_of,
-    validate_mutations,
-    validate_mutations_full_suite,
-)
+from trajforge.verifiers.validation.mutants import Mutation, mutation_of, validate_mutations
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from full_suite import validate_mutations_full_suite
 
 
 def full_suite(

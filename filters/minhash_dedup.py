@@ -136,10 +136,6 @@ def bucket_id(members: Sequence[str]) -> str:
     return xxhash.xxh3_128_hexdigest("\0".join(members).encode("utf-8"))
 
 
-def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.count_nonzero(a == b)) / len(a)
-
-
 def verify_bucket(members: Iterable[tuple[str, np.ndarray]], threshold: float) -> list[Verified]:
     """The members of one bucket whose estimated Jaccard with another reaches ``threshold``.
 

@@ -12,15 +12,9 @@ import hashlib
 import json
 import types
 import typing
-from typing import Any, ClassVar, Protocol, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import pyarrow as pa
-
-
-class Record(Protocol):
-    ARROW_SCHEMA: ClassVar[pa.Schema]
-    __dataclass_fields__: ClassVar[dict[str, Any]]
-
 
 R = TypeVar("R")
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+# The baselines the benchmarks measure against (benchmarks/full_suite.py) are compared in tests too.
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
 
 from llama_server import llama_endpoint  # noqa: F401  (session fixture: real llama.cpp server)
 from repo_factory import build_calc_repo

@@ -14,7 +14,6 @@ from trajforge.generators.environments.profile import (
     UPGRADE_PIP,
     ProfileError,
     detect_profile,
-    read_files_at,
 )
 from trajforge.schemas.errors import UserError
 
@@ -360,20 +359,6 @@ def test_wrongly_typed_pyproject_does_not_crash(tmp_path: Path) -> None:
         "pip install ruff",
         INSTALL_PYTEST,
     )
-
-
-def test_read_files_at_reads_the_given_commit(tmp_path: Path) -> None:
-    old = commit(tmp_path, {"requirements.txt": "a\n", "README.md": "hi\n", "sub/x.py": ""})
-    commit(tmp_path, {"requirements.txt": "b\n"})
-    os.symlink("requirements.txt", tmp_path / "reqs-link.txt")
-    linked = commit(tmp_path, {})
-    assert read_files_at(str(tmp_path), old, lambda p: p.endswith(".txt")) == {
-        "requirements.txt": b"a\n"
-    }
-    assert read_files_at(str(tmp_path), linked, lambda p: p.endswith(".txt")) == {
-        "requirements.txt": b"b\n",
-        "reqs-link.txt": b"b\n",
-    }
 
 
 def test_unknown_commit_is_a_user_error(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import run_cli, write_params
+from full_suite import validate_mutations_full_suite
 from repo_factory import RepoBuilder
 from trajforge.generators.bugs.injector import inject_snapshot
 from trajforge.generators.environments.image import build_env_image
@@ -19,11 +20,7 @@ from trajforge.schemas.diff import unified_diff
 from trajforge.schemas.params import InjectParams, ValidateParams, load_params
 from trajforge.verifiers.sandbox.factory import make_sandbox
 from trajforge.verifiers.validation.candidate import TestTree
-from trajforge.verifiers.validation.mutants import (
-    mutation_of,
-    validate_mutations,
-    validate_mutations_full_suite,
-)
+from trajforge.verifiers.validation.mutants import mutation_of, validate_mutations
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
 

@@ -16,7 +16,7 @@ import re
 import shlex
 import subprocess
 import tomllib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -55,14 +55,6 @@ class ProfileError(UserError):
 
 
 # --- reading files at a commit ---------------------------------------------------------------
-
-
-def read_files_at(
-    repo_path: str, commit: str, paths_pred: Callable[[str], bool]
-) -> dict[str, bytes]:
-    """The files at ``commit`` whose paths pass ``paths_pred``, read without a checkout."""
-    tree = _ls_tree(repo_path, commit)
-    return _read_paths(repo_path, commit, tree, [p for p in tree if paths_pred(p)])
 
 
 def _git(repo_path: str, commit: str, *args: str, stdin: bytes | None = None) -> bytes:
@@ -179,11 +171,6 @@ def _table(data: Any, *keys: str) -> dict[str, Any]:
     for key in keys:
         data = data.get(key) if isinstance(data, dict) else None
     return data if isinstance(data, dict) else {}
-
-
-def _strings(value: Any) -> list[str]:
-    """The strings in a TOML array (anything else counts as empty)."""
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _ini_get(parser: configparser.ConfigParser | None, section: str, key: str) -> str | None:

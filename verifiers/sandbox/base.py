@@ -13,7 +13,6 @@ from typing import Protocol
 
 # Paths inside every sandbox (the local backend maps them under its temporary directory).
 REPO_DIR = "/repo"
-VENV_DIR = "/venv"
 # The whole environment a command sees: nothing of the host's (no keys, no tokens) leaks in.
 BASE_ENV = {
     "PATH": "/venv/bin:/usr/local/bin:/usr/bin:/bin",

@@ -10,8 +10,8 @@ gets one full-suite confirmation run: FAIL_TO_PASS are the covering tests that f
 runs and pass in both clean runs, PASS_TO_PASS the tests that pass everywhere.
 
 That is about one targeted run plus one full run per kept mutant and a few per snapshot, against
-two full runs per mutant for validating each mutant on its own (``validate_mutations_full_suite``,
-SWE-smith's way, kept as the baseline that benchmarks and tests compare with).
+two full runs per mutant for validating each mutant on its own (SWE-smith's way; the baseline
+that benchmarks and tests compare with is ``benchmarks/full_suite.py``).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def validate_mutations(
     ctx = RunContext("", profile.profile_id, profile.test_cmd, junit_path, params.test_timeout_s)
     snapshot_id = f"snapshot-{clean.tree_id[:16]}"
     baseline_key = content_id(VERSION, "clean", *_decides(profile, clean), params.test_timeout_s)
-    with _workspace(sandbox, profile, clean) as first:
+    with clean_workspace(sandbox, profile, clean) as first:
         known = cache.get(baseline_key) if cache is not None else None
         if known is not None:
             baseline = _baseline_from_cache(known)
@@ -122,7 +122,7 @@ def validate_mutations(
                     workspace = (
                         first
                         if lane_index == 0
-                        else stack.enter_context(_workspace(sandbox, profile, clean))
+                        else stack.enter_context(clean_workspace(sandbox, profile, clean))
                     )
                     return [
                         (i, _validate_one(workspace, profile, baseline, mutations[i], ctx))
@@ -153,43 +153,6 @@ def check_combination(result: ValidationResult, signatures: dict[str, str]) -> V
     return ValidationResult(None, rejection, result.runs, result.cached)
 
 
-def validate_mutations_full_suite(
-    sandbox: Sandbox,
-    profile: EnvProfile,
-    clean: TestTree,
-    mutations: Sequence[Mutation],
-    params: ValidateParams,
-    junit_path: str,
-) -> list[ValidationResult]:
-    """The baseline: for every mutant, the full suite on clean and on buggy code, fresh containers.
-
-    This is how SWE-smith validates a mutant. It finds the same kept set (tests that never execute
-    a changed line cannot change outcome) at roughly twice a full suite per mutant.
-    """
-    results = []
-    for mutation in mutations:
-        ctx = _mutant_context(profile, mutation, junit_path, params.test_timeout_s)
-        with _workspace(sandbox, profile, clean) as workspace:
-            clean_run = run_tests(workspace.session, ctx, "gold", attempt=0)
-        # the same hang policy as the guided path: a few times the clean suite
-        limit = min(params.test_timeout_s, 20 + 3 * clean_run.duration_s)
-        ctx = _mutant_context(profile, mutation, junit_path, limit)
-        with _workspace(sandbox, profile, clean) as workspace:
-            workspace.write(mutation.mutated)
-            buggy = run_tests(workspace.session, ctx, "base", attempt=0)
-        runs = (buggy, clean_run)
-        if buggy.exit_code in TIMEOUT_EXIT_CODES:
-            results.append(_reject(mutation, "mutant_timeout", "the tests hang on the bug", runs))
-            continue
-        verdict = judge([buggy], [clean_run])
-        if verdict.kept:
-            task = build_task(mutation.candidate, profile, verdict, [buggy], [clean_run], "full")
-            results.append(ValidationResult(task, None, runs))
-        else:
-            results.append(_reject(mutation, verdict.reason, verdict.detail, runs))
-    return results
-
-
 # --- one container with the clean snapshot -----------------------------------------------------
 
 
@@ -204,7 +167,7 @@ class _Workspace:
 
 
 @contextmanager
-def _workspace(sandbox: Sandbox, profile: EnvProfile, clean: TestTree) -> Iterator[_Workspace]:
+def clean_workspace(sandbox: Sandbox, profile: EnvProfile, clean: TestTree) -> Iterator[_Workspace]:
     with sandbox.session(SessionSpec(image=profile.image)) as session:
         session.put_archive(clean.tar())
         yield _Workspace(session)
@@ -233,9 +196,9 @@ def _validate_one(
     covering = _covering_tests(baseline, mutation)
     if not covering:
         where = ", ".join(f"{p}:{sorted(ls)[:5]}" for p, ls in sorted(mutation.lines.items()))
-        return _reject(mutation, "not_covered", f"no passing test executes {where}", ())
+        return reject_mutation(mutation, "not_covered", f"no passing test executes {where}", ())
     timeout = _mutant_timeout(baseline, ctx.timeout_s)
-    mctx = _mutant_context(profile, mutation, ctx.junit_path, timeout)
+    mctx = mutant_context(profile, mutation, ctx.junit_path, timeout)
     workspace.write(mutation.mutated)
     try:
         targeted = run_tests(workspace.session, mctx, "base", attempt=1, selection=covering)
@@ -245,7 +208,7 @@ def _validate_one(
         broken = [t for t in covering if statuses.get(t) in FAILING]
         if not broken:
             detail = f"none of the {len(covering)} covering test(s) fails on the bug"
-            return _reject(mutation, "equivalent", detail, (targeted,))
+            return reject_mutation(mutation, "equivalent", detail, (targeted,))
         full = run_tests(workspace.session, mctx, "base", attempt=0)
         if problem := _broken_run(mutation, full, (full, targeted)):
             return problem
@@ -265,7 +228,7 @@ def _verdict(
     runs = (full, targeted)  # the clean runs are the snapshot's, reported once per batch
     verdict = judge([full, targeted], list(baseline.runs))
     if not verdict.kept:
-        return _reject(mutation, verdict.reason, verdict.detail, runs)
+        return reject_mutation(mutation, verdict.reason, verdict.detail, runs)
     # Only covering tests can be FAIL_TO_PASS: a failure elsewhere was seen once and can only be
     # a coverage blind spot (a subprocess) or flakiness, so it is set aside like a flaky test.
     covered = set(covering)
@@ -273,7 +236,7 @@ def _verdict(
     unconfirmed = tuple(t for t in verdict.fail_to_pass if t not in covered)
     if not f2p:
         detail = f"the only failures are outside the covering tests: {list(unconfirmed)[:5]}"
-        return _reject(mutation, "unconfirmed_failures", detail, runs)
+        return reject_mutation(mutation, "unconfirmed_failures", detail, runs)
     verdict = Verdict(
         True,
         "",
@@ -302,10 +265,14 @@ def _broken_run(
     mutation: Mutation, run: TestRun, runs: tuple[TestRun, ...]
 ) -> ValidationResult | None:
     if run.timed_out or run.exit_code in TIMEOUT_EXIT_CODES:
-        return _reject(mutation, "mutant_timeout", "the tests hang on the bug (killed)", runs)
+        return reject_mutation(
+            mutation, "mutant_timeout", "the tests hang on the bug (killed)", runs
+        )
     if not run.suite_ran:
         errors = ", ".join(run.collection_errors[:3]) or f"exit {run.exit_code}"
-        return _reject(mutation, "breaks_collection", f"the tests no longer run: {errors}", runs)
+        return reject_mutation(
+            mutation, "breaks_collection", f"the tests no longer run: {errors}", runs
+        )
     return None
 
 
@@ -315,7 +282,7 @@ def _mutant_timeout(baseline: CleanBaseline, limit: float) -> float:
     return min(limit, 20 + 3 * clean_s)
 
 
-def _mutant_context(
+def mutant_context(
     profile: EnvProfile, mutation: Mutation, junit_path: str, timeout_s: float
 ) -> RunContext:
     """The test command under coreutils `timeout`, so a hang kills the tests, not the container."""
@@ -329,7 +296,7 @@ def _with_id(ctx: RunContext, candidate_id: str) -> RunContext:
     return RunContext(candidate_id, ctx.profile_id, ctx.test_cmd, ctx.junit_path, ctx.timeout_s)
 
 
-def _reject(
+def reject_mutation(
     mutation: Mutation, reason: str, detail: str, runs: tuple[TestRun, ...]
 ) -> ValidationResult:
     return rejected(mutation.candidate, reason, detail, runs)
@@ -337,7 +304,7 @@ def _reject(
 
 def _rejected_by_clean(mutation: Mutation, failure: Verdict) -> ValidationResult:
     reason = failure.reason.replace("_at_base", "_at_clean").replace("_at_gold", "_at_clean")
-    return _reject(mutation, reason, f"the clean snapshot: {failure.detail}", ())
+    return reject_mutation(mutation, reason, f"the clean snapshot: {failure.detail}", ())
 
 
 def _decides(profile: EnvProfile, clean: TestTree) -> tuple[str, ...]:
