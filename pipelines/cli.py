@@ -10,8 +10,13 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from trajforge.pipelines.commands import COMMANDS
 from trajforge.schemas.errors import UserError
+
+# Beam's optional GCP modules warn at import that apitools is absent; that is not news. The
+# command modules import Beam, so the level is set before they are imported.
+logging.getLogger().setLevel(logging.ERROR)
+
+from trajforge.pipelines.commands import COMMANDS  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,8 +38,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         split = args_list.index("--")
         args_list, beam_args = args_list[:split], args_list[split + 1 :]
     args = build_parser().parse_args(args_list)  # an unknown command: usage and exit code 2
-    # Beam's optional GCP modules warn at import that apitools is absent; that is not news.
-    logging.getLogger().setLevel(logging.ERROR)
     command = next(c for c in COMMANDS if args.command == c.NAME)
     try:
         return command.run(args, beam_args)

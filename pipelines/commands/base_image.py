@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trajforge.generators.environments.base_image import ensure_base_image
-from trajforge.pipelines.commands import stage_command
+from trajforge.pipelines.commands import options
 
 NAME = "base-image"
 HELP = "build or pull the base image(s) for the sandbox"
@@ -17,7 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    params = stage_command.load(args)
+    from trajforge.generators.environments.base_image import ensure_base_image
+
+    params = options.load(args)
     for python in args.python or params.environment.pythons:
         ensure_base_image(python, params.sandbox.docker_host)
     return 0

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-import apache_beam as beam
-from trajforge.pipelines.commands import stage_command
-from trajforge.pipelines.runtime import tables as t
-from trajforge.pipelines.runtime.readers import read_records, record_tables, table_rows
-from trajforge.pipelines.stages.curate import Curate
+from trajforge.pipelines.commands import options
 from trajforge.schemas.explore_task import ExploreTask
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Trajectory
@@ -32,11 +28,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--benchmark", action="append", default=[], help="SWE-bench-style Parquet/JSONL to avoid"
     )
     parser.add_argument("--output", required=True, help="output directory")
-    stage_command.add_run_options(parser)
+    options.add_run_options(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    params = stage_command.load(args)
+    import apache_beam as beam
+    from trajforge.pipelines.commands import stage_command
+    from trajforge.pipelines.runtime import tables as t
+    from trajforge.pipelines.runtime.readers import read_records, record_tables, table_rows
+    from trajforge.pipelines.stages.curate import Curate
+
+    params = options.load(args)
     if args.benchmark:
         params.curate.benchmarks = list(args.benchmark)
     inputs = {

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-import apache_beam as beam
-from trajforge.generators.llm.client import endpoint_configured
-from trajforge.pipelines.commands import stage_command
-from trajforge.pipelines.runtime import tables as t
-from trajforge.pipelines.runtime.readers import read_records, record_tables, table_rows
-from trajforge.pipelines.stages.describe import DescribeTasks
-from trajforge.schemas.task_instance import TaskInstance
-from trajforge.schemas.test_run import TestRun
+from trajforge.pipelines.commands import options
 
 NAME = "describe"
 HELP = "write each task's issue text (problem_statement)"
@@ -25,13 +18,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="also rewrite tasks that have a statement"
     )
-    stage_command.add_endpoint_options(parser)
-    stage_command.add_run_options(parser)
+    options.add_endpoint_options(parser)
+    options.add_run_options(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    params = stage_command.load(args)
-    stage_command.endpoint_overrides(args, params)
+    import apache_beam as beam
+    from trajforge.generators.llm.client import endpoint_configured
+    from trajforge.pipelines.commands import stage_command
+    from trajforge.pipelines.runtime import tables as t
+    from trajforge.pipelines.runtime.readers import read_records, record_tables, table_rows
+    from trajforge.pipelines.stages.describe import DescribeTasks
+    from trajforge.schemas.task_instance import TaskInstance
+    from trajforge.schemas.test_run import TestRun
+
+    params = options.load(args)
+    options.endpoint_overrides(args, params)
     params.describe.overwrite = args.overwrite or params.describe.overwrite
     task_tables = record_tables("describe", args.input, "tasks", TaskInstance, required=True)
     run_tables = record_tables("describe", args.input, "runs", TestRun)

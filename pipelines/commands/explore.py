@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trajforge.generators.llm.client import endpoint_configured
-from trajforge.generators.sources.specs import pypi_spec
-from trajforge.pipelines.commands import stage_command
-from trajforge.pipelines.runtime import tables as t
-from trajforge.pipelines.stages.explore import ExploreRepos
+from trajforge.pipelines.commands import options
 
 NAME = "explore"
 HELP = "tasks from exploring repositories, proven by replay"
@@ -19,13 +15,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pypi", action="append", default=[], help="PyPI package name")
     parser.add_argument("--commit", help="snapshot to explore (default: the newest commit)")
     parser.add_argument("--output", required=True, help="output directory")
-    stage_command.add_endpoint_options(parser)
-    stage_command.add_run_options(parser)
+    options.add_endpoint_options(parser)
+    options.add_run_options(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    params = stage_command.load(args)
-    stage_command.endpoint_overrides(args, params)
+    from trajforge.generators.llm.client import endpoint_configured
+    from trajforge.generators.sources.specs import pypi_spec
+    from trajforge.pipelines.commands import stage_command
+    from trajforge.pipelines.runtime import tables as t
+    from trajforge.pipelines.stages.explore import ExploreRepos
+
+    params = options.load(args)
+    options.endpoint_overrides(args, params)
     explore = params.explore
     if args.repo or args.pypi:
         explore.repos, explore.pypi = list(args.repo), list(args.pypi)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trajforge.pipelines.commands import stage_command
-from trajforge.pipelines.stages.export import CONFIGS, export_dataset
+from trajforge.pipelines.commands import options
 
 NAME = "export"
 HELP = "write a Hugging Face dataset from curated runs"
@@ -22,7 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    params = stage_command.load(args)
+    from trajforge.pipelines.stages.export import CONFIGS, export_dataset
+
+    params = options.load(args)
     configs = tuple(c.strip() for c in args.configs.split(",")) if args.configs else CONFIGS
     result = export_dataset(args.input, args.output, params.export, configs=configs)
     print(result.summary.render(), file=sys.stderr)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 
 from trajforge.generators.trajectories.importer import READERS
-from trajforge.pipelines.stages.import_trajectories import run_import
 
 NAME = "import-trajectories"
 HELP = "read SWE-agent, mini-swe-agent or nebius trajectories into trajforge's schema"
@@ -33,4 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    from trajforge.pipelines.stages.import_trajectories import run_import
+
     return run_import(args)

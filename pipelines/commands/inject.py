@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trajforge.generators.bugs.injector import check_operators
-from trajforge.generators.sources.specs import pypi_spec
-from trajforge.pipelines.commands import stage_command
-from trajforge.pipelines.stages.inject import InjectBugs
+from trajforge.pipelines.commands import options
 
 NAME = "inject"
 HELP = "inject bugs into a repository snapshot"
@@ -21,11 +18,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--operators", help="comma-separated operators (default: all)")
     parser.add_argument("--seed", type=int, help="sampling seed (default: params)")
     parser.add_argument("--output", required=True, help="output directory")
-    stage_command.add_run_options(parser)
+    options.add_run_options(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    params = stage_command.load(args)
+    from trajforge.generators.bugs.injector import check_operators
+    from trajforge.generators.sources.specs import pypi_spec
+    from trajforge.pipelines.commands import stage_command
+    from trajforge.pipelines.stages.inject import InjectBugs
+
+    params = options.load(args)
     inject = params.inject
     if args.repo or args.pypi:
         inject.repos, inject.pypi = list(args.repo), list(args.pypi)

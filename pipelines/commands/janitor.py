@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from trajforge.verifiers.sandbox.docker import janitor
-
 NAME = "janitor"
 HELP = "remove containers left behind by killed runs"
 
@@ -15,5 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    from trajforge.verifiers.sandbox.docker import janitor
+
     print(f"removed {janitor(only_dead_owners=False)} container(s)")
     return 0

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from trajforge.generators.sources.specs import pypi_spec
-from trajforge.pipelines.commands import stage_command
-from trajforge.pipelines.stages.mine import MineRepos
+from trajforge.pipelines.commands import options
 
 NAME = "mine"
 HELP = "mine candidate tasks from repositories"
@@ -20,11 +18,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until", help="only commits before this date")
     parser.add_argument("--max-commits", type=int, help="newest N first-parent commits per repo")
     parser.add_argument("--output", required=True, help="output directory")
-    stage_command.add_run_options(parser)
+    options.add_run_options(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    params = stage_command.load(args)
+    from trajforge.generators.sources.specs import pypi_spec
+    from trajforge.pipelines.commands import stage_command
+    from trajforge.pipelines.stages.mine import MineRepos
+
+    params = options.load(args)
     if args.repo or args.pypi:
         params.sources.repos, params.sources.pypi = list(args.repo), list(args.pypi)
     if args.commits:

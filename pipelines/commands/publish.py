@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trajforge.pipelines.release.publish import publish_dataset
-
 NAME = "publish"
 HELP = "push an export to the Hugging Face Hub"
 
@@ -20,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    from trajforge.pipelines.release.publish import publish_dataset
+
     result = publish_dataset(
         args.directory,
         args.repo_id,

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trajforge.pipelines.report.html import write_report
-from trajforge.schemas.errors import UserError
-
 NAME = "report"
 HELP = "one HTML page with the run's yield and plots"
 
@@ -21,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    from trajforge.pipelines.report.html import write_report
+    from trajforge.schemas.errors import UserError
+
     stages: dict[str, str] = {}
     for item in args.stage:
         name, sep, directory = item.partition("=")

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-import apache_beam as beam
-from trajforge.generators.llm.client import endpoint_configured
-from trajforge.pipelines.commands import stage_command
-from trajforge.pipelines.runtime import tables as t
-from trajforge.pipelines.runtime.readers import read_records, record_tables, table_rows
-from trajforge.pipelines.stages.rollout import RolloutTasks
-from trajforge.schemas.task_instance import TaskInstance
+from trajforge.pipelines.commands import options
 
 NAME = "rollout"
 HELP = "run agents on tasks and verify their patches"
@@ -23,13 +17,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--attempts", type=int, help="runs per task (default: params)")
     parser.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
-    stage_command.add_endpoint_options(parser)
-    stage_command.add_run_options(parser)
+    options.add_endpoint_options(parser)
+    options.add_run_options(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    params = stage_command.load(args)
-    stage_command.endpoint_overrides(args, params)
+    import apache_beam as beam
+    from trajforge.generators.llm.client import endpoint_configured
+    from trajforge.pipelines.commands import stage_command
+    from trajforge.pipelines.runtime import tables as t
+    from trajforge.pipelines.runtime.readers import read_records, record_tables, table_rows
+    from trajforge.pipelines.stages.rollout import RolloutTasks
+    from trajforge.schemas.task_instance import TaskInstance
+
+    params = options.load(args)
+    options.endpoint_overrides(args, params)
     if args.attempts:
         params.rollout.attempts = args.attempts
     if args.sandbox:

@@ -1,9 +1,8 @@
-"""What every stage command shares: its options, params with overrides, the run and its summary."""
+"""What every stage command shares when it runs: the Beam stage run, and its summary on stderr."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 
@@ -11,41 +10,7 @@ import apache_beam as beam
 from trajforge.pipelines.runtime import tables as t
 from trajforge.pipelines.runtime.stage_run import run_stage
 from trajforge.pipelines.runtime.tables import TableSpec
-from trajforge.schemas.params import Params, load_params
-
-
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
-    parser.add_argument(
-        "--runner", help="local (default), DataflowRunner, FlinkRunner, SparkRunner"
-    )
-    parser.add_argument("--shards", type=int, help="Parquet files per output table")
-
-
-def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: llm.base_url)")
-    parser.add_argument("--model", help="served model name (default: llm.model)")
-
-
-def load(args: argparse.Namespace) -> Params:
-    """The params file (``--params``, else ./params.yaml, else defaults) with run overrides."""
-    path = getattr(args, "params", None)
-    if path is None and os.path.exists("params.yaml"):
-        path = "params.yaml"
-    params = load_params(path)
-    if getattr(args, "runner", None):
-        params.pipeline.runner = args.runner
-    if getattr(args, "shards", None):
-        params.pipeline.shards = args.shards
-    return params
-
-
-def endpoint_overrides(args: argparse.Namespace, params: Params) -> None:
-    if args.base_url:
-        params.llm.base_url = args.base_url
-    if args.model:
-        params.llm.model = args.model
-    params.check()
+from trajforge.schemas.params import Params
 
 
 def run(

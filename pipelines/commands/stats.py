@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from trajforge.pipelines.report.stats import print_stats
-
 NAME = "stats"
 HELP = "counts, yield and rejection reasons of a stage output"
 
@@ -15,4 +13,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    from trajforge.pipelines.report.stats import print_stats
+
     return print_stats(args.directory)

@@ -5,11 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trajforge.pipelines.commands import stage_command
-from trajforge.pipelines.runtime import tables as t
-from trajforge.pipelines.runtime.readers import candidate_table, read_records, table_rows
-from trajforge.pipelines.stages.validate import ValidateCandidates
-from trajforge.schemas.candidate import Candidate
+from trajforge.pipelines.commands import options
 
 NAME = "validate"
 HELP = "prove candidates by running their tests"
@@ -23,11 +19,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
     parser.add_argument("--workers", type=int, help="concurrent sandboxes per Beam worker")
     parser.add_argument("--reruns", type=int, help="reruns that a verdict must survive")
-    stage_command.add_run_options(parser)
+    options.add_run_options(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    params = stage_command.load(args)
+    from trajforge.pipelines.commands import stage_command
+    from trajforge.pipelines.runtime import tables as t
+    from trajforge.pipelines.runtime.readers import candidate_table, read_records, table_rows
+    from trajforge.pipelines.stages.validate import ValidateCandidates
+    from trajforge.schemas.candidate import Candidate
+
+    params = options.load(args)
     if args.sandbox:
         params.sandbox.kind = args.sandbox
     if args.workers:

@@ -1,0 +1,45 @@
+"""Options every stage command shares, and params with the command line's overrides.
+
+Light on purpose: the CLI imports it to build its parser, before any stage (or Beam) is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from trajforge.schemas.params import Params, load_params
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
+    parser.add_argument(
+        "--runner", help="local (default), DataflowRunner, FlinkRunner, SparkRunner"
+    )
+    parser.add_argument("--shards", type=int, help="Parquet files per output table")
+
+
+def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: llm.base_url)")
+    parser.add_argument("--model", help="served model name (default: llm.model)")
+
+
+def load(args: argparse.Namespace) -> Params:
+    """The params file (``--params``, else ./params.yaml, else defaults) with run overrides."""
+    path = getattr(args, "params", None)
+    if path is None and os.path.exists("params.yaml"):
+        path = "params.yaml"
+    params = load_params(path)
+    if getattr(args, "runner", None):
+        params.pipeline.runner = args.runner
+    if getattr(args, "shards", None):
+        params.pipeline.shards = args.shards
+    return params
+
+
+def endpoint_overrides(args: argparse.Namespace, params: Params) -> None:
+    if args.base_url:
+        params.llm.base_url = args.base_url
+    if args.model:
+        params.llm.model = args.model
+    params.check()
