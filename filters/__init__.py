@@ -1,1 +1,1 @@
-"""Everything that judges: dedup, decontamination, scores, trajectory filters (see DESIGN.md)."""
+"""Everything that judges: dedup, decontamination, scores, trajectory filters, quality gates."""

@@ -1,24 +1,22 @@
 """What the run report shows, gathered from stage outputs with polars.
 
-A stage output is ``<dir>/summary.json`` plus ``<dir>/<table>/**/*.parquet`` (the export may nest
-splits below a table, or put tables under ``data/``). Anything may be missing: a stage that has
+Stage outputs are read through ``pipelines.runtime.outputs`` (the one reader that knows their
+layout and which table a stage keeps). Anything may be missing: a stage that has
 not run, a table with no rows, a summary from an older version. Loaders then return ``None`` or an
 empty frame, so the report can say "no data" instead of failing.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
-import pyarrow.parquet as pq
-from trajforge.schemas.storage import exists, is_local, join, parquet_files, read_bytes
+from trajforge.pipelines.runtime import outputs
+from trajforge.pipelines.runtime.outputs import read_frame, table_files
+from trajforge.schemas.storage import exists, join, read_bytes
 
-KEPT_TABLES = ("tasks", "trajectories", "candidates")  # what a stage keeps, by preference
 PATCH_BREAKS = [0, 5, 10, 25, 50, 100, 250, 500, 1000]
 PATCH_LABELS = ["0", "1-5", "6-10", "11-25", "26-50", "51-100", "101-250", "251-500", "501-1k"]
 PATCH_LABELS += [">1k"]  # one label per bin: len(PATCH_BREAKS) + 1
@@ -66,10 +64,9 @@ def load_run(stage_dirs: Mapping[str, str]) -> RunData:
 def load_stage(name: str, path: str) -> StageInfo:
     if not exists(path):
         return StageInfo(name, path, ran=False, note="not run")
-    summary_path = join(path, "summary.json")
-    if exists(summary_path):
+    summary = outputs.summary(path)
+    if summary is not None:
         try:
-            summary = json.loads(read_bytes(summary_path))
             return StageInfo(
                 name,
                 path,
@@ -91,53 +88,14 @@ def _stage_from_tables(name: str, path: str) -> StageInfo:
     if "reason" in rejections.columns:
         counts = rejections.group_by("reason").len()
         rejected = {str(r): int(n) for r, n in counts.iter_rows()}
-    kept = next((_rows(table_files(path, t)) for t in KEPT_TABLES if table_files(path, t)), None)
+    kept_table = outputs.kept_table(path)
+    kept = outputs.row_count(table_files(path, kept_table)) if kept_table else None
     if kept is None and not rejected:
         return StageInfo(name, path, ran=True, note="no summary.json and no tables")
     inputs = (kept or 0) + sum(rejected.values())
     return StageInfo(
         name, path, True, inputs, kept or 0, rejected, note="no summary.json: counted from tables"
     )
-
-
-def table_files(directory: str, table: str) -> list[str]:
-    """Parquet files of one table, in a stage output or an export (splits may be subfolders)."""
-    if not is_local(directory):
-        return parquet_files(join(directory, table))
-    found: list[str] = []
-    for root in (os.path.join(directory, table), os.path.join(directory, "data", table)):
-        for parent, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            found.extend(
-                os.path.join(parent, f)
-                for f in sorted(files)
-                if f.endswith(".parquet") and not f.startswith(".")
-            )
-    return found
-
-
-def read_frame(files: list[str], columns: list[str]) -> pl.DataFrame:
-    """The wanted columns that exist, from every file; files may differ in what they hold."""
-    frames = []
-    for path in files:
-        present = [c for c in columns if c in pq.read_schema(_source(path)).names]
-        if present:
-            frames.append(pl.read_parquet(_source(path), columns=present))
-        else:  # none of the wanted columns: still count the rows
-            rows = pq.ParquetFile(_source(path)).metadata.num_rows
-            frames.append(pl.repeat(None, rows, eager=True).alias("_row").to_frame())
-    if not frames:
-        return pl.DataFrame()
-    return pl.concat(frames, how="diagonal_relaxed")
-
-
-def _source(path: str) -> str | io.BytesIO:
-    """Local files are read in place; remote ones (gs://, s3://) through Beam's FileSystems."""
-    return path if is_local(path) else io.BytesIO(read_bytes(path))
-
-
-def _rows(files: list[str]) -> int:
-    return sum(pq.ParquetFile(_source(f)).metadata.num_rows for f in files)
 
 
 def _last_table(

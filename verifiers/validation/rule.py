@@ -1,4 +1,4 @@
-"""The validation rule (DESIGN.md) and the runs that feed it.
+"""The validation rule (what makes a task true) and the runs that feed it.
 
 A task is kept only when, in its environment: the suite ran at base + test_patch (no collection or
 import error), at least one test goes FAIL->PASS with the fix, no test goes PASS->FAIL, and the
