@@ -69,6 +69,10 @@ class SandboxFn(StageFn):
         return self.reject_error(input_id, self.unavailable)
 
     def reject_sandbox_error(self, input_id: str, exc: Exception) -> beam.pvalue.TaggedOutput:
-        """The sandbox broke (engine gone, API error): the input is rejected, nothing cached."""
-        detail = f"{input_id}: sandbox error {exc.__class__.__name__}: {exc}"
-        return self.reject(input_id, "sandbox_error", detail.splitlines()[0])
+        return self.rejection(sandbox_error(input_id, self.STAGE, exc))
+
+
+def sandbox_error(input_id: str, stage: str, exc: Exception) -> Rejection:
+    """The sandbox broke (engine gone, API error): the input is rejected and nothing is cached."""
+    detail = f"{input_id}: sandbox error {exc.__class__.__name__}: {exc}"
+    return Rejection(input_id, stage, "sandbox_error", detail.splitlines()[0])

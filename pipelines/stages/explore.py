@@ -40,7 +40,7 @@ from trajforge.verifiers.sandbox.git_tree import archive, read_file_at, resolve_
 
 STAGE = "explore"
 TRAJECTORIES, TRANSITIONS = "trajectories", "transitions"
-Candidate = tuple[ExploreTask, Trajectory, list[Transition]]
+LabeledRun = tuple[ExploreTask, Trajectory, list[Transition]]  # what a kept run becomes
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class ExploreRepoFn(SandboxFn):
 
     def _template_runs(
         self, where: ExplorationSite, examples: list[DocExample], start: bytes
-    ) -> Iterator[Candidate | Rejection]:
+    ) -> Iterator[LabeledRun | Rejection]:
         """Each doc example as written; one that ends in an error teaches nothing and is dropped."""
         for index, example in enumerate(examples):
             actions = template_actions(example, index)
@@ -152,7 +152,7 @@ class ExploreRepoFn(SandboxFn):
 
     def _model_runs(
         self, where: ExplorationSite, repo: RepoRef, examples: list[DocExample], start: bytes
-    ) -> Iterator[Candidate | Rejection]:
+    ) -> Iterator[LabeledRun | Rejection]:
         assert self.client is not None
         client, params = self.client, self.params.explore
         readme = _readme(repo.path, where.commit)
@@ -189,8 +189,8 @@ class ExploreRepoFn(SandboxFn):
             act(workspace)
         return workspace
 
-    def _verified(self, where: ExplorationSite, start: bytes, candidate: Candidate):
-        task, trajectory, transitions = candidate
+    def _verified(self, where: ExplorationSite, start: bytes, labeled: LabeledRun):
+        task, trajectory, transitions = labeled
         name = f"{where.repo}@{where.commit[:12]}:{task.task_id}"
         if not task.expected_files and not task.expected_outputs:
             yield self.reject(name, "empty_check", f"{name}: the run leaves nothing to check")

@@ -20,7 +20,7 @@ from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.generators.llm.client import LLMClient
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.generators.trajectories.transitions import transitions_of
-from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn
+from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, sandbox_error
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.records import content_id, from_row, to_row
@@ -84,8 +84,7 @@ class RolloutBatchFn(SandboxFn):
         except UserError as exc:
             return Rejection(name, STAGE, exc.reason, f"{name}: {exc}")
         except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
-            detail = f"{name}: sandbox error {exc.__class__.__name__}: {exc}"
-            return Rejection(name, STAGE, "sandbox_error", detail.splitlines()[0])
+            return sandbox_error(name, STAGE, exc)
         if not trajectory.exit_status.startswith("error:llm"):
             rows = [to_row(t) for t in transitions]
             self.runs.put(key, {"trajectory": to_row(trajectory), "transitions": rows})
