@@ -1,11 +1,15 @@
 """Every knob, validated on load: a bad value is one line that names the key.
 
-``params.yaml`` mirrors these dataclasses section by section; CLI flags override single values.
+These dataclasses hold the one set of defaults. ``params.yaml`` is their commented, user-facing
+copy, section by section and value for value (tests/test_params.py checks it), except the
+workload it picks (``PROJECT_CHOICES``). CLI flags override single values; ``Params.check`` is the
+one place every value is validated.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 from dataclasses import dataclass, field
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -18,7 +22,7 @@ from trajforge.schemas.errors import ParamsError
 class SourcesParams:
     repos: list[str] = field(default_factory=list)  # local paths or git URLs
     pypi: list[str] = field(default_factory=list)  # PyPI names, turned into release histories
-    max_releases: int = 15  # newest N releases of each PyPI package
+    max_releases: int = 12  # newest N releases of each PyPI package
     pypi_url: str = "https://pypi.org"
 
 
@@ -51,15 +55,14 @@ class EnvironmentParams:
     ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"  # mounted at build time
     pip_index_url: str | None = None
     build_timeout_s: int = 1200
-    build_network: str = "bridge"  # network for image builds only; tests never get one
 
 
 @dataclass
 class SandboxParams:
     kind: str = "docker"  # docker | local (no isolation; development only)
-    memory: str = "2g"
+    memory: str = "2g"  # a size with a unit (b, k, m, g), at least 6m (Docker's minimum)
     cpus: float = 1.0
-    pids: int = 512
+    pids: int = 512  # processes and threads; never 0 (to Docker that means no limit)
     docker_host: str | None = None  # else DOCKER_HOST / the local socket
 
 
@@ -68,7 +71,7 @@ class ValidateParams:
     workers: int = 2
     reruns: int = 1
     rerun_scope: str = "changed"  # changed: rerun the tests the verdict rests on | suite
-    test_timeout_s: int = 600
+    test_timeout_s: int = 300
     max_log_bytes: int = 200_000
 
 
@@ -80,7 +83,7 @@ class InjectParams:
     pypi: list[str] = field(default_factory=list)  # PyPI names (their newest release)
     commit: str | None = None  # snapshot to inject into (default: the newest commit)
     operators: list[str] = field(default_factory=list)  # empty: every operator
-    max_candidates: int = 200  # mutants per snapshot, sampled reproducibly
+    max_candidates: int = 40  # mutants per snapshot, sampled reproducibly
     seed: int = 0
     min_complexity: int = 2  # skip trivial functions (cyclomatic complexity below this)
     combos: int = 10  # harder tasks: combinations of 2-3 validated mutants per snapshot
@@ -99,7 +102,9 @@ class CurateParams:
     benchmarks: list[str] = field(default_factory=list)  # SWE-bench-style Parquet/JSONL files
     decontam_ngram: int = 13  # n-gram size (tokens) for benchmark overlap
     decontam_threshold: float = 0.5  # fraction of a record's n-grams found in a benchmark
-    min_scores: dict[str, float] = field(default_factory=dict)  # score name -> minimum kept
+    min_scores: dict[str, float] = field(  # score name -> minimum kept
+        default_factory=lambda: {"fail_to_pass": 1.0, "explore_score": 3.0}
+    )
     max_scores: dict[str, float] = field(default_factory=dict)  # score name -> maximum kept
 
 
@@ -196,32 +201,159 @@ class Params:
     pipeline: PipelineParams = field(default_factory=PipelineParams)
 
     def check(self) -> Params:
-        _choice("sandbox.kind", self.sandbox.kind, ("docker", "local"))
-        _choice("validate.rerun_scope", self.validate.rerun_scope, ("changed", "suite"))
-        for key, value in (
-            ("validate.workers", self.validate.workers),
-            ("pipeline.shards", self.pipeline.shards),
-            ("mine.max_files", self.mine.max_files),
-            ("mine.max_lines", self.mine.max_lines),
-            ("validate.test_timeout_s", self.validate.test_timeout_s),
-            ("llm.concurrency", self.llm.concurrency),
-            ("describe.attempts", self.describe.attempts),
-            ("rollout.attempts", self.rollout.attempts),
-            ("rollout.max_steps", self.rollout.max_steps),
-            ("rollout.workers", self.rollout.workers),
-        ):
-            if value < 1:
-                raise ParamsError(f"params: {key} must be at least 1, got {value}")
-        if self.validate.reruns < 0:
+        """Every value in range, or a ``ParamsError`` naming the first bad key."""
+        for key, allowed in CHOICES.items():
+            _choice(key, self._value(key), allowed)
+        for key in AT_LEAST_ONE:
+            _at_least(key, self._value(key), 1)
+        for key in AT_LEAST_ZERO:
+            _at_least(key, self._value(key), 0)
+        for key in ABOVE_ZERO:
+            if not self._value(key) > 0:
+                raise ParamsError(f"params: {key} must be more than 0, got {self._value(key)}")
+        for key in NOT_NEGATIVE:
+            if not self._value(key) >= 0:
+                raise ParamsError(f"params: {key} must be 0 or more, got {self._value(key)}")
+        for key, interval in FRACTIONS.items():
+            value = self._value(key)
+            low_ok = value > 0 if interval.startswith("(") else value >= 0
+            high_ok = value < 1 if interval.endswith(")") else value <= 1
+            if not (low_ok and high_ok):
+                raise ParamsError(f"params: {key} must be in {interval}, got {value}")
+        for key in NOT_EMPTY:
+            if not self._value(key):
+                raise ParamsError(f"params: {key} must not be empty")
+        for key in URLS:
+            url = self._value(key)
+            if url is not None and not url.startswith(("http://", "https://")):
+                raise ParamsError(f"params: {key} must be an http(s) URL, got {url!r}")
+        _memory_bytes("sandbox.memory", self.sandbox.memory)
+        env = self.environment
+        for i, python in enumerate(env.pythons):
+            _python_version(f"environment.pythons[{i}]", python)
+        _python_version("environment.default_python", env.default_python)
+        if env.default_python not in env.pythons:
             raise ParamsError(
-                f"params: validate.reruns must be 0 or more, got {self.validate.reruns}"
+                f"params: environment.default_python {env.default_python!r} must be one of "
+                f"environment.pythons ({', '.join(env.pythons) or 'none'})"
+            )
+        if self.curate.num_perm % self.curate.bands:
+            raise ParamsError(
+                f"params: curate.bands ({self.curate.bands}) must divide curate.num_perm "
+                f"({self.curate.num_perm}) into equal rows"
             )
         return self
+
+    def _value(self, key: str) -> Any:
+        value: Any = self
+        for name in key.split("."):
+            value = getattr(value, name)
+        return value
+
+
+# A zero or a negative makes no sense for these (a count, a size, a time limit, a limit).
+AT_LEAST_ONE = (
+    "sources.max_releases",
+    "mine.max_commits",
+    "mine.max_files",
+    "mine.max_lines",
+    "environment.build_timeout_s",
+    "sandbox.pids",
+    "validate.workers",
+    "validate.test_timeout_s",
+    "validate.max_log_bytes",
+    "inject.max_candidates",
+    "inject.min_complexity",
+    "curate.shingle_size",
+    "curate.num_perm",
+    "curate.bands",
+    "curate.decontam_ngram",
+    "export.shard_rows",
+    "llm.concurrency",
+    "llm.max_tokens",
+    "describe.attempts",
+    "describe.max_patch_chars",
+    "describe.min_chars",
+    "rollout.attempts",
+    "rollout.max_steps",
+    "rollout.max_tokens",
+    "rollout.max_time_s",
+    "rollout.command_timeout_s",
+    "rollout.max_observation_chars",
+    "rollout.workers",
+    "rollout.format_error_limit",
+    "explore.explorations",
+    "explore.max_steps",
+    "explore.max_tokens",
+    "explore.max_time_s",
+    "explore.command_timeout_s",
+    "explore.max_observation_chars",
+    "explore.max_examples",
+    "explore.max_labels",
+    "pipeline.shards",
+)
+AT_LEAST_ZERO = ("validate.reruns", "inject.combos", "llm.max_retries")  # 0: none of them
+ABOVE_ZERO = ("sandbox.cpus", "llm.timeout_s")
+NOT_NEGATIVE = ("llm.temperature", "rollout.temperature", "explore.temperature")
+FRACTIONS = {
+    # 0 would make every pair a duplicate, and any shared n-gram a contamination.
+    "curate.threshold": "(0, 1]",
+    "curate.decontam_threshold": "(0, 1]",
+    # 1 would hold out every repository and leave no training split.
+    "export.validation_fraction": "[0, 1)",
+}
+NOT_EMPTY = (
+    "cache_dir",
+    "curate.dedup_fields",
+    "export.name",
+    "export.license",
+    "llm.api_key_env",
+    "pipeline.runner",  # local, or any Beam runner name (DataflowRunner, a dotted class path)
+)
+URLS = ("sources.pypi_url", "llm.base_url")  # None: not configured
+CHOICES = {
+    "sandbox.kind": ("docker", "local"),
+    "validate.rerun_scope": ("changed", "suite"),
+    "inject.mode": ("procedural", "llm"),  # see generators/bugs/injector.py
+}
+# What params.yaml runs on rather than a default: the code defaults process nothing, so a params
+# file that names its own sources never also mines, injects into or explores these.
+PROJECT_CHOICES = ("sources.pypi", "inject.pypi", "explore.pypi")
+
+MEMORY_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+MIN_MEMORY = 6 * 1024**2  # Docker refuses a smaller limit
 
 
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ParamsError(f"params: {key} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def _at_least(key: str, value: int, low: int) -> None:
+    if value < low:
+        wanted = "0 or more" if low == 0 else f"at least {low}"
+        raise ParamsError(f"params: {key} must be {wanted}, got {value}")
+
+
+def _memory_bytes(key: str, value: str) -> int:
+    """A Docker memory size (``2g``, ``512m``, ``1.5g``, ``2gb``) in bytes, at least 6 MiB."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([bkmg]?)b?", value.strip().lower())
+    size = int(float(match[1]) * MEMORY_UNITS[match[2]]) if match else 0
+    if size < MIN_MEMORY:
+        raise ParamsError(
+            f"params: {key} must be a size of at least 6m with a unit (b, k, m, g), "
+            f"e.g. 2g or 512m, got {value!r}"
+        )
+    return size
+
+
+def _python_version(key: str, value: str) -> None:
+    match = re.fullmatch(r"3\.(\d{1,2})", value)
+    if match is None or int(match[1]) < 6:
+        raise ParamsError(
+            f"params: {key} must be a Python version like '3.11', in quotes (YAML reads 3.10 "
+            f"as 3.1), got {value!r}"
+        )
 
 
 def load_params(path: str | None) -> Params:

@@ -41,6 +41,7 @@ def _repro_twice(calc_repo, tmp_path: Path, base_url: str) -> None:
         f"cache_dir: {tmp_path / 'cache'}\n"
         f"sources:\n  repos: [{path}]\n  pypi: []\n"
         "inject:\n  pypi: []\n"
+        "pipeline:\n  runner: local\n"
         "curate:\n  threshold: 0.8\n"
         "export:\n  name: calc-tasks\n"
         f"mine:\n  commits: [{shas['fix_add']}]\n"

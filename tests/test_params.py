@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
-from trajforge.schemas.errors import ParamsError
-from trajforge.schemas.params import load_params
+import yaml
+from trajforge.schemas.errors import ParamsError, UserError
+from trajforge.schemas.params import (
+    ABOVE_ZERO,
+    AT_LEAST_ONE,
+    AT_LEAST_ZERO,
+    CHOICES,
+    FRACTIONS,
+    NOT_EMPTY,
+    NOT_NEGATIVE,
+    PROJECT_CHOICES,
+    URLS,
+    Params,
+    load_params,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,3 +59,122 @@ def test_python_version_given_as_a_number_is_kept_as_text(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("environment:\n  default_python: 3.11\n")
     assert load_params(str(path)).environment.default_python == "3.11"
+
+
+def _knobs(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def test_project_params_are_the_defaults_section_by_section():
+    """params.yaml is the commented copy of the dataclass defaults: the same knobs, the same
+    values, except the workload the project picks (PROJECT_CHOICES, empty by default)."""
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    defaults, project = Params(), load_params(str(ROOT / "params.yaml"))
+    assert set(raw) == _knobs(Params)
+    for name in _knobs(Params):
+        default = getattr(defaults, name)
+        if not dataclasses.is_dataclass(default):
+            assert raw[name] == default, name
+            continue
+        assert isinstance(raw[name], dict), name
+        assert set(raw[name]) == _knobs(type(default)), name
+        want = dataclasses.asdict(default)
+        got = dataclasses.asdict(getattr(project, name))
+        for knob in _knobs(type(default)):
+            key = f"{name}.{knob}"
+            if key in PROJECT_CHOICES:
+                assert want[knob] == [] and got[knob], key
+            else:
+                assert got[knob] == want[knob], key
+
+
+def test_defaults_pass_their_own_checks_and_every_checked_key_exists():
+    params = Params().check()
+    assert load_params(None) == params
+    tables = (AT_LEAST_ONE, AT_LEAST_ZERO, ABOVE_ZERO, NOT_NEGATIVE, FRACTIONS, NOT_EMPTY, URLS)
+    for key in [*CHOICES, *PROJECT_CHOICES, *(k for table in tables for k in table)]:
+        section, _, knob = key.partition(".")
+        assert knob in _knobs(type(getattr(params, section))) if knob else hasattr(params, key)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("inject:\n  mode: neural\n", "inject.mode"),
+        ("validate:\n  rerun_scope: all\n", "validate.rerun_scope"),
+        ("sandbox:\n  memory: '0'\n", "sandbox.memory"),
+        ("sandbox:\n  memory: lots\n", "sandbox.memory"),
+        ("sandbox:\n  memory: 2048\n", "sandbox.memory"),  # bytes: under Docker's minimum
+        ("sandbox:\n  memory: ''\n", "sandbox.memory"),
+        ("sandbox:\n  cpus: 0\n", "sandbox.cpus"),
+        ("sandbox:\n  cpus: -1.5\n", "sandbox.cpus"),
+        ("sandbox:\n  pids: 0\n", "sandbox.pids"),
+        ("sandbox:\n  pids: -1\n", "sandbox.pids"),
+        ("validate:\n  test_timeout_s: 0\n", "validate.test_timeout_s"),
+        ("validate:\n  reruns: -1\n", "validate.reruns"),
+        ("validate:\n  max_log_bytes: 0\n", "validate.max_log_bytes"),
+        ("sources:\n  max_releases: 0\n", "sources.max_releases"),
+        ("sources:\n  pypi_url: pypi.org\n", "sources.pypi_url"),
+        ("mine:\n  max_commits: -5\n", "mine.max_commits"),
+        ("environment:\n  build_timeout_s: 0\n", "environment.build_timeout_s"),
+        ("environment:\n  build_network: bridge\n", "environment.build_network"),  # removed
+        ("environment:\n  pythons: [3.10]\n", "environment.pythons[0]"),  # YAML reads 3.1
+        ("environment:\n  default_python: '3.12'\n", "environment.default_python"),
+        ("inject:\n  max_candidates: 0\n", "inject.max_candidates"),
+        ("inject:\n  combos: -1\n", "inject.combos"),
+        ("curate:\n  num_perm: 0\n", "curate.num_perm"),
+        ("curate:\n  bands: 0\n", "curate.bands"),
+        ("curate:\n  bands: 5\n", "curate.bands"),  # does not divide 128
+        ("curate:\n  threshold: 1.5\n", "curate.threshold"),
+        ("curate:\n  threshold: 0\n", "curate.threshold"),
+        ("curate:\n  decontam_threshold: -0.1\n", "curate.decontam_threshold"),
+        ("curate:\n  decontam_ngram: 0\n", "curate.decontam_ngram"),
+        ("curate:\n  dedup_fields: []\n", "curate.dedup_fields"),
+        ("export:\n  validation_fraction: 1\n", "export.validation_fraction"),
+        ("export:\n  validation_fraction: -0.1\n", "export.validation_fraction"),
+        ("export:\n  shard_rows: 0\n", "export.shard_rows"),
+        ("export:\n  name: ''\n", "export.name"),
+        ("llm:\n  base_url: localhost:8000/v1\n", "llm.base_url"),
+        ("llm:\n  timeout_s: 0\n", "llm.timeout_s"),
+        ("llm:\n  max_retries: -1\n", "llm.max_retries"),
+        ("llm:\n  temperature: -0.5\n", "llm.temperature"),
+        ("describe:\n  min_chars: 0\n", "describe.min_chars"),
+        ("rollout:\n  max_time_s: 0\n", "rollout.max_time_s"),
+        ("rollout:\n  temperature: .nan\n", "rollout.temperature"),
+        ("explore:\n  explorations: 0\n", "explore.explorations"),
+        ("explore:\n  command_timeout_s: 0\n", "explore.command_timeout_s"),
+        ("pipeline:\n  shards: 0\n", "pipeline.shards"),
+        ("pipeline:\n  runner: ''\n", "pipeline.runner"),
+        ("cache_dir: ''\n", "cache_dir"),
+    ],
+)
+def test_out_of_range_values_name_the_key(tmp_path, text, key):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    with pytest.raises(UserError) as info:
+        load_params(str(path))
+    message = str(info.value)
+    assert message.startswith(f"params: {key} ") or f" {key} " in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("memory", ["2g", "512m", "1.5g", "2gb", "512M", "6m", "8388608"])
+def test_docker_memory_sizes_are_accepted(tmp_path, memory):
+    path = tmp_path / "params.yaml"
+    path.write_text(f"sandbox:\n  memory: '{memory}'\n")
+    assert load_params(str(path)).sandbox.memory == memory
+
+
+def test_overrides_are_checked_again():
+    """Commands set values from flags, then call check(): the same rules apply."""
+    params = Params()
+    params.sandbox.pids = 0
+    with pytest.raises(ParamsError, match=r"sandbox\.pids"):
+        params.check()
+
+
+def test_every_supported_mode_loads(tmp_path):
+    path = tmp_path / "params.yaml"
+    for mode in CHOICES["inject.mode"]:
+        path.write_text(f"inject:\n  mode: {mode}\n")
+        assert load_params(str(path)).inject.mode == mode

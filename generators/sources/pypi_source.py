@@ -17,7 +17,6 @@ import re
 import shutil
 import ssl
 import stat
-import subprocess
 import tarfile
 import tempfile
 import threading
@@ -32,15 +31,21 @@ from urllib.parse import urljoin
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from trajforge.schemas.errors import ParamsError, SourceError
+from trajforge.schemas.params import SourcesParams
+from trajforge.verifiers.sandbox.git_tree import GitError, git
 
 SDIST_EXTS = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
 MARKER = "trajforge-pypi.json"
 GIT_IDENTITY = ("PyPI", "pypi@trajforge.invalid")
 # Pinned git settings: user and system config never reach the build, so SHAs are reproducible.
-GIT_FLAGS = (
-    "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.symlinks=true",
-    "-c", "init.defaultBranch=main", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
-)  # fmt: skip
+GIT_CONFIG = (
+    "commit.gpgsign=false",
+    "core.autocrlf=false",
+    "core.symlinks=true",
+    "init.defaultBranch=main",
+    "gc.auto=0",
+    "maintenance.auto=false",
+)
 # Highest-precedence attributes: an sdist's own .gitattributes must not rewrite file contents.
 NEUTRAL_ATTRIBUTES = "* -text -ident -filter !eol !working-tree-encoding\n"
 _NAME_RE = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
@@ -60,8 +65,8 @@ def pypi_history(
     name: str,
     cache_dir: str,
     *,
-    max_releases: int | None = 15,
-    pypi_url: str = "https://pypi.org",
+    max_releases: int | None = SourcesParams.max_releases,
+    pypi_url: str = SourcesParams.pypi_url,
     include_prereleases: bool = False,
 ) -> str:
     """Build (or reuse) a git repo at <cache_dir>/pypi/<normalized-name>; return its path."""
@@ -342,14 +347,8 @@ def _extract(archive: str, dest: str) -> None:
 
 
 def _git(repo: str, *args: str, env: dict[str, str]) -> None:
-    subprocess.run(
-        ["git", *GIT_FLAGS, *args],
-        cwd=repo,
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    """git with the pinned settings and ``env`` alone: this machine's environment stays out."""
+    git(repo, *args, env=env, config=GIT_CONFIG, inherit_env=False)
 
 
 def _build_repo(
@@ -398,10 +397,9 @@ def _build_repo(
                 _git(repo, "add", "--all", "--force", ".", env=env)
                 commit = ["commit", "-q", "--allow-empty", "--no-verify", "--cleanup=verbatim"]
                 _git(repo, *commit, "-m", message, env=env)
-        except subprocess.CalledProcessError as err:
-            stderr = (err.stderr or b"").decode(errors="replace").strip().splitlines()
+        except GitError as err:
             raise SourceError(
-                f"pypi:{name}: git failed building the history: {stderr[-1] if stderr else err}",
+                f"pypi:{name}: git failed building the history: {err.detail}",
                 reason="pypi_git_failed",
             ) from None
     with open(os.path.join(repo, ".git", MARKER), "w") as f:

@@ -17,7 +17,7 @@ from trajforge.generators.sources.git_source import (
     repo_name_from_url,
 )
 from trajforge.generators.sources.pypi_source import pypi_history
-from trajforge.schemas.params import Params
+from trajforge.schemas.params import Params, SourcesParams
 
 PYPI_PREFIX = "pypi:"
 
@@ -33,8 +33,8 @@ class RepoRef:
 @dataclass(frozen=True)
 class SourceOptions:
     cache_dir: str
-    max_releases: int | None = 15
-    pypi_url: str = "https://pypi.org"
+    max_releases: int | None = SourcesParams.max_releases  # the one default: schemas/params.py
+    pypi_url: str = SourcesParams.pypi_url
 
     @classmethod
     def from_params(cls, params: Params) -> SourceOptions:

@@ -6,26 +6,22 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.metrics.metric import MetricsFilter
 from trajforge.pipelines.runtime import progress
 from trajforge.pipelines.runtime.runner import make_pipeline
 from trajforge.pipelines.runtime.sinks import WriteTable, ensure_tables, publish, staging_dir
+from trajforge.pipelines.runtime.tables import TableSpec
 from trajforge.schemas.storage import join, parquet_files, write_bytes_atomic
 
 # Beam counters a stage summary reports when the stage has them.
 SUMMARY_COUNTERS = ("cache_hits", "images_built", "llm_calls", "llm_cache_hits", "pruned")
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    schema: pa.Schema
-    sort_key: Callable[[Any], str]
+# A stage's own summary lines: every counter and string set in this namespace, under its name
+# (``Metrics.counter(SUMMARY, "files")``). Runners without metrics leave them out.
+SUMMARY = "summary"
 
 
 def run_stage(
@@ -60,6 +56,7 @@ def run_stage(
     kept = _rows(join(staging, kept_table))
     summary = progress.Summary(stage, inputs(reasons, kept), kept, reasons, timer.elapsed())
     summary.extra.update(_counters(result, SUMMARY_COUNTERS))
+    summary.extra.update(_summary_metrics(result))
     write_bytes_atomic(
         os.path.join(staging, "summary.json"), json.dumps(summary.as_dict(), indent=2).encode()
     )
@@ -70,11 +67,39 @@ def run_stage(
 def _counters(result: Any, names: tuple[str, ...]) -> dict[str, object]:
     """Beam counters worth a line in the summary (committed values, or attempted ones)."""
     found: dict[str, object] = {}
-    for counter in result.metrics().query(MetricsFilter())["counters"]:
+    for counter in _query(result, MetricsFilter()).get("counters", []):
         if counter.key.metric.name in names:
             value = counter.committed if counter.committed is not None else counter.attempted
             found[counter.key.metric.name] = found.get(counter.key.metric.name, 0) + value
     return found
+
+
+def _summary_metrics(result: Any) -> dict[str, object]:
+    """Metrics in the ``SUMMARY`` namespace by name: string sets first (one value, or a sorted
+    list), then counters (summed over steps)."""
+    metrics = _query(result, MetricsFilter().with_namespace(SUMMARY))
+    texts: dict[str, set[str]] = {}
+    for metric in metrics.get("string_sets", []):
+        value = metric.committed if metric.committed is not None else metric.attempted
+        texts.setdefault(metric.key.metric.name, set()).update(value)
+    found: dict[str, object] = {
+        name: next(iter(values)) if len(values) == 1 else sorted(values)
+        for name, values in sorted(texts.items())
+    }
+    counts: dict[str, int] = {}
+    for metric in metrics.get("counters", []):
+        value = metric.committed if metric.committed is not None else metric.attempted
+        counts[metric.key.metric.name] = counts.get(metric.key.metric.name, 0) + value
+    found.update(sorted(counts.items()))
+    return found
+
+
+def _query(result: Any, wanted: MetricsFilter) -> dict[str, list]:
+    """The run's metrics; none where the runner keeps none (DaskRunner raises)."""
+    try:
+        return result.metrics().query(wanted)
+    except NotImplementedError:
+        return {}
 
 
 def _rows(path: str) -> int:

@@ -11,6 +11,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from trajforge.schemas.params import SandboxParams
+
 # Paths inside every sandbox (the local backend maps them under its temporary directory).
 REPO_DIR = "/repo"
 # The whole environment a command sees: nothing of the host's (no keys, no tokens) leaks in.
@@ -34,9 +36,9 @@ class ExecResult:
 
 @dataclass(frozen=True)
 class Limits:
-    memory: str = "2g"
-    cpus: float = 1.0
-    pids: int = 512
+    memory: str = SandboxParams.memory  # the one default: schemas/params.py
+    cpus: float = SandboxParams.cpus
+    pids: int = SandboxParams.pids
     max_output_bytes: int = 200_000
 
 
