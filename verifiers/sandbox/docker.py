@@ -197,15 +197,17 @@ def janitor(docker_host: str | None = None, only_dead_owners: bool = True) -> in
 def remove_leftovers(client, only_dead_owners: bool = True) -> int:
     host = socket.gethostname()
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        owner = container.labels.get(OWNER_LABEL, "")
+    # The low-level listing returns labels without inspecting each container, so a container
+    # that another run removes while we list cannot end this one (docker.errors.NotFound).
+    for container in client.api.containers(all=True, filters={"label": LABEL}):
+        owner = (container.get("Labels") or {}).get(OWNER_LABEL, "")
         owner_host, _, pid = owner.partition(":")
         if only_dead_owners and owner_host == host and pid.isdigit() and _alive(int(pid)):
             continue
         if only_dead_owners and owner_host != host:
             continue  # another machine's run: not ours to judge
         with contextlib.suppress(Exception):
-            container.remove(force=True)
+            client.api.remove_container(container["Id"], force=True)
             removed += 1
     return removed
 
