@@ -1,15 +1,52 @@
-"""Every record round-trips through Arrow and Parquet, and its schema names its fields."""
+"""Every record round-trips through Arrow and Parquet, and its schema names its fields.
+
+The record classes are found, not listed: every dataclass with an ``ARROW_SCHEMA`` in a
+``trajforge.schemas`` module. A new record without a sample here fails
+``test_every_record_class_has_a_sample``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import pkgutil
+
 import pyarrow.parquet as pq
 import pytest
+import trajforge.schemas
 from trajforge.schemas import Candidate, CandidateMeta, EnvProfile, Rejection, TaskInstance, TestRun
-from trajforge.schemas.records import check_schema, content_id
+from trajforge.schemas.explore_task import ExploreTask, ReplayAction
+from trajforge.schemas.records import (
+    check_schema,
+    content_id,
+    from_row,
+    from_table,
+    to_row,
+    to_table,
+)
+from trajforge.schemas.statement_attempt import StatementAttempt
 from trajforge.schemas.storage import ContentCache, read_records, write_records
 from trajforge.schemas.task_instance import Validation
 from trajforge.schemas.test_run import TestStatus
 from trajforge.schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
+from trajforge.schemas.transition import Transition
+
+
+def record_classes() -> set[type]:
+    """Every dataclass declaring its own ARROW_SCHEMA in any trajforge.schemas module."""
+    found = set()
+    for info in pkgutil.walk_packages(trajforge.schemas.__path__, "trajforge.schemas."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and dataclasses.is_dataclass(value)
+                and value.__module__ == module.__name__
+                and "ARROW_SCHEMA" in vars(value)
+            ):
+                found.add(value)
+    return found
+
 
 RECORDS = [
     Candidate(
@@ -39,10 +76,36 @@ RECORDS = [
         ),
         "[]", "diff", "submitted", True, 1.0, {"t::a": "PASSED"}, {"prompt_tokens": 3}, "rollout",
     ),
+    ExploreTask(
+        "e1", "local/calc", "/tmp/calc", "abc", "trajforge-env:p1", "p1",
+        "Write a script that prints add(2, 3) and run it.",
+        (
+            ReplayAction("create", '{"path": "/tmp/x.py", "file_text": "print(5)\\n"}'),
+            ReplayAction("bash", '{"command": "python3 /tmp/x.py"}'),
+        ),
+        {"/tmp/x.py": "f" * 64, "calc/old.py": "<deleted>"}, {"1": "e" * 64},
+        "t1", "explore/llm", 4.0, {"labeler": "llm:m", "seed": "0"},
+    ),
+    Transition(
+        "s1", "t1", "local__calc-c1", 2, '{"changed_files": [], "last_exit_code": null}',
+        '{"tool": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}', "caf\u00e9\n", None,
+        ("calc/ops.py", "tests/test_ops.py"), "explore/template",
+    ),
+    StatementAttempt(
+        "local__calc-c1", 1, "llm:writer", False, "leaks_patch", "Use `return a + b`.", 812, 64
+    ),
 ]  # fmt: skip
 
+IDS = [type(r).__name__ for r in RECORDS]
 
-@pytest.mark.parametrize("record", RECORDS, ids=lambda r: type(r).__name__)
+
+def test_every_record_class_has_a_sample():
+    found = record_classes()
+    assert {ExploreTask, Transition, StatementAttempt, TaskInstance} <= found  # discovery works
+    assert found == {type(r) for r in RECORDS}, "add a sample of each new record to RECORDS"
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=IDS)
 def test_round_trip_through_parquet(tmp_path, record):
     cls = type(record)
     check_schema(cls)
@@ -50,6 +113,20 @@ def test_round_trip_through_parquet(tmp_path, record):
     write_records(path, [record], cls.ARROW_SCHEMA)
     assert pq.read_schema(path).names == cls.ARROW_SCHEMA.names
     assert read_records(cls, path) == [record]
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=IDS)
+def test_round_trip_through_a_pyarrow_parquet_file(tmp_path, record):
+    """Rows in memory, then a Parquet file written and read by pyarrow itself: same record, and
+    the file keeps every column's type (maps, structs, large strings) as the schema declares."""
+    cls = type(record)
+    assert from_row(cls, to_row(record)) == record
+    path = tmp_path / "direct.parquet"
+    pq.write_table(to_table([record, record], cls.ARROW_SCHEMA), path)
+    table = pq.read_table(path)
+    assert table.schema.equals(cls.ARROW_SCHEMA), (table.schema, cls.ARROW_SCHEMA)
+    assert table.num_rows == 2
+    assert from_table(cls, table) == [record, record]
 
 
 def test_content_ids_are_stable_and_sensitive():

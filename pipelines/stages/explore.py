@@ -12,6 +12,7 @@ differs is a rejection with the reason. Kept runs leave as ``explore_tasks``, ``
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -39,6 +40,7 @@ from trajforge.verifiers.sandbox.base import SessionSpec
 from trajforge.verifiers.sandbox.git_tree import archive, read_file_at, resolve_commit
 
 STAGE = "explore"
+EXIT_MARKER = re.compile(r"\[exit code -?\d+\]")  # what the workspace appends to a failed command
 TRAJECTORIES, TRANSITIONS = "trajectories", "transitions"
 LabeledRun = tuple[ExploreTask, Trajectory, list[Transition]]  # what a kept run becomes
 
@@ -128,9 +130,10 @@ class ExploreRepoFn(SandboxFn):
             if len(recorded.actions) < len(actions):
                 yield Rejection(name, STAGE, "example_timed_out", f"{name}: a step timed out")
                 continue
-            if any(o.exit_code != 0 for o in recorded.outcomes):
-                tail = recorded.outcomes[-1].observation.strip().splitlines()[-1:] or [""]
-                yield Rejection(name, STAGE, "example_fails", f"{name}: {tail[0][:200]}")
+            failed = next((o for o in recorded.outcomes if o.exit_code != 0), None)
+            if failed is not None:
+                detail = f"{name}: {_last_error_line(failed.observation)[:200]}"
+                yield Rejection(name, STAGE, "example_fails", detail)
                 continue
             observations = [o.observation for o in recorded.outcomes]
             expected = example.expected.strip()
@@ -213,6 +216,14 @@ class ExploreRepoFn(SandboxFn):
         )
         for transition in transitions:
             yield beam.pvalue.TaggedOutput(TRANSITIONS, transition)
+
+
+def _last_error_line(observation: str) -> str:
+    """The last line the command printed (the exception, usually), not the exit-code marker."""
+    lines = [line for line in observation.strip().splitlines() if line.strip()]
+    while lines and EXIT_MARKER.fullmatch(lines[-1].strip()):
+        lines.pop()
+    return lines[-1].strip() if lines else "no output"
 
 
 def _readme(repo_path: str, commit: str) -> str:
