@@ -20,7 +20,7 @@ import pytest
 from conftest import run_cli
 from trajforge.generators.trajectories.importer import READERS, apply_report
 from trajforge.generators.trajectories.sft import swesmith_messages, trl_messages
-from trajforge.pipelines.stages.import_trajectories import add_parser, run_import
+from trajforge.pipelines.commands import import_trajectories as command
 from trajforge.schemas.records import content_id
 from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import read_records
@@ -381,12 +381,12 @@ def report_json() -> dict[str, Any]:
 
 def _args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="trajforge")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(["import-trajectories", *argv])
+    command.add_arguments(parser.add_subparsers(dest="command").add_parser(command.NAME))
+    return parser.parse_args([command.NAME, *argv])
 
 
 def _import(*argv: str) -> int:
-    return run_import(_args(*argv))
+    return command.run(_args(*argv), [])
 
 
 def _write(path: Path, value: Any) -> Path:
@@ -396,12 +396,12 @@ def _write(path: Path, value: Any) -> Path:
 
 
 def _trajectories(out: Path) -> list[Trajectory]:
-    assert (out / "trajectories" / "part-00000.parquet").is_file()
+    assert list((out / "trajectories").glob("part-*.parquet"))
     return read_records(Trajectory, str(out / "trajectories"))
 
 
 def _rejections(out: Path) -> list[Rejection]:
-    assert (out / "rejections" / "part-00000.parquet").is_file()
+    assert list((out / "rejections").glob("part-*.parquet"))
     return read_records(Rejection, str(out / "rejections"))
 
 
@@ -718,8 +718,13 @@ def test_a_rerun_writes_the_same_trajectories(tmp_path):
             _import("--format", "swe-agent", str(tmp_path / "in"), "--output", str(tmp_path / out))
             == 0
         )
-    part = Path("trajectories") / "part-00000.parquet"
-    assert (tmp_path / "a" / part).read_bytes() == (tmp_path / "b" / part).read_bytes()
+    for table in ("trajectories", "rejections"):
+        parts = sorted(p.name for p in (tmp_path / "a" / table).iterdir())
+        assert parts == sorted(p.name for p in (tmp_path / "b" / table).iterdir())
+        for part in parts:
+            assert (tmp_path / "a" / table / part).read_bytes() == (
+                tmp_path / "b" / table / part
+            ).read_bytes()
 
 
 def test_imported_1x_trajectory_renders_for_sft(tmp_path):
@@ -783,10 +788,16 @@ def test_cli_import_trajectories(tmp_path):
     assert rejected.reason == "malformed_json"
 
 
-def test_a_big_import_is_written_in_parts(tmp_path, monkeypatch):
-    monkeypatch.setattr("trajforge.pipelines.stages.import_trajectories.PART_ROWS", 1)
-    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in nebius_rows()))
-    assert _import("--format", "nebius", str(tmp_path), "--output", str(tmp_path / "out")) == 0
-    parts = sorted(p.name for p in (tmp_path / "out" / "trajectories").iterdir())
-    assert parts == ["part-00000.parquet", "part-00001.parquet"]
-    assert len(_trajectories(tmp_path / "out")) == 2
+def test_a_big_import_is_written_in_parts(tmp_path):
+    """Rows are spread over ``--shards`` sorted shards: no shard holds the whole import."""
+    rows = [{**row, "instance_id": f"local__calc-{n}"} for n in range(12) for row in nebius_rows()]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["--format", "nebius", str(tmp_path), "--output", str(tmp_path / "out")]
+    assert _import(*argv, "--shards", "4") == 0
+    parts = sorted((tmp_path / "out" / "trajectories").iterdir())
+    assert len(parts) > 1 and all(p.name.endswith("-of-00004.parquet") for p in parts)
+    sizes = [len(read_records(Trajectory, str(p))) for p in parts]
+    assert sum(sizes) == len(rows) and max(sizes) < len(rows)
+    for part in parts:  # each shard is sorted
+        ids = [t.trajectory_id for t in read_records(Trajectory, str(part))]
+        assert ids == sorted(ids)

@@ -25,7 +25,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     params = options.load(args)
     configs = tuple(c.strip() for c in args.configs.split(",")) if args.configs else CONFIGS
-    result = export_dataset(args.input, args.output, params.export, configs=configs)
+    result = export_dataset(
+        args.input, args.output, params.export, configs=configs, beam_args=beam_args
+    )
     print(result.summary.render(), file=sys.stderr)
     for config, why in sorted(result.omitted.items()):
         print(f"export: config {config} left out: {why}", file=sys.stderr)

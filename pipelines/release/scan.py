@@ -3,7 +3,8 @@
 From it the export knows how many rows each config gets per repository before a row is rendered
 (so the split and the shard counts are fixed up front), which input rows it leaves out and why,
 and the counts the dataset card reports. Explore task ids count as task ids: their runs become
-SFT rows and their transitions transition rows like those of any other task.
+SFT rows and their transitions transition rows like those of any other task. ``check_inputs``
+runs before the export's pipeline starts, so a wrong input is one line, never an error in Beam.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import pyarrow.parquet as pq
 from trajforge.pipelines.release.shards import batches
+from trajforge.pipelines.runtime.outputs import source
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.explore_task import ExploreTask
 from trajforge.schemas.storage import join, parquet_files
@@ -34,7 +37,14 @@ TASK_INDEX = ["instance_id", "repo", "origin", "scores"]
 EXPLORE_INDEX = ["task_id", "repo", "origin", "trajectory_id"]
 RUN_INDEX = ["instance_id", "resolved", "origin", "model"]
 TRANSITION_INDEX = ["instance_id"]
+CONVERSATION = ["trajectory_id", "messages", "tools"]  # what an explore row takes of its run
 INDEX_ROWS = 4096
+SCHEMAS = {
+    "tasks": TaskInstance.ARROW_SCHEMA,
+    "explore_tasks": ExploreTask.ARROW_SCHEMA,
+    "trajectories": Trajectory.ARROW_SCHEMA,
+    "transitions": Transition.ARROW_SCHEMA,
+}
 
 
 @dataclass
@@ -59,13 +69,54 @@ class Inputs:
         return self.repo_rows[ROW_SOURCE[config]]
 
 
-def scan(inputs: Sequence[str], configs: Sequence[str]) -> Inputs:
-    """Index the tables the ``configs`` need (tasks and explore tasks always: they name repos)."""
-    found = Inputs({t: [f for i in inputs for f in parquet_files(join(i, t))] for t in TABLES})
-    if not found.files["tasks"]:
+def table_files(inputs: Sequence[str]) -> dict[str, list[str]]:
+    """table -> its Parquet files over every input, in input order."""
+    return {t: [f for i in inputs for f in parquet_files(join(i, t))] for t in TABLES}
+
+
+def check_inputs(inputs: Sequence[str], configs: Sequence[str]) -> None:
+    """The export's input errors, found from file footers alone: no tasks, or a file without a
+    column the export reads (an older or different schema)."""
+    files = table_files(inputs)
+    _require_tasks(inputs, files)
+    for table, columns in _columns_read(configs).items():
+        for path in files[table]:
+            names = set(pq.read_schema(source(path)).names)
+            missing = [c for c in columns if c not in names]
+            if missing:
+                raise UserError(
+                    f"export: {path} lacks columns {', '.join(missing)}; re-run curate with this "
+                    "trajforge version"
+                )
+
+
+def _columns_read(configs: Sequence[str]) -> dict[str, list[str]]:
+    """table -> the columns an export of ``configs`` may read of it (index and rows)."""
+    reads: dict[str, list[str]] = {"tasks": TASK_INDEX, "explore_tasks": EXPLORE_INDEX}
+    if any(c in configs for c in TRAJECTORY_CONFIGS):
+        reads["trajectories"] = SCHEMAS["trajectories"].names
+    elif "explore" in configs:
+        reads["trajectories"] = CONVERSATION
+    if "transitions" in configs:
+        reads["transitions"] = SCHEMAS["transitions"].names
+    if "tasks" in configs or "rl" in configs:
+        reads["tasks"] = SCHEMAS["tasks"].names
+    if "explore" in configs:
+        reads["explore_tasks"] = SCHEMAS["explore_tasks"].names
+    return reads
+
+
+def _require_tasks(inputs: Sequence[str], files: dict[str, list[str]]) -> None:
+    if not files["tasks"]:
         raise UserError(
             f"export: no tasks/*.parquet under {', '.join(inputs)}; pass curated run directories"
         )
+
+
+def scan(inputs: Sequence[str], configs: Sequence[str]) -> Inputs:
+    """Index the tables the ``configs`` need (tasks and explore tasks always: they name repos)."""
+    found = Inputs(table_files(inputs))
+    _require_tasks(inputs, found.files)
     _scan_tasks(found)
     _scan_explore(found)
     if any(c in configs for c in TRAJECTORY_CONFIGS):

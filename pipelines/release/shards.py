@@ -2,7 +2,8 @@
 
 ``batches`` streams a table's Parquet files as the record schema (a missing column is one clear
 error), ``route`` hands a batch of records to the writers of their split, and ``ShardWriter``
-cuts one config's rows of one split into equal shards named the way ``datasets`` expects.
+cuts one config's rows of one split into equal shards named the way ``datasets`` expects; once
+closed, what it wrote is a ``WrittenSplit``, the value the export's later steps (gate, card) get.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import io
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -45,6 +46,17 @@ def route(
             if (config, name) in writers:
                 writers[(config, name)].add(make(group))
                 progress.tick(config, len(group))
+
+
+class WrittenSplit(NamedTuple):
+    """One config's split on disk: its shards (in order), their profiles, schema and sizes."""
+
+    config: str
+    split: str
+    paths: list[str]
+    profiles: list[pd.DataFrame]
+    schema: pa.Schema | None
+    facts: SplitFacts
 
 
 class ShardWriter:
@@ -96,6 +108,13 @@ class ShardWriter:
 
     def facts(self) -> SplitFacts:
         return SplitFacts(sum(self.sizes), self.num_bytes, self.download_size, len(self.paths))
+
+    def written(self) -> WrittenSplit:
+        """What a closed writer wrote."""
+        self.close()
+        return WrittenSplit(
+            self.config, self.split, self.paths, self.profiles, self.schema, self.facts()
+        )
 
 
 def batches(

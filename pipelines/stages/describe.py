@@ -3,7 +3,10 @@
 Each task meets the validate stage's base-state runs of its candidate (a CoGroupByKey), which hold
 the failure output its issue text is written from; no test runs again. Tasks are described in
 batches, ``llm.concurrency`` at a time, so a slow endpoint is kept busy. Every try, kept or not,
-is written to the ``statements`` table.
+is written to the ``statements`` table. A task is rejected, not passed on, when its repository
+cannot be opened (no test source to describe it from) or when it ends with no usable statement:
+every model try failed and even the template's text breaks a rule no statement may break (too
+short for ``describe.min_chars``, quotes the fix, names a graded test).
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-from trajforge.generators.issues.context import IssueContext, build_context
-from trajforge.generators.issues.writer import write_statement
+from trajforge.generators.issues.context import build_context
+from trajforge.generators.issues.writer import Attempt, check_statement, write_statement
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime import progress
+from trajforge.pipelines.runtime.stage_fn import REJECTED, StageFn
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
+from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.statement_attempt import StatementAttempt
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_run import TestRun
@@ -28,17 +33,20 @@ from trajforge.schemas.test_run import TestRun
 STAGE = "describe"
 STATEMENTS = "statements"
 FAILED = ("FAILED", "ERROR")
+# check_statement's reasons that no statement may have, the template's included (a template
+# statement may read as a report rather than prose, and name no function of the patch).
+UNUSABLE = ("empty", "leaks_patch", "leaks_test")
 
 
 def failing_base_run(run: TestRun) -> bool:
     return run.state == "base" and any(t.status in FAILED for t in run.tests)
 
 
-class DescribeBatchFn(beam.DoFn):
-    """[(task, its base runs)] -> described tasks, and every statement attempt as a side table."""
+class DescribeBatchFn(StageFn):
+    """[(task, its base runs)] -> described tasks, every statement attempt as a side table, and
+    the tasks that cannot be described as rejections."""
 
-    def __init__(self, params: Params) -> None:
-        self.params = params
+    STAGE = STAGE
 
     def setup(self) -> None:
         llm = self.params.llm
@@ -52,12 +60,15 @@ class DescribeBatchFn(beam.DoFn):
 
     def process(self, batch: list[tuple[TaskInstance, list[TestRun]]]):
         before = (self.client.calls, self.client.cache_hits) if self.client else (0, 0)
-        for task, attempts in self.pool.map(lambda pair: self._describe(*pair), batch):
+        for task, attempts, rejection in self.pool.map(lambda pair: self._describe(*pair), batch):
             for attempt in attempts:
                 yield beam.pvalue.TaggedOutput(STATEMENTS, attempt)
-            writer = task.provenance.get("problem_statement", "kept")
-            Metrics.counter(STAGE, f"written_by_{writer.split(':')[0]}").inc()
-            progress.tick(writer.split(":")[0])
+            if rejection is not None:
+                yield self.rejection(rejection)
+                continue
+            writer = task.provenance.get("problem_statement", "kept").split(":")[0]
+            self.count(f"written_by_{writer}")
+            progress.tick(writer)
             yield task
         if self.client is not None:
             self.calls.inc(self.client.calls - before[0])
@@ -65,11 +76,17 @@ class DescribeBatchFn(beam.DoFn):
 
     def _describe(
         self, task: TaskInstance, runs: list[TestRun]
-    ) -> tuple[TaskInstance, list[StatementAttempt]]:
+    ) -> tuple[TaskInstance, list[StatementAttempt], Rejection | None]:
+        """The task with its statement, every try, and the rejection when there is none."""
         describe = self.params.describe
         if task.problem_statement.strip() and not describe.overwrite:
-            return task, []
-        context = self._context(task, runs)
+            return task, [], None
+        try:
+            repo = open_source(task.source, SourceOptions.from_params(self.params))
+        except UserError as exc:
+            detail = f"{task.instance_id}: repository {task.source} cannot be opened ({exc})"
+            return task, [], Rejection(task.instance_id, STAGE, exc.reason, detail)
+        context = build_context(task, repo.path, runs)
         text, provenance, tried = write_statement(
             self.client,
             task,
@@ -78,6 +95,14 @@ class DescribeBatchFn(beam.DoFn):
             describe.max_patch_chars,
             describe.min_chars,
         )
+        rejection = None
+        if provenance.get("problem_statement") == "template":
+            why = check_statement(text, task, context, describe.min_chars)
+            if why in UNUSABLE:  # the last writer failed too: nothing usable to pass on
+                tried[-1] = dataclasses.replace(tried[-1], accepted=False, reason=why)
+                rejection = Rejection(
+                    task.instance_id, STAGE, "no_statement", _no_statement(task, tried)
+                )
         described = dataclasses.replace(
             task, problem_statement=text, provenance={**task.provenance, **provenance}
         )
@@ -94,15 +119,12 @@ class DescribeBatchFn(beam.DoFn):
             )
             for number, a in enumerate(tried)
         ]
-        return described, attempts
+        return described, attempts, rejection
 
-    def _context(self, task: TaskInstance, runs: list[TestRun]) -> IssueContext:
-        """With the repository when it can be opened; from the runs alone when it cannot."""
-        try:
-            repo_path = open_source(task.source, SourceOptions.from_params(self.params)).path
-        except UserError:
-            return IssueContext(task.repo, task.patch, {}, {}, frozenset())
-        return build_context(task, repo_path, runs)
+
+def _no_statement(task: TaskInstance, tried: list[Attempt]) -> str:
+    reasons = ", ".join(f"{a.writer.split(':')[0]} {a.reason}" for a in tried)
+    return f"{task.instance_id}: no usable issue text (every writer failed: {reasons})"
 
 
 def _pair(element: tuple[str, dict[str, Iterable]]):
@@ -113,7 +135,7 @@ def _pair(element: tuple[str, dict[str, Iterable]]):
 
 
 class DescribeTasks(beam.PTransform):
-    """(tasks, runs) -> {"tasks", "statements"}; runs may be an empty PCollection."""
+    """(tasks, runs) -> {"tasks", "statements", "rejections"}; runs may be an empty PCollection."""
 
     def __init__(self, params: Params) -> None:
         super().__init__()
@@ -134,6 +156,12 @@ class DescribeTasks(beam.PTransform):
             | "Pair" >> beam.FlatMap(_pair)
             | "Batch" >> beam.BatchElements(min_batch_size=size, max_batch_size=size * 4)
             | "Describe"
-            >> beam.ParDo(DescribeBatchFn(self.params)).with_outputs(STATEMENTS, main="tasks")
+            >> beam.ParDo(DescribeBatchFn(self.params)).with_outputs(
+                STATEMENTS, REJECTED, main="tasks"
+            )
         )
-        return {"tasks": described.tasks, "statements": described[STATEMENTS]}
+        return {
+            "tasks": described.tasks,
+            "statements": described[STATEMENTS],
+            "rejections": described[REJECTED],
+        }

@@ -1,23 +1,22 @@
-"""``trajforge import-trajectories``: other agents' runs as a trajforge trajectories table.
+"""The ``import`` stage: other agents' runs as a trajforge trajectories table, one composite.
 
 Reads SWE-agent, mini-swe-agent or nebius-style trajectories (files, or directories walked for
-the format's files), optionally grades them with SWE-bench reports, and writes what a stage
-writes: ``trajectories/part-NNNNN.parquet``, ``rejections/part-00000.parquet`` and
-``summary.json``, so ``curate``, ``export``, ``stats`` and ``report`` read an import like any
-stage output. The output is built beside its place and swapped in when complete, so a killed
-import never leaves half a table.
+the format's files), optionally grades them with SWE-bench reports, and writes what every stage
+writes (sorted ``trajectories/`` and ``rejections/`` shards and ``summary.json``), so ``curate``,
+``export``, ``stats`` and ``report`` read an import like any stage output.
+
+``input_files`` and ``load_reports`` run before the pipeline starts (a bad report is one line);
+``ImportTrajectories`` reads each numbered file, keeps the first of runs read twice (by file
+order, then by place in the file) and grades the rest by the reports.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from tqdm import tqdm
+import apache_beam as beam
+from apache_beam.metrics import Metrics
 from trajforge.generators.trajectories.formats.common import BadInput, Result, load_json
 from trajforge.generators.trajectories.importer import (
     READERS,
@@ -27,68 +26,117 @@ from trajforge.generators.trajectories.importer import (
     apply_verdicts,
     report_verdicts,
 )
-from trajforge.pipelines.runtime import progress
+from trajforge.pipelines.runtime.stage_fn import REJECTED, StageFn
+from trajforge.pipelines.runtime.stage_run import SUMMARY
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.trajectory import Trajectory
 
 STAGE = "import"
-PART_ROWS = 1000  # trajectories per Parquet part: a big import never holds every run in memory
+GRADED = "graded by report"  # the summary line: imported runs a report has a verdict for
+VERDICTS = ("resolved", "unresolved", "unverified")
 
 
-def run_import(args: argparse.Namespace) -> int:
-    from trajforge.pipelines.runtime.sinks import publish, staging_dir
-    from trajforge.schemas.storage import join, write_bytes_atomic, write_records
+class ReadFileFn(StageFn):
+    """(position, path) -> ((trajectory_id), (position, place, path, trajectory)) for every run
+    the file holds, and a rejection for each row or file that cannot be read."""
 
-    timer = progress.Timer()
-    verdicts = load_reports(args.report or [])
-    files, rejections = input_files(args.format, args.paths)
-    reader = READERS[args.format]
-    staging = staging_dir(args.output)
-    parts = _Parts(join(staging, "trajectories"), verdicts)
-    seen: set[str] = set()
-    bar = tqdm(total=len(files), desc=STAGE, unit="file", file=sys.stderr, delay=2.0)
-    try:
-        for path in files:
-            results = 0
-            for result in _read(reader, path):
-                results += 1
-                if isinstance(result, Rejection):
-                    rejections.append(result)
-                elif result.trajectory_id in seen:
-                    detail = f"{path}: {result.instance_id}: the same run as one read before"
-                    rejections.append(Rejection(path, STAGE, "duplicate", detail))
-                else:
-                    seen.add(result.trajectory_id)
-                    parts.add(result)
-            if not results:
-                detail = f"{path}: no runs in it; check that it is the file you meant"
-                rejections.append(Rejection(path, STAGE, "empty", detail))
-            bar.update(1)
-            bar.set_postfix_str(f"{parts.kept} kept", refresh=False)
-    finally:
-        bar.close()
-    parts.close()
-    write_records(
-        join(staging, "rejections", "part-00000.parquet"), rejections, Rejection.ARROW_SCHEMA
-    )
-    reasons = Counter(r.reason for r in rejections)
-    summary = progress.Summary(STAGE, parts.kept + len(rejections), parts.kept, reasons)
-    summary.seconds = timer.elapsed()
-    summary.extra.update({"format": args.format, "files": len(files), **parts.counts})
-    if verdicts:
-        summary.extra["graded by report"] = parts.graded
-    write_bytes_atomic(
-        join(staging, "summary.json"), json.dumps(summary.as_dict(), indent=2).encode()
-    )
-    publish(staging, args.output)
-    print(summary.render(), file=sys.stderr)
-    if verdicts and not parts.graded:
-        print(
-            "import: no imported instance_id is in the report(s); check that they grade this run",
-            file=sys.stderr,
+    STAGE = STAGE
+
+    def __init__(self, fmt: str) -> None:  # no params: an import reads only its files
+        self.fmt = fmt
+
+    def process(self, element: tuple[int, str]):
+        position, path = element
+        Metrics.string_set(SUMMARY, "format").add(self.fmt)
+        Metrics.counter(SUMMARY, "files").inc()
+        results = 0
+        for place, result in enumerate(_read(READERS[self.fmt], path)):
+            results += 1
+            if isinstance(result, Rejection):
+                yield self.rejection(result)
+            else:
+                yield result.trajectory_id, (position, place, path, result)
+        if not results:
+            yield self.reject(
+                path, "empty", f"{path}: no runs in it; check that it is the file you meant"
+            )
+
+
+class KeepFirstFn(StageFn):
+    """A run read more than once: the first read (by file order) is kept, the others rejected."""
+
+    STAGE = STAGE
+
+    def __init__(self) -> None:
+        pass
+
+    def process(self, element: tuple[str, Iterable[tuple[int, int, str, Trajectory]]]):
+        _, reads = element
+        first, *again = sorted(reads, key=lambda read: read[:2])
+        for _, _, path, trajectory in again:
+            detail = f"{path}: {trajectory.instance_id}: the same run as one read before"
+            yield self.reject(path, "duplicate", detail)
+        yield first[3]
+
+
+class GradeFn(StageFn):
+    """A kept run -> the run with the reports' verdict on its instance, counted for the summary."""
+
+    STAGE = STAGE
+
+    def __init__(self, verdicts: Mapping[str, Verdict]) -> None:
+        self.verdicts = dict(verdicts)
+
+    def start_bundle(self) -> None:
+        for name in ("messages", "tool_calls", *VERDICTS, *([GRADED] if self.verdicts else [])):
+            Metrics.counter(SUMMARY, name).inc(0)  # a line in the summary even when none
+
+    def process(self, trajectory: Trajectory):
+        [graded] = apply_verdicts([trajectory], self.verdicts)
+        summary = {
+            "messages": len(graded.messages),
+            "tool_calls": sum(len(m.tool_calls) for m in graded.messages),
+            _verdict(graded): 1,
+            GRADED: int(graded.instance_id in self.verdicts),
+        }
+        for name, value in summary.items():
+            Metrics.counter(SUMMARY, name).inc(value)
+        self.tick("kept")
+        yield graded
+
+
+class ImportTrajectories(beam.PTransform):
+    """(position, path) of every file -> {"trajectories", "rejections"}.
+
+    ``position`` is the file's place in ``input_files``' order: of a run read twice, the read
+    from the first file (then the first in that file) is kept."""
+
+    def __init__(self, fmt: str, verdicts: Mapping[str, Verdict]) -> None:
+        super().__init__()
+        if fmt not in READERS:
+            raise UserError(f"import: unknown format {fmt!r}; choose from {', '.join(READERS)}")
+        self.fmt = fmt
+        self.verdicts = dict(verdicts)
+
+    def expand(self, files):
+        read = files | "ReadFiles" >> beam.ParDo(ReadFileFn(self.fmt)).with_outputs(
+            REJECTED, main="runs"
         )
-    return 0
+        kept = (
+            read.runs
+            | "GroupReads" >> beam.GroupByKey()
+            | "KeepFirst" >> beam.ParDo(KeepFirstFn()).with_outputs(REJECTED, main="runs")
+        )
+        trajectories = kept.runs | "Grade" >> beam.ParDo(GradeFn(self.verdicts))
+        rejections = (read[REJECTED], kept[REJECTED]) | "AllRejections" >> beam.Flatten()
+        return {"trajectories": trajectories, "rejections": rejections}
+
+
+def _verdict(trajectory: Trajectory) -> str:
+    if trajectory.resolved is None:
+        return "unverified"
+    return "resolved" if trajectory.resolved else "unresolved"
 
 
 def _read(reader: Reader, path: str) -> Iterable[Result]:
@@ -162,45 +210,3 @@ def _walk(directory: str, suffixes: tuple[str, ...]) -> list[str]:
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         found.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(suffixes))
     return found
-
-
-class _Parts:
-    """Trajectories written ``PART_ROWS`` at a time, graded by the reports as they go out."""
-
-    def __init__(self, directory: str, verdicts: dict[str, Verdict]) -> None:
-        self.directory = directory
-        self.verdicts = verdicts
-        self.pending: list[Trajectory] = []
-        self.written = 0
-        self.kept = 0
-        self.graded = 0
-        self.counts: dict[str, int] = dict.fromkeys(
-            ("messages", "tool_calls", "resolved", "unresolved", "unverified"), 0
-        )
-
-    def add(self, trajectory: Trajectory) -> None:
-        self.pending.append(trajectory)
-        self.kept += 1
-        if len(self.pending) >= PART_ROWS:
-            self._flush()
-
-    def close(self) -> None:
-        if self.pending or not self.written:
-            self._flush()
-
-    def _flush(self) -> None:
-        from trajforge.schemas.storage import join, write_records
-
-        batch = apply_verdicts(self.pending, self.verdicts)
-        self.graded += sum(1 for t in self.pending if t.instance_id in self.verdicts)
-        for t in batch:
-            self.counts["messages"] += len(t.messages)
-            self.counts["tool_calls"] += sum(len(m.tool_calls) for m in t.messages)
-            verdict = (
-                "unverified" if t.resolved is None else "resolved" if t.resolved else "unresolved"
-            )
-            self.counts[verdict] += 1
-        path = join(self.directory, f"part-{self.written:05d}.parquet")
-        write_records(path, batch, Trajectory.ARROW_SCHEMA)
-        self.written += 1
-        self.pending = []
