@@ -2,7 +2,7 @@
 
 The task starts at ``base_commit + bug_patch`` (the injection) and ``patch`` is the fix that gives
 back the original bytes. Nothing executes here; ``validate`` proves each candidate (coverage-guided,
-see verifiers/mutant_validator.py) and decides which become tasks.
+see verifiers/validation/mutants.py) and decides which become tasks.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
 SWE-bench picks a log parser per repository: adding a format is one function and one entry.
 Every reader takes ``(path, bytes)`` and yields a Trajectory per run it finds, or a Rejection
 for each file or row it cannot read, so an import always goes on past bad input. The readers
-(``generators/trajectory_formats/``) only parse; walking directories and writing tables is the
-``import-trajectories`` command's (``pipelines/import_trajectories.py``).
+(``generators/trajectories/formats/``) only parse; walking directories and writing tables is the
+``import-trajectories`` command's (``pipelines/stages/import_trajectories.py``).
 
 An imported run is unverified (``resolved`` None) unless its format says otherwise (nebius
 ``target``) or a SWE-bench evaluation report is applied with ``apply_report``.

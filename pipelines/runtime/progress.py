@@ -47,6 +47,7 @@ class Summary:
     rejected: Counter = field(default_factory=Counter)
     seconds: float = 0.0
     extra: dict[str, object] = field(default_factory=dict)
+    kept_table: str = ""  # which table ``kept`` counts; recorded so readers agree
 
     def render(self) -> str:
         lines = [
@@ -66,6 +67,7 @@ class Summary:
             "kept": self.kept,
             "rejected": dict(sorted(self.rejected.items())),
             "seconds": round(self.seconds, 2),
+            **({"kept_table": self.kept_table} if self.kept_table else {}),
             **self.extra,
         }
 

@@ -55,6 +55,7 @@ def run_stage(
     reasons = Counter(_column(join(staging, "rejections"), "reason"))
     kept = _rows(join(staging, kept_table))
     summary = progress.Summary(stage, inputs(reasons, kept), kept, reasons, timer.elapsed())
+    summary.kept_table = kept_table  # readers of the output count this table as kept
     summary.extra.update(_counters(result, SUMMARY_COUNTERS))
     summary.extra.update(_summary_metrics(result))
     write_bytes_atomic(
