@@ -11,8 +11,7 @@ HELP = "tasks from exploring repositories, proven by replay"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo", action="append", default=[], help="local path or git URL")
-    parser.add_argument("--pypi", action="append", default=[], help="PyPI package name")
+    options.add_source_options(parser)
     parser.add_argument("--commit", help="snapshot to explore (default: the newest commit)")
     parser.add_argument("--output", required=True, help="output directory")
     options.add_endpoint_options(parser)

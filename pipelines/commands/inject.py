@@ -11,8 +11,7 @@ HELP = "inject bugs into a repository snapshot"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo", action="append", default=[], help="local path or git URL")
-    parser.add_argument("--pypi", action="append", default=[], help="PyPI package name")
+    options.add_source_options(parser)
     parser.add_argument("--commit", help="snapshot to mutate (default: the newest commit)")
     parser.add_argument("--max-candidates", type=int, help="mutants per snapshot")
     parser.add_argument("--operators", help="comma-separated operators (default: all)")

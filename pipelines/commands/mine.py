@@ -11,8 +11,7 @@ HELP = "mine candidate tasks from repositories"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo", action="append", default=[], help="local path or git URL")
-    parser.add_argument("--pypi", action="append", default=[], help="PyPI package name")
+    options.add_source_options(parser)
     parser.add_argument("--commits", help="comma-separated SHAs to mine (default: the log)")
     parser.add_argument("--since", help="only commits after this date")
     parser.add_argument("--until", help="only commits before this date")

@@ -19,6 +19,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shards", type=int, help="Parquet files per output table")
 
 
+def add_source_options(parser: argparse.ArgumentParser) -> None:
+    """``--repo`` / ``--pypi``, repeatable: they replace the stage's configured sources."""
+    parser.add_argument("--repo", action="append", default=[], help="local path or git URL")
+    parser.add_argument("--pypi", action="append", default=[], help="PyPI package name")
+
+
 def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: llm.base_url)")
     parser.add_argument("--model", help="served model name (default: llm.model)")
