@@ -2,12 +2,19 @@
 
 Messages keep OpenAI's shape (``tool_calls`` with JSON-string ``arguments``) so they load into
 TRL's conversational format as they are; ``tools`` holds the JSON schemas the model was offered.
+
+``Message`` is trajforge's one chat-message model. Every conversion to and from OpenAI chat dicts
+(``{"role", "content", "tool_calls": [{"id", "type": "function", "function": {"name",
+"arguments"}}], "tool_call_id", "name"}``) is ``Message.to_openai`` / ``Message.from_openai`` (and
+``ToolCall``'s): the agent loop's requests, the SFT/explore rows, the imported runs.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
@@ -32,11 +39,42 @@ class FunctionCall:
     arguments: str  # JSON text, exactly as the model wrote it
 
 
+def arguments_text(arguments: Any) -> str:
+    """Tool-call arguments as text: a string as written, None as "", anything else as JSON."""
+    if isinstance(arguments, str):
+        return arguments
+    return "" if arguments is None else json.dumps(arguments, ensure_ascii=False)
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 @dataclass(frozen=True)
 class ToolCall:
     id: str
     type: str
     function: FunctionCall
+
+    def to_openai(self) -> dict[str, Any]:
+        """``{"id", "type", "function": {"name", "arguments"}}``; an empty type is "function"."""
+        return {
+            "id": self.id,
+            "type": self.type or "function",
+            "function": {"name": self.function.name, "arguments": self.function.arguments},
+        }
+
+    @classmethod
+    def from_openai(cls, raw: Mapping[str, Any], default_id: str = "") -> ToolCall:
+        """An OpenAI tool call. A missing id is ``default_id``, a missing type "function", a
+        missing name ""; ``arguments`` are kept as written (see ``arguments_text``)."""
+        function = raw.get("function") or {}
+        name, arguments = function.get("name"), function.get("arguments")
+        return cls(
+            str(raw.get("id") or default_id),
+            str(raw.get("type") or "function"),
+            FunctionCall(str(name or ""), arguments_text(arguments)),
+        )
 
 
 @dataclass(frozen=True)
@@ -46,6 +84,43 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+
+    def to_openai(self, fixed_keys: bool = False) -> dict[str, Any]:
+        """The message as an OpenAI chat dict.
+
+        By default only what is set: ``role`` and ``content``, then ``tool_calls``,
+        ``tool_call_id`` and ``name`` where present (what a chat-completions request takes).
+        ``fixed_keys`` gives every message all five keys, None where absent, as an Arrow column
+        needs and TRL reads (the ``sft`` and ``explore`` rows).
+        """
+        calls = [call.to_openai() for call in self.tool_calls]
+        if fixed_keys:
+            return {
+                "role": self.role,
+                "content": self.content,
+                "tool_calls": calls or None,
+                "tool_call_id": self.tool_call_id,
+                "name": self.name,
+            }
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if calls:
+            message["tool_calls"] = calls
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            message["name"] = self.name
+        return message
+
+    @classmethod
+    def from_openai(cls, raw: Mapping[str, Any]) -> Message:
+        """A message from an OpenAI chat dict; ``content`` must be text (or None, read as "")."""
+        return cls(
+            raw["role"],
+            raw.get("content") or "",
+            tuple(ToolCall.from_openai(call) for call in raw.get("tool_calls") or ()),
+            _optional_text(raw.get("tool_call_id")),
+            _optional_text(raw.get("name")),
+        )
 
 
 @dataclass(frozen=True)

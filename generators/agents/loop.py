@@ -11,10 +11,12 @@ observation, exit code, files changed), the raw material of transitions.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from trajforge.generators.llm.client import LLMClient, LLMError
+from trajforge.schemas.trajectory import Message, ToolCall
 from trajforge.verifiers.sandbox.workspace import StepOutcome, Workspace
 
 NO_TOOL_CALL = (
@@ -44,7 +46,7 @@ class Step:
 
 @dataclass
 class AgentRun:
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     exit_status: str = "step_limit"  # submitted | step_limit | token_limit | time_limit | error:*
     usage: dict[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0}
@@ -56,7 +58,7 @@ class AgentRun:
 def run_agent(
     client: LLMClient,
     workspace: Workspace,
-    messages: list[dict[str, Any]],
+    messages: Sequence[Message],
     tools: list[dict[str, Any]],
     limits: LoopLimits,
     seed: int,
@@ -72,8 +74,9 @@ def run_agent(
         if sum(run.usage.values()) >= limits.max_tokens:
             run.exit_status = "token_limit"
             return run
+        request = [m.to_openai() for m in run.messages]
         try:
-            answer = client.chat(run.messages, tools, temperature=limits.temperature, seed=seed)
+            answer = client.chat(request, tools, temperature=limits.temperature, seed=seed)
         except LLMError as exc:
             run.exit_status = f"error:{exc.reason}"
             return run
@@ -82,21 +85,15 @@ def run_agent(
             run.usage[name] = run.usage.get(name, 0) + value
         message = _assistant_message(answer.message, turn)
         run.messages.append(message)
-        calls = message.get("tool_calls") or []
-        if not calls:
+        if not message.tool_calls:
             format_errors += 1
-            run.messages.append({"role": "user", "content": NO_TOOL_CALL})
-        for call in calls:
-            name, arguments = call["function"]["name"], call["function"]["arguments"]
+            run.messages.append(Message("user", NO_TOOL_CALL))
+        for call in message.tool_calls:
+            name, arguments = call.function.name, call.function.arguments
             outcome = workspace.run(name, arguments)
             run.steps.append(step_of(turn, name, arguments, outcome))
             run.messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call["id"],
-                    "name": name,
-                    "content": outcome.observation,
-                }
+                Message("tool", outcome.observation, tool_call_id=call.id, name=name)
             )
             format_errors = format_errors + 1 if outcome.error else 0
             if outcome.submitted:
@@ -109,27 +106,17 @@ def run_agent(
     return run
 
 
-def _assistant_message(raw: dict[str, Any], turn: int) -> dict[str, Any]:
-    """The model's turn in OpenAI's shape, with every tool call made usable: a missing id is
-    filled in, a missing name or non-string arguments become text the tools will refuse."""
-    message: dict[str, Any] = {"role": "assistant", "content": raw.get("content") or ""}
+def _assistant_message(raw: dict[str, Any], turn: int) -> Message:
+    """The model's turn with every tool call made usable: a missing id is filled in, a missing
+    name or non-string arguments become text the tools will refuse (``str``, never JSON)."""
     calls = []
     for index, call in enumerate(raw.get("tool_calls") or []):
-        function = (call or {}).get("function") or {}
-        arguments = function.get("arguments")
-        calls.append(
-            {
-                "id": (call or {}).get("id") or f"call_{turn}_{index}",
-                "type": "function",
-                "function": {
-                    "name": str(function.get("name") or ""),
-                    "arguments": arguments if isinstance(arguments, str) else str(arguments or ""),
-                },
-            }
-        )
-    if calls:
-        message["tool_calls"] = calls
-    return message
+        call = {**(call or {}), "type": "function"}
+        function = call.get("function") or {}
+        if not isinstance(function.get("arguments"), str):
+            call["function"] = {**function, "arguments": str(function.get("arguments") or "")}
+        calls.append(ToolCall.from_openai(call, default_id=f"call_{turn}_{index}"))
+    return Message("assistant", raw.get("content") or "", tuple(calls))
 
 
 def step_of(turn: int, name: str, arguments: str, outcome: StepOutcome) -> Step:

@@ -17,7 +17,7 @@ from trajforge.generators.llm.client import LLMClient
 from trajforge.schemas.params import RolloutParams
 from trajforge.schemas.records import content_id
 from trajforge.schemas.task_instance import TaskInstance
-from trajforge.schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
+from trajforge.schemas.trajectory import Message, Trajectory
 from trajforge.verifiers.patch_verifier import PatchVerdict
 from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
@@ -63,8 +63,8 @@ def run_rollout(
     start = apply_patches(repo_path, task.base_commit, [task.bug_patch])
     tools = tool_schemas(TOOLS)
     messages = [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": USER.format(statement=task.problem_statement, repo=task.repo)},
+        Message("system", SYSTEM),
+        Message("user", USER.format(statement=task.problem_statement, repo=task.repo)),
     ]
     limits = LoopLimits(
         max_steps=params.max_steps,
@@ -85,7 +85,7 @@ def run_rollout(
         trajectory_id=rollout_id(task, client.model, attempt),
         instance_id=task.instance_id,
         model=client.model,
-        messages=tuple(to_message(m) for m in run.messages),
+        messages=tuple(run.messages),
         tools=json.dumps(tools, sort_keys=True),
         model_patch=patch,
         exit_status=run.exit_status,
@@ -96,20 +96,3 @@ def run_rollout(
         origin="rollout",
     )
     return RolloutResult(trajectory, run)
-
-
-def to_message(raw: dict) -> Message:
-    return Message(
-        role=raw["role"],
-        content=raw.get("content") or "",
-        tool_calls=tuple(
-            ToolCall(
-                call["id"],
-                call.get("type") or "function",
-                FunctionCall(call["function"]["name"], call["function"]["arguments"]),
-            )
-            for call in raw.get("tool_calls") or []
-        ),
-        tool_call_id=raw.get("tool_call_id"),
-        name=raw.get("name"),
-    )

@@ -14,7 +14,6 @@ import json
 import posixpath
 import re
 import shlex
-import subprocess
 import tomllib
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import content_id
+from trajforge.verifiers.sandbox.git_tree import GitError, git
 
 JUNIT_PATH = "/tmp/trajforge-junit.xml"
 TEST_CMD = (
@@ -60,14 +60,10 @@ class ProfileError(UserError):
 def _git(repo_path: str, commit: str, *args: str, stdin: bytes | None = None) -> bytes:
     """Run git in the repository; a failure is the user's (bad path or commit), so say so."""
     try:
-        done = subprocess.run(
-            ["git", "-C", repo_path, *args], input=stdin, capture_output=True, check=True
-        )
-    except subprocess.CalledProcessError as error:
-        detail = error.stderr.decode("utf-8", "replace").strip().splitlines()
+        return git(repo_path, *args, input=stdin)
+    except GitError as error:
         raise ProfileError(
-            f"{repo_path}@{commit}: git cannot read this commit "
-            f"({detail[-1] if detail else 'exit ' + str(error.returncode)}); "
+            f"{repo_path}@{commit}: git cannot read this commit ({error.detail}); "
             "check the repository path and the commit id",
             reason="unreadable_commit",
         ) from error
@@ -76,7 +72,6 @@ def _git(repo_path: str, commit: str, *args: str, stdin: bytes | None = None) ->
             f"{repo_path}@{commit}: cannot run git ({error}); install git",
             reason="unreadable_commit",
         ) from error
-    return done.stdout
 
 
 def _ls_tree(repo_path: str, commit: str) -> dict[str, tuple[str, str]]:

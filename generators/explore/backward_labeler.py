@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from trajforge.generators.llm.client import LLMClient, LLMError
 from trajforge.schemas.explore_task import ReplayAction
+from trajforge.schemas.trajectory import Message
 from trajforge.verifiers.sandbox.workspace import StepOutcome
 
 MIN_SCORE = 2
@@ -51,14 +52,11 @@ def label_prefix(
     client: LLMClient, repo: str, actions: list[ReplayAction], outcomes: list[StepOutcome]
 ) -> Label:
     messages = [
-        {"role": "system", "content": SYSTEM},
-        {
-            "role": "user",
-            "content": f"Repository: {repo}\n\n{describe_actions(actions, outcomes)}",
-        },
+        Message("system", SYSTEM),
+        Message("user", f"Repository: {repo}\n\n{describe_actions(actions, outcomes)}"),
     ]
     try:
-        answer = client.chat(messages, temperature=0.0)
+        answer = client.chat([m.to_openai() for m in messages], temperature=0.0)
     except LLMError as exc:
         return Label(None, 1.0, exc.reason)
     return parse_label(answer.message.get("content") or "")

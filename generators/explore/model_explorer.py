@@ -13,6 +13,7 @@ from trajforge.generators.explore.doc_examples import DocExample
 from trajforge.generators.explore.recording import RecordingWorkspace
 from trajforge.generators.llm.client import LLMClient
 from trajforge.schemas.params import ExploreParams
+from trajforge.schemas.trajectory import Message
 from trajforge.verifiers.sandbox.workspace import tool_schemas
 
 TOOLS = ("bash", "view", "create", "str_replace", "submit")
@@ -56,5 +57,5 @@ def explore(
         format_error_limit=3,
         temperature=params.temperature,
     )
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+    messages = [Message("system", SYSTEM), Message("user", prompt)]
     return run_agent(client, workspace, messages, tool_schemas(TOOLS), limits, seed=seed)

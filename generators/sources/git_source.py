@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
 from trajforge.schemas.errors import SourceError
 from trajforge.schemas.records import content_id
-from trajforge.verifiers.sandbox.git_tree import GIT_ENV, GitError, git, is_git_repo
+from trajforge.verifiers.sandbox.git_tree import GitError, git, is_git_repo
 
 
 def is_url(spec: str) -> bool:
@@ -40,7 +39,6 @@ def local_git_repo(path: str) -> str:
 def cloned_git_repo(url: str, cache_dir: str) -> str:
     """Clone ``url`` into the cache (or fetch if already there) and return the clone's path."""
     target = os.path.join(cache_dir, "git", content_id(url))
-    env = {**os.environ, **GIT_ENV}
     try:
         if is_git_repo(target):
             git(target, "fetch", "--quiet", "origin")
@@ -49,17 +47,15 @@ def cloned_git_repo(url: str, cache_dir: str) -> str:
         tmp = f"{target}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        proc = subprocess.run(
-            ["git", "clone", "--quiet", url, tmp], capture_output=True, env=env, check=False
-        )
-        if proc.returncode != 0:
+        try:
+            git(None, "clone", "--quiet", url, tmp)
+        except GitError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
-            last = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             raise SourceError(
-                f"{url}: could not clone ({last[-1] if last else 'git clone failed'}); "
+                f"{url}: could not clone ({exc.stderr_tail or 'git clone failed'}); "
                 "check the URL and that this machine can reach it",
                 reason="repo_unreachable",
-            )
+            ) from None
         os.replace(tmp, target)
         return target
     except GitError as exc:

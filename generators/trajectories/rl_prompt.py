@@ -7,6 +7,7 @@ prompt, so the prompt says nothing about tests: the agent must find the fix from
 from __future__ import annotations
 
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.trajectory import Message
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an autonomous software engineer working in a checkout of the repository {repo}. "
@@ -20,7 +21,8 @@ def rl_prompt(
     task: TaskInstance, system_prompt: str = DEFAULT_SYSTEM_PROMPT
 ) -> list[dict[str, str]]:
     """``[system, user]`` chat messages; ``{repo}`` in the system prompt names the repository."""
-    return [
-        {"role": "system", "content": system_prompt.replace("{repo}", task.repo)},
-        {"role": "user", "content": task.problem_statement},
+    messages = [
+        Message("system", system_prompt.replace("{repo}", task.repo)),
+        Message("user", task.problem_statement),
     ]
+    return [m.to_openai() for m in messages]

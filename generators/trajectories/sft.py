@@ -38,21 +38,8 @@ NO_OUTPUT = "Your command ran successfully and did not produce any output."
 
 
 def trl_message(message: Message) -> dict[str, Any]:
-    return {
-        "role": message.role,
-        "content": message.content,
-        "tool_calls": [
-            {
-                "id": call.id,
-                "type": call.type or "function",
-                "function": {"name": call.function.name, "arguments": call.function.arguments},
-            }
-            for call in message.tool_calls
-        ]
-        or None,
-        "tool_call_id": message.tool_call_id,
-        "name": message.name,
-    }
+    """One message in TRL's shape: ``Message.to_openai`` with every key (None where absent)."""
+    return message.to_openai(fixed_keys=True)
 
 
 def trl_messages(trajectory: Trajectory) -> list[dict[str, Any]]:

@@ -1,10 +1,15 @@
-"""Thin, fast access to git through its CLI (one subprocess per question, bytes in and out)."""
+"""Thin, fast access to git through its CLI (one subprocess per question, bytes in and out).
+
+``git()`` is trajforge's one way to run git: mining, sources (clones, PyPI histories), environment
+profiles and the sandbox all call it, so every git process gets the same hermetic environment.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 
 from trajforge.schemas.errors import SourceError
 
@@ -18,16 +23,44 @@ GIT_ENV = {
 
 
 class GitError(SourceError):
+    """git exited non-zero. ``stderr_tail`` is the last line git wrote to stderr ("" if none)."""
+
     reason = "git_error"
+
+    def __init__(
+        self, message: str, reason: str | None = None, stderr_tail: str = "", returncode: int = 1
+    ) -> None:
+        super().__init__(message, reason)
+        self.stderr_tail = stderr_tail
+        self.returncode = returncode
+
+    @property
+    def detail(self) -> str:
+        """What went wrong, for a caller's own message: git's last line, else the exit status."""
+        return self.stderr_tail or f"exit {self.returncode}"
 
 
 def git(
-    repo: str, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
+    repo: str | None,
+    *args: str,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    config: Sequence[str] = (),
+    inherit_env: bool = True,
 ) -> bytes:
-    """Run ``git -C repo args`` and return stdout; a failure raises GitError with git's message."""
-    full_env = {**os.environ, **GIT_ENV, **(env or {})}
+    """Run ``git -C repo args`` and return stdout; a failure raises GitError with git's message.
+
+    ``repo`` None runs git where the process is (``clone``, ``init <path>``). ``config`` is
+    ``key=value`` settings passed as ``-c``. The environment is this process's with ``GIT_ENV``
+    and then ``env`` on top; ``inherit_env=False`` leaves this process's out, so nothing but
+    ``GIT_ENV`` and ``env`` reaches git (a build that must not depend on the machine). A git that
+    cannot be started raises OSError, as ``subprocess`` does.
+    """
+    full_env = {**(os.environ if inherit_env else {}), **GIT_ENV, **(env or {})}
+    where = [] if repo is None else ["-C", repo]
+    settings = [flag for setting in config for flag in ("-c", setting)]
     proc = subprocess.run(
-        ["git", "-C", repo, "-c", "core.quotepath=false", *args],
+        ["git", *where, "-c", "core.quotepath=false", *settings, *args],
         input=input,
         capture_output=True,
         env=full_env,
@@ -35,7 +68,13 @@ def git(
     )
     if proc.returncode != 0:
         message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(f"git {args[0]} in {repo}: {message[-1] if message else 'failed'}")
+        tail = message[-1] if message else ""
+        place = f" in {repo}" if repo is not None else ""
+        raise GitError(
+            f"git {args[0]}{place}: {tail or 'failed'}",
+            stderr_tail=tail,
+            returncode=proc.returncode,
+        )
     return proc.stdout
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import content_id
 from trajforge.schemas.rejection import Rejection
-from trajforge.schemas.trajectory import FunctionCall, Message, ToolCall, Trajectory
+from trajforge.schemas.trajectory import Message, ToolCall, Trajectory
 
 STAGE = "import"
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -115,20 +115,21 @@ def text_of(content: Any, where: str) -> str:
     raise BadInput(f"{where}: content has type {kind}, not text or content parts")
 
 
-def tool_call(raw: Any, where: str) -> ToolCall:
-    """An OpenAI tool call; ``arguments`` kept as written (a dict, as some tools save, as JSON)."""
+def check_tool_call(raw: Any, where: str) -> None:
+    """An OpenAI tool call must be an object with a function name (``ToolCall.from_openai`` then
+    keeps ``arguments`` as written; a dict, as some tools save, becomes JSON)."""
     call = require_dict(raw, where, "a tool call")
     function = call.get("function")
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         raise BadInput(f"{where}: a tool call has no function name", "missing_field")
-    arguments = function.get("arguments")
-    if not isinstance(arguments, str):
-        arguments = "" if arguments is None else json.dumps(arguments, ensure_ascii=False)
-    return ToolCall(
-        str(call.get("id") or ""),
-        str(call.get("type") or "function"),
-        FunctionCall(function["name"], arguments),
-    )
+
+
+def check_role(role: Any, where: str) -> None:
+    if role not in ROLES:
+        raise BadInput(
+            f"{where}: role {role!r} is none of {', '.join(sorted(ROLES))}; check --format",
+            "unknown_role",
+        )
 
 
 def message(
@@ -139,11 +140,8 @@ def message(
     tool_call_id: Any = None,
     name: Any = None,
 ) -> Message:
-    if role not in ROLES:
-        raise BadInput(
-            f"{where}: role {role!r} is none of {', '.join(sorted(ROLES))}; check --format",
-            "unknown_role",
-        )
+    """A message built from a format's own fields (not an OpenAI dict), its role checked."""
+    check_role(role, where)
     return Message(
         role,
         content,
@@ -153,20 +151,18 @@ def message(
     )
 
 
-def openai_message(raw: Any, where: str) -> Message:
-    """A chat-completions message: role, content, tool_calls, tool_call_id, name."""
-    item = require_dict(raw, where, "the message")
+def openai_message(raw: Any, where: str, **fields: Any) -> Message:
+    """A chat-completions message (role, content, tool_calls, tool_call_id, name), checked, then
+    read by ``Message.from_openai``; ``content`` may be content parts. ``fields`` stand in for
+    the item's own keys, for a format that spells them differently."""
+    item = {**require_dict(raw, where, "the message"), **fields}
     if "role" not in item:
         raise BadInput(f"{where}: no `role`; {WHOLE}", "missing_field")
-    calls = tuple(tool_call(c, where) for c in item.get("tool_calls") or ())
-    return message(
-        item["role"],
-        text_of(item.get("content"), where),
-        where,
-        calls,
-        item.get("tool_call_id"),
-        item.get("name"),
-    )
+    content = text_of(item.get("content"), where)
+    for call in item.get("tool_calls") or ():
+        check_tool_call(call, where)
+    check_role(item["role"], where)
+    return Message.from_openai({**item, "content": content})
 
 
 def count(value: Any) -> int | None:

@@ -30,12 +30,10 @@ from trajforge.generators.trajectories.formats.common import (
     exit_status,
     guarded,
     load_json,
-    message,
+    openai_message,
     require_dict,
     require_list,
     sha256,
-    text_of,
-    tool_call,
     trajectory_id,
 )
 from trajforge.schemas.rejection import Rejection
@@ -144,11 +142,4 @@ def _turn(raw: Any, where: str) -> Message:
         text = turn.get("content")
     if text is None and role == "system":
         text = turn.get("system_prompt")
-    return message(
-        ROLE_NAMES.get(role, role),
-        text_of(text, where),
-        where,
-        tuple(tool_call(c, where) for c in turn.get("tool_calls") or ()),
-        turn.get("tool_call_id"),
-        turn.get("name"),
-    )
+    return openai_message(turn, where, role=ROLE_NAMES.get(role, role), content=text)

@@ -27,20 +27,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajforge.generators.trajectories.formats.common import (
-    WHOLE,
     BadInput,
     Result,
     as_dict,
     exit_status,
     guarded,
     load_json,
-    message,
     nested_text,
+    openai_message,
     require_dict,
     require_list,
     sha256,
-    text_of,
-    tool_call,
     trajectory_id,
     usage_from,
 )
@@ -107,20 +104,10 @@ def _trajectory(path: str, doc: dict[str, Any], digest: str, attempt: int | None
 
 def _message(raw: Any, where: str) -> Message:
     item = require_dict(raw, where, "the message")
-    if "role" not in item:
-        raise BadInput(f"{where}: no `role`; {WHOLE}", "missing_field")
     ids = item.get("tool_call_ids")
-    tool_call_id = item.get("tool_call_id")
-    if tool_call_id is None and isinstance(ids, list) and ids:
-        tool_call_id = ids[0]
-    return message(
-        item["role"],
-        text_of(item.get("content"), where),
-        where,
-        tuple(tool_call(c, where) for c in item.get("tool_calls") or ()),
-        tool_call_id,
-        item.get("name"),
-    )
+    if item.get("tool_call_id") is None and isinstance(ids, list) and ids:
+        return openai_message(item, where, tool_call_id=ids[0])
+    return openai_message(item, where)
 
 
 def _replay_config(raw: Any) -> dict[str, Any]:
