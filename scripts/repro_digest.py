@@ -98,6 +98,9 @@ def run(root: Path, out: str) -> int:
     shas = build_calc_repo(repo)
     project.mkdir(parents=True)
     shutil.copy(root / "dvc.yaml", project)
+    skip = shutil.ignore_patterns("__pycache__")
+    for folder in ("pipelines", "generators", "verifiers", "filters", "schemas"):  # dvc.yaml deps
+        shutil.copytree(root / folder, project / folder, ignore=skip)
     with ScriptedLLM(reporter_and_fixer) as llm:
         (project / "params.yaml").write_text(params(repo, shas, llm.base_url))
         subprocess.run(["git", "init", "-q"], cwd=project, check=True)
