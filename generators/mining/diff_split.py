@@ -5,22 +5,11 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 
-TEST_DIRS = {"test", "tests", "testing", "__tests__"}
+# is_test_path lives with the test ids (verification reads it too); mining imports it from here.
+from trajforge.schemas.test_ids import TEST_DIRS as TEST_DIRS
+from trajforge.schemas.test_ids import is_test_path as is_test_path
+
 CODE_SUFFIXES = {".py", ".pyx", ".pxd", ".pyi", ".c", ".h", ".cc", ".cpp", ".rs", ".js", ".ts"}
-
-
-def is_test_path(path: str) -> bool:
-    """SWE-bench's split: test directories, test modules and conftest.py belong to test_patch."""
-    parts = path.split("/")
-    name = parts[-1]
-    if any(part in TEST_DIRS for part in parts[:-1]):
-        return True
-    stem, suffix = posixpath.splitext(name)
-    if suffix != ".py":
-        return False
-    return (
-        stem.startswith("test_") or stem.endswith("_test") or stem in {"conftest", "tests", "test"}
-    )
 
 
 def is_code_path(path: str) -> bool:

@@ -32,7 +32,7 @@ from trajforge.schemas.transition import Transition
 from trajforge.verifiers.patch_verifier import verify_patch
 
 STAGE = "rollout"
-CACHE_VERSION = "rollout-v2"
+CACHE_VERSION = "rollout-v3"  # v3: verification ignores test files and checks the exit code
 TRANSITIONS = "transitions"
 Run = tuple[Trajectory, list[Transition]]
 
