@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
+from trajforge.schemas.redact import redact_text
 
 
 @dataclass(frozen=True)
@@ -14,6 +15,11 @@ class Rejection:
     stage: str  # mine | validate | ...
     reason: str  # a short stable code, e.g. "no_test_change", "collection_error_at_base"
     detail: str  # one line a person can act on (plus a log tail where one helps)
+
+    def __post_init__(self) -> None:
+        # Inputs are often raw source specs: a credential in a clone URL never reaches a row.
+        object.__setattr__(self, "input", redact_text(self.input))
+        object.__setattr__(self, "detail", redact_text(self.detail))
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from curated_factory import REPOS, curated_tasks, curated_trajectories, make_task, write_curated
 from trajforge.filters.quality_gates import QualityGateError
+from trajforge.pipelines.runtime.sinks import MARKER
 from trajforge.pipelines.stages.export import ExportResult, export_dataset
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import ExportParams
@@ -153,6 +154,7 @@ def test_gate_failure_publishes_nothing_and_names_the_expectation(tmp_path):
     second = write_curated(tmp_path / "b", tasks[:1])  # the same instance_id twice
     output = tmp_path / "out"
     output.mkdir()
+    (output / MARKER).write_text("")  # an earlier export: one trajforge may replace
     (output / "previous.txt").write_text("kept")
     with pytest.raises(QualityGateError) as caught:
         export_dataset([str(first), str(second)], str(output), PARAMS)
@@ -160,7 +162,7 @@ def test_gate_failure_publishes_nothing_and_names_the_expectation(tmp_path):
     assert "expect_column_values_to_be_unique(instance_id)" in message
     assert "tasks:" in message and "rl:" in message
     assert isinstance(caught.value, UserError)
-    assert os.listdir(output) == ["previous.txt"]
+    assert sorted(os.listdir(output)) == sorted([MARKER, "previous.txt"])
     assert Path(caught.value.docs_index or "").is_file()
     assert not list(tmp_path.glob("out.staging-*"))
 

@@ -1,7 +1,9 @@
 """Run a test command in a sandbox session and turn its output into a TestRun.
 
 The exit code and the raw log are kept next to the parsed statuses, so every verdict can be
-checked against the evidence.
+checked against the evidence. A run the sandbox broke is no evidence: when the container dies
+under it, or the command is killed from outside before it writes its JUnit XML, ``run_tests``
+raises (``SandboxBroken``) instead of returning a TestRun that a verdict could rest on.
 """
 
 from __future__ import annotations
@@ -13,11 +15,24 @@ from dataclasses import dataclass
 from trajforge.schemas.records import content_id
 from trajforge.schemas.test_run import TestRun, TestStatus
 from trajforge.verifiers.log_parsers import ParsedLog, get_parser
-from trajforge.verifiers.sandbox.base import Session
+from trajforge.verifiers.sandbox.base import NOT_A_FILE, TOO_LARGE, SandboxBroken, Session
 
 # pytest's exit codes: 0 all passed, 1 some failed; anything else means the suite did not run
 # (2 interrupted by collection errors, 3 internal error, 4 usage error, 5 no tests collected).
 SUITE_RAN_EXIT_CODES = (0, 1)
+# Killed from outside (SIGKILL: the OOM killer, `docker kill`; SIGTERM: `docker stop`), as a shell
+# (128 + N) or Python's subprocess (-N) reports it. A crash (SIGSEGV...) is the suite's own doing.
+KILLED_EXIT_CODES = (137, 143, -9, -15)
+# What the runner says about a run whose suite did not run for a reason of its own, as the last
+# line of the run's log: the rejection reason, then why.
+NOTE = "[trajforge] "
+JUNIT_TOO_LARGE = "junit_too_large"
+JUNIT_NOT_A_FILE = "junit_not_a_file"
+RUN_PROBLEMS = (JUNIT_TOO_LARGE, JUNIT_NOT_A_FILE)
+
+
+class IncompleteRun(SandboxBroken):
+    """The test command was killed from outside before it finished: no verdict rests on it."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +42,9 @@ class RunContext:
     test_cmd: str
     junit_path: str
     timeout_s: float
+    # Exit codes by which the command reports killing its own tests (coreutils `timeout`: 124,
+    # 137): a hang the command caught, not a run killed from outside.
+    own_kills: tuple[int, ...] = ()
 
 
 def run_tests(
@@ -36,14 +54,38 @@ def run_tests(
     args = " ".join(shlex.quote(test_id) for test_id in selection)
     command = f"rm -f {shlex.quote(ctx.junit_path)}; {ctx.test_cmd} {args}".strip()
     result = session.exec(command, timeout_s=ctx.timeout_s)
-    parsed = _parse(session.read_file(ctx.junit_path), result.output)
+    junit = session.read_file_checked(ctx.junit_path)
+    log = result.output
+    problem = ""
+    if junit.problem == TOO_LARGE:
+        problem = JUNIT_TOO_LARGE
+        why = f"{ctx.junit_path} is {junit.size} bytes, over the {_cap(session)} read cap; not read"
+    elif junit.problem == NOT_A_FILE:
+        problem = JUNIT_NOT_A_FILE
+        why = f"{ctx.junit_path} is not a regular file (a link, a directory...); not followed"
+    elif (
+        junit.data is None
+        and not result.timed_out
+        and result.exit_code in KILLED_EXIT_CODES
+        and result.exit_code not in ctx.own_kills
+    ):
+        raise IncompleteRun(
+            f"the test command was killed from outside (exit {result.exit_code}) before it wrote "
+            f"{ctx.junit_path}; last output: {_last_line(result.output)}"
+        )
+    if problem:  # the suite's own doing: a run whose suite did not run, saying why
+        log += f"\n{NOTE}{problem}: {why}\n"
+        parsed = ParsedLog({}, ())
+    else:
+        parsed = _parse(junit.data, result.output)
     suite_ran = (
-        not result.timed_out
+        not problem
+        and not result.timed_out
         and result.exit_code in SUITE_RAN_EXIT_CODES
         and bool(parsed.statuses)
         and not parsed.collection_errors
     )
-    digest = hashlib.sha256(result.output.encode("utf-8", "replace")).hexdigest()
+    digest = hashlib.sha256(log.encode("utf-8", "replace")).hexdigest()
     return TestRun(
         run_id=content_id(ctx.candidate_id, state, attempt, selection, digest),
         candidate_id=ctx.candidate_id,
@@ -58,8 +100,33 @@ def run_tests(
         tests=tuple(TestStatus(t, s) for t, s in sorted(parsed.statuses.items())),
         collection_errors=parsed.collection_errors,
         log_digest=digest,
-        log=result.output,
+        log=log,
     )
+
+
+def run_problem(run: TestRun) -> tuple[str, str] | None:
+    """(reason, why) when the runner refused the run's evidence (see NOTE), else None.
+
+    Read only from runs whose suite did not run, so a suite printing the note can at most
+    rename its own rejection.
+    """
+    if run.suite_ran:
+        return None
+    last = (run.log.strip().splitlines() or [""])[-1]
+    if not last.startswith(NOTE):
+        return None
+    reason, _, why = last[len(NOTE) :].partition(": ")
+    return (reason, why) if reason in RUN_PROBLEMS else None
+
+
+def _cap(session: Session) -> str:
+    limits = getattr(session, "limits", None)
+    cap = getattr(limits, "max_read_bytes", None)
+    return f"{cap} bytes" if cap else "configured"
+
+
+def _last_line(output: str) -> str:
+    return (output.strip().splitlines() or [""])[-1][:200]
 
 
 def _parse(junit: bytes | None, log: str) -> ParsedLog:

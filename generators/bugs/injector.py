@@ -53,6 +53,12 @@ def inject_snapshot(repo: RepoRef, params: InjectParams, skip_globs: list[str]) 
         )
     operators = check_operators(params.operators)
     commit = resolve_commit(repo.path, params.commit or "HEAD")
+    if commit is None and not params.commit:
+        raise SourceError(
+            f"{repo.name}: has no commits (HEAD is unborn); commit to it first, or pass another "
+            "repository",
+            reason="no_commits",
+        )
     if commit is None:
         raise SourceError(
             f"{repo.name}: commit {params.commit} not found; pass an existing SHA to --commit",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import os
 import shlex
 import tarfile
@@ -31,15 +32,27 @@ PRETEND_VERSION = {
     "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0",
     "VCS_VERSIONING_PRETEND_VERSION": "0.0.0",
 }
-ALREADY_BUILT = "image already built"  # the log of a profile whose image was reused
+ALREADY_BUILT = "image already built"  # the log of a reused image that recorded none
+# Written into every image's /venv after the install (the one path every backend keeps): which
+# profile it is and the commit it was built at, so a reused image reports its real setup commit.
+ENV_MARKER = "/venv/trajforge-env.json"
 
 
 def build_env_image(
     sandbox: Sandbox, profile: EnvProfile, repo_path: str, params: EnvironmentParams, logs_dir: str
 ) -> EnvProfile:
-    """The profile with status "built" (image ready) or "failed" (log says why)."""
+    """The profile with status "built" (image ready) or "failed" (log says why).
+
+    A reused image returns what its build recorded (read from its marker): the setup commit it
+    was really built at, which may be another commit of the same source than
+    ``profile.setup_commit``, and the build's log tail. An image without a readable marker of
+    this profile is built again.
+    """
     if sandbox.has_image(profile.image):
-        return dataclasses.replace(profile, status="built", log=ALREADY_BUILT)
+        recorded = image_marker(sandbox, profile)
+        if recorded is not None:  # the build's own record, so a rerun writes the same bytes
+            commit, tail = recorded
+            return dataclasses.replace(profile, status="built", setup_commit=commit, log=tail)
     base = base_image_tag(profile.python)
     if not sandbox.has_image(base):
         raise UserError(
@@ -54,8 +67,36 @@ def build_env_image(
             return _finish(profile, "failed", log, logs_dir)
         clean = f"find /repo -mindepth 1 -delete && rm -rf {shlex.quote(os.path.dirname(CA_PATH))}"
         session.exec(clean, timeout_s=120, workdir="/")
+        marker = _marker(profile, log)
+        session.put_archive(_single_file_tar(os.path.basename(ENV_MARKER), marker), "/venv")
         session.commit(profile.image)
     return _finish(profile, "built", log, logs_dir)
+
+
+def image_marker(sandbox: Sandbox, profile: EnvProfile) -> tuple[str, str] | None:
+    """What the profile's image recorded when it was built (its setup commit and build log
+    tail), or None when its marker is missing or names another profile."""
+    with sandbox.session(SessionSpec(image=profile.image)) as session:
+        data = session.read_file(ENV_MARKER)
+    try:
+        marker = json.loads(data or b"")
+    except ValueError:
+        return None
+    if not isinstance(marker, dict) or marker.get("profile_id") != profile.profile_id:
+        return None
+    commit, log = marker.get("setup_commit"), marker.get("log", ALREADY_BUILT)
+    if not isinstance(commit, str) or not commit or not isinstance(log, str):
+        return None
+    return commit, log
+
+
+def _marker(profile: EnvProfile, log: list[str]) -> bytes:
+    fields = {
+        "profile_id": profile.profile_id,
+        "setup_commit": profile.setup_commit,
+        "log": "\n".join(log)[-LOG_TAIL:],  # as _finish records it
+    }
+    return json.dumps(fields, sort_keys=True).encode()
 
 
 def build_session_spec(image: str, params: EnvironmentParams) -> SessionSpec:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import configparser
 import json
+import os
 import posixpath
 import re
 import shlex
@@ -31,7 +32,7 @@ JUNIT_PATH = "/tmp/trajforge-junit.xml"
 TEST_CMD = (
     f"python -m pytest -rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={JUNIT_PATH}"
 )
-PROFILE_FORMAT = "profile-v1"
+PROFILE_FORMAT = "profile-v2"  # v2: keyed by the source's identity, not its display name
 UPGRADE_PIP = "pip install --upgrade pip setuptools wheel"
 INSTALL_PYTEST = "pip install pytest coverage"  # coverage: per-test contexts (bug injection)
 
@@ -782,8 +783,16 @@ def detect_profile(
     *,
     default_python: str = "3.11",
     pythons: Sequence[str] = ("3.11",),
+    source: str | None = None,
 ) -> EnvProfile:
-    """How to install and test ``repo`` at ``commit``, read from its packaging files alone."""
+    """How to install and test ``repo`` at ``commit``, read from its packaging files alone.
+
+    ``profile_id`` (and so the image) is keyed by ``source``, the identity of where the code
+    comes from (``RepoRef.identity``; the repository's real path when not given), never by the
+    display name ``repo``: two repositories that share a name and a setup.py must not share an
+    image, or one's install-time code would run inside the other's tests.
+    """
+    identity = source or f"file://{os.path.realpath(repo_path)}"
     tree = _ls_tree(repo_path, commit)
     texts = _decode_all(_read_paths(repo_path, commit, tree, [p for p in tree if _matters(p)]))
     paths = set(tree)
@@ -794,7 +803,7 @@ def detect_profile(
     install, req_files = _install_commands(texts, paths, python, pyproject, setup_cfg)
     used = _read_includes(repo_path, commit, tree, texts, req_files)
     declared = _declarations(texts, used, pyproject, setup_cfg)
-    profile_id = content_id(PROFILE_FORMAT, repo, python, install, declared, length=16)
+    profile_id = content_id(PROFILE_FORMAT, identity, repo, python, install, declared, length=16)
     return EnvProfile(
         profile_id=profile_id,
         repo=repo,

@@ -6,11 +6,13 @@ mainline it landed on. The diff is split into ``patch`` (non-test files) and ``t
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 
 from trajforge.generators.mining.diff_split import is_code_path, is_skipped, is_test_path
 from trajforge.generators.sources.specs import RepoRef
 from trajforge.schemas.candidate import Candidate, CandidateMeta
+from trajforge.schemas.errors import ParamsError
 from trajforge.schemas.params import MineParams
 from trajforge.schemas.records import content_id
 from trajforge.schemas.rejection import Rejection
@@ -25,6 +27,24 @@ class ChangedFile:
     added: int
     removed: int
     binary: bool
+
+
+def check_date(name: str, value: str | None) -> None:
+    """A ``--since``/``--until`` git cannot read is one line, not a log that silently mines
+    nothing (``git log --since`` reads any text, garbage as "now"): git's careful date parser,
+    the one behind its expiry dates, says which it can read."""
+    if not value:
+        return
+    proc = subprocess.run(
+        ["git", "-c", f"trajforge.date={value}", "config", "--type=expiry-date", "trajforge.date"],
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise ParamsError(
+            f"mine: {name} {value!r} is not a date git can read; use e.g. 2024-01-31, "
+            "'2024-01-31 12:00' or '3 weeks ago'"
+        )
 
 
 def list_commits(repo: RepoRef, params: MineParams) -> tuple[list[str], list[Rejection]]:

@@ -8,11 +8,14 @@ machine), idempotent (a repo whose marker lists the same releases is reused) and
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import gzip
 import hashlib
+import io
 import json
+import lzma
 import os
-import posixpath
 import re
 import shutil
 import ssl
@@ -256,37 +259,173 @@ def _sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
-# (path inside the archive, kind "file" | "dir" | "symlink", contents or link target, executable)
-Entry = tuple[str, str, bytes, bool]
+# Caps on what one sdist may unpack to: a release over any of them is skipped with the reason, so
+# a gzip bomb (1 MB -> 1 GB) or a sparse member (159 bytes -> 2 GB) costs nothing. Real sdists
+# stay far below them (the largest source file in a popular sdist is a few MB).
+MAX_MEMBERS = 50_000
+MAX_MEMBER_BYTES = 64 << 20  # one file, unpacked
+MAX_TOTAL_BYTES = 512 << 20  # the whole release, unpacked (hardlink copies included)
+MAX_HEADER_BYTES = 1 << 20  # a tar's own metadata records (pax, GNU long names), read in memory
+_STREAM_SLACK = 64 << 20  # tar headers and padding on top of the members' bytes
+_COPY_CHUNK = 1 << 20
 
 
-def _read_archive(path: str) -> list[Entry]:
-    """Every member as an Entry; hardlinks become copies, device files and fifos are skipped."""
-    entries: list[Entry] = []
+class _Unsafe(Exception):
+    """An archive member that would land outside the work tree, or a member kind we refuse."""
+
+    reason = "pypi_unsafe_sdist"
+
+
+class _TooLarge(_Unsafe):
+    """An archive that unpacks to more than the caps allow."""
+
+    reason = "pypi_sdist_too_large"
+
+
+@dataclass(frozen=True)
+class _Member:
+    name: str  # path inside the archive
+    kind: str  # "file" | "dir" | "symlink" | "hardlink"
+    link: str  # a symlink's target, or the member a hardlink copies
+    executable: bool
+    size: int
+
+
+class _CheckedTarInfo(tarfile.TarInfo):
+    """Refuses sparse members and oversized metadata records before tarfile reads them."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise _Unsafe(f"sparse member {self.name!r} (sparse files are refused)")
+        metadata = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, *_PAX_TYPES)
+        if self.type in metadata and self.size > MAX_HEADER_BYTES:
+            raise _TooLarge(f"a {self.size}-byte tar metadata record (over {MAX_HEADER_BYTES})")
+        return super()._proc_member(tarfile_)  # type: ignore[misc]
+
+
+_PAX_TYPES = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+
+
+class _Capped(io.RawIOBase):
+    """The decompressed tar stream, refused once it passes ``limit`` bytes."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self.inner, self.limit, self.count = inner, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        room = self.limit - self.count + 1
+        data = self.inner.read(room if size is None or size < 0 else min(size, room))
+        self.count += len(data)
+        if self.count > self.limit:
+            raise _TooLarge(f"the tar stream unpacks to more than {self.limit} bytes")
+        return bytes(data)
+
+
+def _decompressed(path: str) -> Any:
+    """The sdist as a plain tar stream (gzip, bzip2, xz or none, told by its magic bytes)."""
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.open(path, "rb")
+    if magic.startswith(b"BZh"):
+        return bz2.open(path, "rb")
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.open(path, "rb")
+    return open(path, "rb")
+
+
+@contextlib.contextmanager
+def _tar_stream(path: str) -> Any:
+    """One streaming pass over a tar sdist (no seeking, nothing kept but the current member)."""
+    with _decompressed(path) as raw:
+        capped = _Capped(raw, MAX_TOTAL_BYTES + _STREAM_SLACK)
+        with tarfile.open(fileobj=capped, mode="r|", tarinfo=_CheckedTarInfo) as tf:
+            yield tf
+
+
+class _Budget:
+    """Counts members and unpacked bytes against the caps."""
+
+    def __init__(self) -> None:
+        self.members = 0
+        self.total = 0
+
+    def member(self) -> None:
+        self.members += 1
+        if self.members > MAX_MEMBERS:
+            raise _TooLarge(f"more than {MAX_MEMBERS} members")
+
+    def file(self, name: str, size: int) -> None:
+        if size > MAX_MEMBER_BYTES:
+            raise _TooLarge(f"member {name!r} unpacks to {size} bytes (over {MAX_MEMBER_BYTES})")
+        self.total += size
+        if self.total > MAX_TOTAL_BYTES:
+            raise _TooLarge(f"members unpack to more than {MAX_TOTAL_BYTES} bytes")
+
+
+def _scan_archive(path: str) -> list[_Member]:
+    """Every member's metadata, within the caps; no member's data is held in memory."""
+    budget = _Budget()
+    members: list[_Member] = []
     if path.endswith(".zip"):
         with zipfile.ZipFile(path) as zf:
             for info in zf.infolist():
+                budget.member()
                 mode = info.external_attr >> 16
                 if info.is_dir():
-                    entries.append((info.filename, "dir", b"", False))
+                    members.append(_Member(info.filename, "dir", "", False, 0))
                 elif stat.S_ISLNK(mode):
-                    entries.append((info.filename, "symlink", zf.read(info), False))
+                    budget.file(info.filename, info.file_size)
+                    if info.file_size > 4096:
+                        raise _Unsafe(
+                            f"symlink {info.filename!r} has a {info.file_size}-byte target"
+                        )
+                    link = zf.read(info).decode("utf-8", "surrogateescape")
+                    members.append(_Member(info.filename, "symlink", link, False, 0))
                 else:
-                    entries.append((info.filename, "file", zf.read(info), bool(mode & 0o111)))
-        return entries
-    with tarfile.open(path, "r:*") as tf:
+                    budget.file(info.filename, info.file_size)
+                    executable = bool(mode & 0o111)
+                    members.append(_Member(info.filename, "file", "", executable, info.file_size))
+        return members
+    sizes: dict[str, int] = {}
+    with _tar_stream(path) as tf:
         for member in tf:
+            budget.member()
+            if member.issparse():
+                raise _Unsafe(f"sparse member {member.name!r} (sparse files are refused)")
             if member.isdir():
-                entries.append((member.name, "dir", b"", False))
+                members.append(_Member(member.name, "dir", "", False, 0))
             elif member.issym():
-                entries.append((member.name, "symlink", member.linkname.encode(), False))
-            elif member.isfile() or member.islnk():
-                if member.islnk():
-                    _check_relative(member.linkname, f"hardlink {member.name}")
-                data = tf.extractfile(member)
-                assert data is not None
-                entries.append((member.name, "file", data.read(), bool(member.mode & 0o111)))
-    return entries
+                members.append(_Member(member.name, "symlink", member.linkname, False, 0))
+            elif member.isreg():
+                budget.file(member.name, member.size)
+                sizes[member.name] = member.size
+                executable = bool(member.mode & 0o111)
+                members.append(_Member(member.name, "file", "", executable, member.size))
+            elif member.islnk():
+                _check_relative(member.linkname, f"hardlink {member.name}")
+                if member.linkname not in sizes:
+                    raise _Unsafe(f"hardlink {member.name!r} to {member.linkname!r}: no such file")
+                budget.file(member.name, sizes[member.linkname])  # written out as a copy
+                executable = bool(member.mode & 0o111)
+                hardlink = _Member(member.name, "hardlink", member.linkname, executable, 0)
+                members.append(hardlink)
+            # device files and fifos are skipped
+    return members
+
+
+def _copy_capped(source: Any, path: str, name: str) -> None:
+    """Stream one member to disk, refusing it once it passes the per-member cap."""
+    written = 0
+    with open(path, "wb") as out:
+        while chunk := source.read(_COPY_CHUNK):
+            written += len(chunk)
+            if written > MAX_MEMBER_BYTES:
+                raise _TooLarge(f"member {name!r} unpacks to more than {MAX_MEMBER_BYTES} bytes")
+            out.write(chunk)
 
 
 def _check_relative(name: str, what: str) -> list[str]:
@@ -299,10 +438,6 @@ def _check_relative(name: str, what: str) -> list[str]:
     return parts
 
 
-class _Unsafe(Exception):
-    """An archive member that would land outside the work tree."""
-
-
 def _dropped(parts: list[str], kind: str) -> bool:
     """Build artefacts and metadata that are not source; .git would clobber the repo."""
     if parts == ["PKG-INFO"]:
@@ -313,37 +448,108 @@ def _dropped(parts: list[str], kind: str) -> bool:
     return any(p.endswith(".egg-info") for p in dirs) or parts[-1].endswith(".pyc")
 
 
-def _extract(archive: str, dest: str) -> None:
-    """Unpack into dest without its single top-level directory, refusing anything unsafe."""
-    raw = _read_archive(archive)
-    entries = [(_check_relative(n, "member"), kind, data, ex) for n, kind, data, ex in raw]
-    entries = [e for e in entries if e[0]]
-    tops = {e[0][0] for e in entries}
-    if len(tops) == 1 and all(len(e[0]) > 1 or e[1] == "dir" for e in entries):
-        entries = [(e[0][1:], *e[1:]) for e in entries if len(e[0]) > 1]
-    entries = [e for e in entries if not _dropped(*e[:2])]
-    # Symlinks last: no file is ever written through a link the archive created.
-    for parts, kind, data, executable in sorted(entries, key=lambda e: e[1] == "symlink"):
-        path = os.path.join(dest, *parts)
-        if kind == "dir":
-            os.makedirs(path, exist_ok=True)
+def _resolve(links: dict[tuple[str, ...], str], where: list[str], target: str, depth: int = 0):
+    """Where ``target`` (a link's text, relative to the directory ``where``) really leads, as
+    the OS would follow it through the archive's own symlinks; None if it leaves the root."""
+    if target.startswith("/") or depth > 40:  # absolute, or a loop
+        return None
+    path = list(where)
+    for part in target.split("/"):
+        if part in ("", "."):
             continue
-        parent = os.path.dirname(path)
-        os.makedirs(parent, exist_ok=True)
-        if os.path.realpath(parent) != os.path.join(os.path.realpath(dest), *parts[:-1]):
+        if part == "..":
+            if not path:
+                return None
+            path.pop()
+            continue
+        link = links.get((*path, part))
+        if link is None:
+            path.append(part)
+            continue
+        followed = _resolve(links, path, link, depth + 1)
+        if followed is None:
+            return None
+        path = followed
+    return path
+
+
+def _check_links(entries: list[tuple[list[str], _Member]]) -> None:
+    """Refuse any symlink that, followed through the archive's other symlinks, leaves the root
+    (``sub/s -> ..`` then ``sub/t -> s/../../etc`` passes a purely lexical check)."""
+    links = {tuple(parts): m.link for parts, m in entries if m.kind == "symlink"}
+    for parts, member in entries:
+        if member.kind != "symlink":
+            continue
+        if _resolve(links, parts[:-1], member.link) is None:
+            raise _Unsafe(f"symlink {'/'.join(parts)!r} points outside: {member.link!r}")
+
+
+def _extract(archive: str, dest: str) -> None:
+    """Unpack into dest without its single top-level directory, refusing anything unsafe.
+
+    Two passes: the first reads only headers (within the caps), the second streams each file to
+    disk, so no member is ever held in memory whole.
+    """
+    scanned = _scan_archive(archive)
+    entries = [(_check_relative(m.name, "member"), m) for m in scanned]
+    entries = [e for e in entries if e[0]]
+    tops = {parts[0] for parts, _ in entries}
+    strip = len(tops) == 1 and all(len(p) > 1 or m.kind == "dir" for p, m in entries)
+    if strip:
+        entries = [(parts[1:], m) for parts, m in entries if len(parts) > 1]
+    entries = [(p, m) for p, m in entries if not _dropped(p, "dir" if m.kind == "dir" else "file")]
+    _check_links(entries)
+    wanted = {m.name: parts for parts, m in entries}
+    root = os.path.realpath(dest)
+    for parts, member in entries:  # directories first, so file modes never depend on order
+        if member.kind == "dir":
+            os.makedirs(os.path.join(dest, *parts), exist_ok=True)
+    written: dict[str, str] = {}  # archive name -> path on disk, for hardlink copies
+
+    def target(parts: list[str]) -> str:
+        path = os.path.join(dest, *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.realpath(os.path.dirname(path)) != os.path.join(root, *parts[:-1]):
             raise _Unsafe(f"member {'/'.join(parts)!r} lies behind a symlink")
-        if kind == "symlink":
-            target = data.decode("utf-8", "surrogateescape")
-            resolved = posixpath.normpath(posixpath.join("/".join(parts[:-1]), target))
-            if target.startswith("/") or resolved == ".." or resolved.startswith("../"):
-                raise _Unsafe(f"symlink {'/'.join(parts)!r} points outside: {target!r}")
-            if os.path.lexists(path):
-                raise _Unsafe(f"symlink {'/'.join(parts)!r} replaces another member")
-            os.symlink(target, path)
-        else:
-            with open(path, "wb") as f:
-                f.write(data)
-            os.chmod(path, 0o755 if executable else 0o644)
+        return path
+
+    def store(name: str, source: Any, executable: bool) -> None:
+        parts = wanted.get(name)
+        if parts is None:
+            return
+        path = target(parts)
+        _copy_capped(source, path, name)
+        os.chmod(path, 0o755 if executable else 0o644)
+        written[name] = path
+
+    if archive.endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                mode = info.external_attr >> 16
+                if info.filename in wanted and not info.is_dir() and not stat.S_ISLNK(mode):
+                    with zf.open(info) as source:
+                        store(info.filename, source, bool(mode & 0o111))
+    else:
+        with _tar_stream(archive) as tf:
+            for member in tf:
+                if member.isreg() and not member.issparse():
+                    source = tf.extractfile(member)
+                    assert source is not None
+                    store(member.name, source, bool(member.mode & 0o111))
+    for parts, member in entries:
+        if member.kind == "hardlink" and member.link in written:
+            path = target(parts)
+            with open(written[member.link], "rb") as source:
+                _copy_capped(source, path, member.name)
+            os.chmod(path, 0o755 if member.executable else 0o644)
+    # Symlinks last: no file is ever written through a link the archive created.
+    for parts, member in entries:
+        if member.kind != "symlink":
+            continue
+        path = target(parts)
+        if os.path.lexists(path):
+            raise _Unsafe(f"symlink {'/'.join(parts)!r} replaces another member")
+        os.symlink(member.link, path)
 
 
 def _git(repo: str, *args: str, env: dict[str, str]) -> None:
@@ -376,27 +582,29 @@ def _build_repo(
             os.makedirs(os.path.join(repo, ".git", "info"), exist_ok=True)
             with open(os.path.join(repo, ".git", "info", "attributes"), "w") as f:
                 f.write(NEUTRAL_ATTRIBUTES)
+            skipped: list[SourceError] = []  # releases refused since the last commit
+            committed = 0
             for release, archive in zip(releases, archives, strict=True):
                 _clear_work_tree(repo)
-                try:
-                    _extract(archive, repo)
-                except _Unsafe as err:
-                    raise SourceError(
-                        f"pypi:{name}: refusing {release.filename}: {err}",
-                        reason="pypi_unsafe_sdist",
-                    ) from None
-                except (tarfile.TarError, zipfile.BadZipFile, EOFError, KeyError, OSError) as err:
-                    raise SourceError(
-                        f"pypi:{name}: cannot unpack {release.filename}: {err}",
-                        reason="pypi_bad_sdist",
-                    ) from None
+                refused = _unpack(name, release, archive, repo)
+                if refused is not None:  # this release is skipped; the history goes on
+                    skipped.append(refused)
+                    marker.setdefault("skipped", []).append([release.version, refused.reason])
+                    continue
                 date = f"@{release.epoch} +0000"
                 env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
                 message = f"Release {release.version}\n\nsdist: {release.filename}\n"
                 message += f"sha256: {release.sha256}\n"
+                message += "".join(f"skipped before it: {err}\n" for err in skipped)
+                skipped = []
+                committed += 1
                 _git(repo, "add", "--all", "--force", ".", env=env)
                 commit = ["commit", "-q", "--allow-empty", "--no-verify", "--cleanup=verbatim"]
                 _git(repo, *commit, "-m", message, env=env)
+            if not committed:  # every release was refused: say why (the first one's reason)
+                first = marker["skipped"][0][1] if marker.get("skipped") else "pypi_bad_sdist"
+                reasons = "; ".join(str(err) for err in skipped)
+                raise SourceError(reasons, reason=first)
         except GitError as err:
             raise SourceError(
                 f"pypi:{name}: git failed building the history: {err.detail}",
@@ -404,6 +612,22 @@ def _build_repo(
             ) from None
     with open(os.path.join(repo, ".git", MARKER), "w") as f:
         json.dump(marker, f, indent=1)
+
+
+def _unpack(name: str, release: Release, archive: str, repo: str) -> SourceError | None:
+    """Unpack one release into the work tree, or say why it is refused (the tree is then
+    cleared, so nothing of a refused release is committed)."""
+    try:
+        _extract(archive, repo)
+        return None
+    except _Unsafe as err:
+        refused = SourceError(f"pypi:{name}: refusing {release.filename}: {err}", err.reason)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, KeyError, OSError) as err:
+        refused = SourceError(
+            f"pypi:{name}: cannot unpack {release.filename}: {err}", reason="pypi_bad_sdist"
+        )
+    _clear_work_tree(repo)
+    return refused
 
 
 def _clear_work_tree(repo: str) -> None:
@@ -417,11 +641,13 @@ def _clear_work_tree(repo: str) -> None:
 
 
 def _marker_matches(target: str, marker: dict[str, Any]) -> bool:
+    """Whether the repo at ``target`` was built from the same releases (skips aside)."""
     try:
         with open(os.path.join(target, ".git", MARKER)) as f:
-            return bool(json.load(f) == marker)
+            built = json.load(f)
     except (OSError, ValueError):
         return False
+    return isinstance(built, dict) and all(built.get(k) == marker[k] for k in ("name", "releases"))
 
 
 def _swap_into_place(tmp: str, target: str, marker: dict[str, Any]) -> None:

@@ -17,7 +17,10 @@ from trajforge.generators.sources.git_source import (
     repo_name_from_url,
 )
 from trajforge.generators.sources.pypi_source import pypi_history
+from trajforge.schemas.errors import SourceError
 from trajforge.schemas.params import Params, SourcesParams
+from trajforge.schemas.redact import redact_source
+from trajforge.verifiers.sandbox.git_tree import resolve_commit
 
 PYPI_PREFIX = "pypi:"
 
@@ -25,9 +28,13 @@ PYPI_PREFIX = "pypi:"
 @dataclass(frozen=True)
 class RepoRef:
     name: str  # display name: "owner/name", "pypi/toolz", "local/mylib"
-    source: str  # the spec it came from
+    source: str  # the spec it came from, credentials removed (what records and logs carry)
     path: str  # a local git repository
     origin: str  # what mined changes are: "commit" or "release"
+    # Where the code really comes from (the redacted URL, the real path, the package and its
+    # index), never a display name: environments are keyed by it, so two sources that share a
+    # name never share an image.
+    identity: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,15 +58,30 @@ def pypi_spec(name: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def open_source(spec: str, options: SourceOptions) -> RepoRef:
-    """Materialise a source (cached per process: Beam calls this once per bundle)."""
+    """Materialise a source (cached per process: Beam calls this once per bundle); a repository
+    without a commit (an unborn HEAD) is a ``SourceError`` that says so."""
+    repo = _materialise(spec, options)
+    if resolve_commit(repo.path, "HEAD") is None:
+        raise SourceError(
+            f"{repo.source}: has no commits (HEAD is unborn); commit to it first, or pass "
+            "another repository",
+            reason="no_commits",
+        )
+    return repo
+
+
+def _materialise(spec: str, options: SourceOptions) -> RepoRef:
     if spec.startswith(PYPI_PREFIX):
         name = spec.removeprefix(PYPI_PREFIX)
         path = pypi_history(
             name, options.cache_dir, max_releases=options.max_releases, pypi_url=options.pypi_url
         )
-        return RepoRef(name=f"pypi/{name}", source=spec, path=path, origin="release")
+        identity = f"{spec}@{redact_source(options.pypi_url)}"
+        return RepoRef(f"pypi/{name}", spec, path, "release", identity)
     if is_url(spec):
         path = cloned_git_repo(spec, options.cache_dir)
-        return RepoRef(name=repo_name_from_url(spec), source=spec, path=path, origin="commit")
+        shown = redact_source(spec)
+        return RepoRef(repo_name_from_url(shown), shown, path, "commit", shown)
     path = local_git_repo(spec)
-    return RepoRef(name=f"local/{os.path.basename(path)}", source=path, path=path, origin="commit")
+    identity = f"file://{os.path.realpath(path)}"
+    return RepoRef(f"local/{os.path.basename(path)}", path, path, "commit", identity)

@@ -41,8 +41,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     params = options.load(args)
     if args.benchmark:
         params.curate.benchmarks = list(args.benchmark)
+    set_aside: list = []
     inputs = {
-        name: record_tables("curate", args.input, name, cls, required=name == "tasks")
+        name: record_tables("curate", args.input, name, cls, name == "tasks", set_aside)
         for name, cls in RECORDS.items()
     }
 
@@ -62,4 +63,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         kept_table="tasks",
         unit="record",
         total=sum(table_rows(found) for found in inputs.values()),
+        set_aside=set_aside,
     )  # fmt: skip

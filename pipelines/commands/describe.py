@@ -35,8 +35,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     params = options.load(args)
     options.endpoint_overrides(args, params)
     params.describe.overwrite = args.overwrite or params.describe.overwrite
-    task_tables = record_tables("describe", args.input, "tasks", TaskInstance, required=True)
-    run_tables = record_tables("describe", args.input, "runs", TestRun)
+    set_aside: list = []
+    task_tables = record_tables("describe", args.input, "tasks", TaskInstance, True, set_aside)
+    run_tables = record_tables("describe", args.input, "runs", TestRun, False, set_aside)
     if not endpoint_configured(params.llm):
         stage_command.say_no_endpoint(
             "describe",
@@ -55,4 +56,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         kept_table="tasks",
         unit="task",
         total=table_rows(task_tables),
+        set_aside=set_aside,
     )  # fmt: skip

@@ -13,7 +13,7 @@ HELP = "inject bugs into a repository snapshot"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_source_options(parser)
     parser.add_argument("--commit", help="snapshot to mutate (default: the newest commit)")
-    parser.add_argument("--max-candidates", type=int, help="mutants per snapshot")
+    parser.add_argument("--max-candidates", type=options.positive_int, help="mutants per snapshot")
     parser.add_argument("--operators", help="comma-separated operators (default: all)")
     parser.add_argument("--seed", type=int, help="sampling seed (default: params)")
     parser.add_argument("--output", required=True, help="output directory")
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.repo or args.pypi:
         inject.repos, inject.pypi = list(args.repo), list(args.pypi)
     inject.commit = args.commit or inject.commit
-    if args.max_candidates:
+    if args.max_candidates is not None:
         inject.max_candidates = args.max_candidates
     if args.operators:
         inject.operators = [o.strip() for o in args.operators.split(",") if o.strip()]

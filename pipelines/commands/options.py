@@ -11,12 +11,35 @@ import os
 from trajforge.schemas.params import Params, load_params
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a count of at least 1 (argparse prints the one line and exits 2)."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {text}")
+    return value
+
+
+def count(text: str) -> int:
+    """An argparse ``type``: 0 or more (``--reruns 0``: none)."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+
+
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
     parser.add_argument(
         "--runner", help="local (default), DataflowRunner, FlinkRunner, SparkRunner"
     )
-    parser.add_argument("--shards", type=int, help="Parquet files per output table")
+    parser.add_argument("--shards", type=positive_int, help="Parquet files per output table")
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +61,7 @@ def load(args: argparse.Namespace) -> Params:
     params = load_params(path)
     if getattr(args, "runner", None):
         params.pipeline.runner = args.runner
-    if getattr(args, "shards", None):
+    if getattr(args, "shards", None) is not None:
         params.pipeline.shards = args.shards
     return params
 

@@ -15,7 +15,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--input", action="append", required=True, help="a describe output (repeatable)"
     )
     parser.add_argument("--output", required=True, help="output directory")
-    parser.add_argument("--attempts", type=int, help="runs per task (default: params)")
+    parser.add_argument(
+        "--attempts", type=options.positive_int, help="runs per task (default: params)"
+    )
     parser.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
     options.add_endpoint_options(parser)
     options.add_run_options(parser)
@@ -32,12 +34,13 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     params = options.load(args)
     options.endpoint_overrides(args, params)
-    if args.attempts:
+    if args.attempts is not None:
         params.rollout.attempts = args.attempts
     if args.sandbox:
         params.sandbox.kind = args.sandbox
     params.check()
-    task_tables = record_tables("rollout", args.input, "tasks", TaskInstance, required=True)
+    set_aside: list = []
+    task_tables = record_tables("rollout", args.input, "tasks", TaskInstance, True, set_aside)
     configured = endpoint_configured(params.llm)
     if not configured:
         stage_command.say_no_endpoint("rollout", "tasks pass through with no trajectories")
@@ -61,4 +64,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         kept_table="trajectories",
         unit="run",
         total=table_rows(task_tables) * params.rollout.attempts if configured else 0,
+        set_aside=set_aside,
     )  # fmt: skip

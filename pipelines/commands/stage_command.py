@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import apache_beam as beam
 from trajforge.pipelines.runtime import tables as t
 from trajforge.pipelines.runtime.stage_run import run_stage
 from trajforge.pipelines.runtime.tables import TableSpec
 from trajforge.schemas.params import Params
+from trajforge.schemas.rejection import Rejection
 
 
 def run(
@@ -24,11 +26,15 @@ def run(
     kept_table: str,
     unit: str,
     total: int | None = None,
+    sources: Sequence[str] = (),
+    set_aside: Sequence[Rejection] = (),
 ) -> int:
     """Every stage's run: runner and shards from params, one summary on stderr.
 
     ``total`` is the number of inputs when it is known up front (it drives the progress bar);
-    otherwise inputs are counted as kept + rejected at the end.
+    otherwise inputs are counted as kept + rejected at the end. The output may not be or hold
+    any input the command line names, nor one of ``sources`` (local repositories); ``set_aside``
+    are input files left out before the run (counted as rejections).
     """
     summary = run_stage(
         stage=stage,
@@ -41,12 +47,26 @@ def run(
         kept_table=kept_table,
         inputs=(lambda reasons, kept: kept + sum(reasons.values()))
         if total is None
-        else (lambda reasons, kept: total),
+        else (lambda reasons, kept: total + len(set_aside)),
         progress_total=total,
         progress_unit=unit,
+        protect=[*given_inputs(args), *sources],
+        set_aside=set_aside,
     )
     print(summary.render(), file=sys.stderr)
     return 0
+
+
+def given_inputs(args: argparse.Namespace) -> list[str]:
+    """Every path the command line gave as an input (``--input``, ``--benchmark``, ``--report``,
+    positional paths, ``--params``): an output must never replace one of them."""
+    found: list[str] = []
+    for name in ("input", "paths", "benchmark", "report"):
+        value = getattr(args, name, None) or []
+        found.extend(value if isinstance(value, list) else [value])
+    if getattr(args, "params", None):
+        found.append(args.params)
+    return [str(path) for path in found]
 
 
 def run_from_sources(
@@ -70,6 +90,7 @@ def run_from_sources(
         build=lambda p: p | "Sources" >> beam.Create(specs) | stage.title() >> transform,
         kept_table=kept_table,
         unit=unit,
+        sources=[spec for spec in specs if os.path.isdir(spec)],
     )  # fmt: skip
 
 

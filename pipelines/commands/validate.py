@@ -17,27 +17,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
-    parser.add_argument("--workers", type=int, help="concurrent sandboxes per Beam worker")
-    parser.add_argument("--reruns", type=int, help="reruns that a verdict must survive")
+    parser.add_argument(
+        "--workers", type=options.positive_int, help="concurrent sandboxes per Beam worker"
+    )
+    parser.add_argument("--reruns", type=options.count, help="reruns that a verdict must survive")
     options.add_run_options(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.pipelines.commands import stage_command
     from trajforge.pipelines.runtime import tables as t
-    from trajforge.pipelines.runtime.readers import candidate_table, read_records, table_rows
+    from trajforge.pipelines.runtime.readers import candidate_files, read_records, table_rows
     from trajforge.pipelines.stages.validate import ValidateCandidates
     from trajforge.schemas.candidate import Candidate
 
     params = options.load(args)
     if args.sandbox:
         params.sandbox.kind = args.sandbox
-    if args.workers:
+    if args.workers is not None:
         params.validate.workers = args.workers
     if args.reruns is not None:
         params.validate.reruns = args.reruns
     params.check()
-    inputs = [candidate_table(path) for path in args.input]
+    set_aside: list = []
+    inputs = candidate_files("validate", args.input, Candidate, set_aside)
     if params.sandbox.kind == "local":
         from trajforge.verifiers.sandbox.local import WARNING
 
@@ -52,4 +55,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         kept_table="tasks",
         unit="candidate",
         total=table_rows(inputs),
+        set_aside=set_aside,
     )  # fmt: skip

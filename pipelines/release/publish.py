@@ -124,18 +124,25 @@ def check_repo_id(repo_id: str) -> None:
 
 
 def export_files(directory: str) -> list[str]:
-    """Every file to upload, relative and sorted; hidden files (temp files, .git) stay home."""
+    """Every file to upload, relative and sorted; hidden files (temp files, .git) stay home.
+
+    Only regular files inside the directory go up: a symlink (to a file or a directory, inside
+    or outside) is never followed, so nothing outside the export can be published through one.
+    """
     if not os.path.isdir(directory):
         raise PublishError(
             f"publish: {directory} is not a directory; pass a `trajforge export` output",
             reason="not_an_export",
         )
     found: list[str] = []
-    for parent, dirs, names in os.walk(directory, followlinks=True):
+    root = os.path.realpath(directory)
+    for parent, dirs, names in os.walk(root, followlinks=False):
+        # A symlinked directory is listed in ``dirs`` but never entered (followlinks=False).
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(names):
-            if not name.startswith("."):
-                found.append(os.path.relpath(os.path.join(parent, name), directory))
+            path = os.path.join(parent, name)
+            if not name.startswith(".") and _regular_inside(path, root):
+                found.append(os.path.relpath(path, root))
     posix = sorted(path.replace(os.sep, "/") for path in found)
     if CARD not in posix:
         raise PublishError(
@@ -154,6 +161,13 @@ def export_files(directory: str) -> list[str]:
     for shard in shards:
         _check_parquet(directory, shard)
     return posix
+
+
+def _regular_inside(path: str, root: str) -> bool:
+    """A regular file (not a symlink, fifo or device) that really lies under ``root``."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        return False
+    return os.path.commonpath([os.path.realpath(path), root]) == root
 
 
 def _check_card(directory: str) -> None:

@@ -4,18 +4,20 @@ From it the export knows how many rows each config gets per repository before a 
 (so the split and the shard counts are fixed up front), which input rows it leaves out and why,
 and the counts the dataset card reports. Explore task ids count as task ids: their runs become
 SFT rows and their transitions transition rows like those of any other task. ``check_inputs``
-runs before the export's pipeline starts, so a wrong input is one line, never an error in Beam.
+runs before the export's pipeline starts, so a wrong input is one line, never an error in Beam: a
+file that is not readable Parquet or lacks a column the export reads is left out with one line
+(the other files go on), and no readable tasks file at all is an error.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import pyarrow.parquet as pq
 from trajforge.pipelines.release.shards import batches
-from trajforge.pipelines.runtime.outputs import source
+from trajforge.pipelines.runtime.outputs import unreadable
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.explore_task import ExploreTask
 from trajforge.schemas.storage import join, parquet_files
@@ -69,25 +71,43 @@ class Inputs:
         return self.repo_rows[ROW_SOURCE[config]]
 
 
-def table_files(inputs: Sequence[str]) -> dict[str, list[str]]:
-    """table -> its Parquet files over every input, in input order."""
+def table_files(inputs: Sequence[str], configs: Sequence[str]) -> dict[str, list[str]]:
+    """table -> its readable Parquet files over every input, in input order."""
+    bad = bad_files(inputs, configs)
+    return {t: [f for f in files if f not in bad] for t, files in _all_files(inputs).items()}
+
+
+def _all_files(inputs: Sequence[str]) -> dict[str, list[str]]:
     return {t: [f for i in inputs for f in parquet_files(join(i, t))] for t in TABLES}
 
 
-def check_inputs(inputs: Sequence[str], configs: Sequence[str]) -> None:
-    """The export's input errors, found from file footers alone: no tasks, or a file without a
-    column the export reads (an older or different schema)."""
-    files = table_files(inputs)
+def bad_files(inputs: Sequence[str], configs: Sequence[str]) -> dict[str, str]:
+    """path -> why the export leaves it out: not readable Parquet (zero bytes, truncated, another
+    format), or without a column the export reads (an older or different schema)."""
+    found: dict[str, str] = {}
+    reads = _columns_read(configs)
+    for table, files in _all_files(inputs).items():
+        for path in files:
+            why = unreadable(path, reads.get(table, ()))
+            if why:
+                found[path] = why
+    return found
+
+
+def check_inputs(inputs: Sequence[str], configs: Sequence[str]) -> dict[str, str]:
+    """The export's input errors, found from file footers alone: each bad file is one line and is
+    left out (returned, path -> why); no readable tasks file at all is a ``UserError``."""
+    bad = bad_files(inputs, configs)
+    for path, why in bad.items():
+        print(f"export: left out {path}: {why}", file=sys.stderr)
+    files = table_files(inputs, configs)
+    if not files["tasks"] and _all_files(inputs)["tasks"]:
+        raise UserError(
+            f"export: no readable tasks/*.parquet under {', '.join(inputs)} (see the lines "
+            "above); re-run curate to write them again"
+        )
     _require_tasks(inputs, files)
-    for table, columns in _columns_read(configs).items():
-        for path in files[table]:
-            names = set(pq.read_schema(source(path)).names)
-            missing = [c for c in columns if c not in names]
-            if missing:
-                raise UserError(
-                    f"export: {path} lacks columns {', '.join(missing)}; re-run curate with this "
-                    "trajforge version"
-                )
+    return bad
 
 
 def _columns_read(configs: Sequence[str]) -> dict[str, list[str]]:
@@ -115,7 +135,7 @@ def _require_tasks(inputs: Sequence[str], files: dict[str, list[str]]) -> None:
 
 def scan(inputs: Sequence[str], configs: Sequence[str]) -> Inputs:
     """Index the tables the ``configs`` need (tasks and explore tasks always: they name repos)."""
-    found = Inputs(table_files(inputs))
+    found = Inputs(table_files(inputs, configs))
     _require_tasks(inputs, found.files)
     _scan_tasks(found)
     _scan_explore(found)

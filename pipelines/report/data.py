@@ -3,7 +3,8 @@
 Stage outputs are read through ``pipelines.runtime.outputs`` (the one reader that knows their
 layout and which table a stage keeps). Anything may be missing: a stage that has
 not run, a table with no rows, a summary from an older version. Loaders then return ``None`` or an
-empty frame, so the report can say "no data" instead of failing.
+empty frame, so the report can say "no data" instead of failing. A file that is not readable
+Parquet is left out and named (``RunData.unreadable``, and the stage's note), never a failure.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class RunData:
     trajectories: pl.DataFrame | None
     trajectories_stage: str
     version: dict[str, str]
+    unreadable: dict[str, str] = field(default_factory=dict)  # file -> why it was left out
 
     @property
     def seconds(self) -> float:
@@ -51,19 +53,41 @@ class RunData:
 
 
 def load_run(stage_dirs: Mapping[str, str]) -> RunData:
-    stages = [load_stage(name, path) for name, path in stage_dirs.items()]
-    tasks, tasks_stage = _last_table(stage_dirs, "tasks", ["repo", "origin", "difficulty", "patch"])
+    bad = unreadable_files(stage_dirs.values())
+    stages = [load_stage(name, path, bad) for name, path in stage_dirs.items()]
+    tasks, tasks_stage = _last_table(
+        stage_dirs, "tasks", ["repo", "origin", "difficulty", "patch"], bad
+    )
     trajectories, traj_stage = _last_table(
-        stage_dirs, "trajectories", ["resolved", "exit_status", "origin", "model"]
+        stage_dirs, "trajectories", ["resolved", "exit_status", "origin", "model"], bad
     )
     return RunData(
-        stages, tasks, tasks_stage, trajectories, traj_stage, _version(stage_dirs.values())
+        stages, tasks, tasks_stage, trajectories, traj_stage, _version(stage_dirs.values()), bad
     )
 
 
-def load_stage(name: str, path: str) -> StageInfo:
+def unreadable_files(paths: Iterable[str]) -> dict[str, str]:
+    """file -> why, for every table file of the local stage outputs that is not readable Parquet."""
+    bad: dict[str, str] = {}
+    for path in paths:
+        for table in outputs.tables(path):
+            bad.update(outputs.readable(table_files(path, table))[1])
+    return bad
+
+
+def load_stage(name: str, path: str, bad: Mapping[str, str] | None = None) -> StageInfo:
     if not exists(path):
         return StageInfo(name, path, ran=False, note="not run")
+    bad = bad if bad is not None else unreadable_files([path])
+    left_out = [f for f in bad if f.startswith(path.rstrip("/") + "/")]
+    info = _stage_info(name, path, bad)
+    if left_out:
+        unreadable = f"{len(left_out)} unreadable file{'s' if len(left_out) > 1 else ''} left out"
+        info.note = f"{unreadable}; {info.note}" if info.note else unreadable
+    return info
+
+
+def _stage_info(name: str, path: str, bad: Mapping[str, str]) -> StageInfo:
     summary = outputs.summary(path)
     if summary is not None:
         try:
@@ -78,18 +102,22 @@ def load_stage(name: str, path: str) -> StageInfo:
             )
         except (ValueError, KeyError, TypeError):
             pass  # fall back to counting the tables
-    return _stage_from_tables(name, path)
+    return _stage_from_tables(name, path, bad)
 
 
-def _stage_from_tables(name: str, path: str) -> StageInfo:
+def _good(files: list[str], bad: Mapping[str, str]) -> list[str]:
+    return [f for f in files if f not in bad]
+
+
+def _stage_from_tables(name: str, path: str, bad: Mapping[str, str]) -> StageInfo:
     """No usable summary.json: count like ``trajforge stats`` does."""
-    rejections = read_frame(table_files(path, "rejections"), ["reason"])
+    rejections = read_frame(_good(table_files(path, "rejections"), bad), ["reason"])
     rejected: dict[str, int] = {}
     if "reason" in rejections.columns:
         counts = rejections.group_by("reason").len()
         rejected = {str(r): int(n) for r, n in counts.iter_rows()}
     kept_table = outputs.kept_table(path)
-    kept = outputs.row_count(table_files(path, kept_table)) if kept_table else None
+    kept = outputs.row_count(_good(table_files(path, kept_table), bad)) if kept_table else None
     if kept is None and not rejected:
         return StageInfo(name, path, ran=True, note="no summary.json and no tables")
     inputs = (kept or 0) + sum(rejected.values())
@@ -99,14 +127,14 @@ def _stage_from_tables(name: str, path: str) -> StageInfo:
 
 
 def _last_table(
-    stage_dirs: Mapping[str, str], table: str, columns: list[str]
+    stage_dirs: Mapping[str, str], table: str, columns: list[str], bad: Mapping[str, str]
 ) -> tuple[pl.DataFrame | None, str]:
     """The table from the last stage that wrote it (even empty: later stages overrule earlier)."""
     for name, path in reversed(list(stage_dirs.items())):
         if exists(path):
             files = table_files(path, table)
             if files:
-                return read_frame(files, columns), name
+                return read_frame(_good(files, bad), columns), name
     return None, ""
 
 

@@ -9,6 +9,8 @@ holds no timestamp, so the same stage outputs give the same bytes.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from html import escape
 
@@ -27,7 +29,8 @@ from trajforge.pipelines.report.svg_charts import (
     number,
     percent,
 )
-from trajforge.schemas.storage import write_bytes_atomic
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.storage import is_local, write_bytes_atomic
 
 TOP_REPOS = 20
 TOP_ORIGINS = 12
@@ -79,10 +82,37 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
 def write_report(stage_dirs: Mapping[str, str], output_html: str, title: str) -> str:
-    """Render the report for stage outputs (name -> directory, in pipeline order) atomically."""
-    page = render(data.load_run(stage_dirs), title)
+    """Render the report for stage outputs (name -> directory, in pipeline order) atomically.
+
+    ``output_html`` may be a new file or an earlier HTML page (a report), never a directory or
+    a file of another kind: those are refused before anything is read."""
+    check_report_output(output_html)
+    run = data.load_run(stage_dirs)
+    for path, why in run.unreadable.items():
+        print(f"report: left out {path}: {why}", file=sys.stderr)
+    page = render(run, title)
     write_bytes_atomic(output_html, page.encode("utf-8"))
     return output_html
+
+
+def check_report_output(path: str) -> None:
+    """One line for an ``--output`` the report must not overwrite."""
+    if not is_local(path) or not os.path.lexists(path):
+        return
+    if os.path.isdir(path):
+        raise UserError(f"report: --output {path} is a directory; pass a file such as report.html")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64).lstrip().lower()
+    except OSError as exc:
+        raise UserError(
+            f"report: cannot read --output {path} ({exc.strerror}); pass a new file"
+        ) from None
+    if not head.startswith((b"<!doctype html", b"<html")):
+        raise UserError(
+            f"report: --output {path} exists and is not an HTML report; pass a new file (or "
+            "remove it yourself)"
+        )
 
 
 def render(run: data.RunData, title: str) -> str:

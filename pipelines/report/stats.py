@@ -15,7 +15,12 @@ def print_stats(directory: str) -> int:
     tables = outputs.tables(directory)
     if not tables:
         raise UserError(f"stats: no tables in {directory}; pass a stage output directory")
-    counts = {name: outputs.row_count(outputs.table_files(directory, name)) for name in tables}
+    files: dict[str, list[str]] = {}
+    for name in tables:
+        files[name], bad = outputs.readable(outputs.table_files(directory, name))
+        for path, why in bad.items():  # left out: the other files still count
+            print(f"stats: left out {path}: {why}", file=sys.stderr)
+    counts = {name: outputs.row_count(found) for name, found in files.items()}
     for name, count in counts.items():
         print(f"{name:<12} {count:>8} rows")
     kept_table = outputs.kept_table(directory)
@@ -24,12 +29,11 @@ def print_stats(directory: str) -> int:
     if kept is not None and kept + rejected:
         print(f"yield        {kept / (kept + rejected):8.1%}  ({kept} of {kept + rejected})")
     if rejected:
-        frame = outputs.read_frame(
-            outputs.table_files(directory, "rejections"), ["stage", "reason"]
-        )
-        reasons = frame.group_by("stage", "reason").len().sort("len", descending=True)
-        print("rejections by reason:")
-        for stage, reason, count in reasons.iter_rows():
-            print(f"  {count:>6}  {stage}/{reason}")
+        frame = outputs.read_frame(files["rejections"], ["stage", "reason"])
+        if {"stage", "reason"} <= set(frame.columns):
+            reasons = frame.group_by("stage", "reason").len().sort("len", descending=True)
+            print("rejections by reason:")
+            for stage, reason, count in reasons.iter_rows():
+                print(f"  {count:>6}  {stage}/{reason}")
     sys.stdout.flush()
     return 0

@@ -10,8 +10,10 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Iterable
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 from trajforge.schemas.storage import exists, is_local, join, parquet_files, read_bytes
 
@@ -65,6 +67,36 @@ def kept_table(directory: str) -> str | None:
 def source(path: str) -> str | io.BytesIO:
     """Local files are read in place; remote ones (gs://, s3://) through Beam's FileSystems."""
     return path if is_local(path) else io.BytesIO(read_bytes(path))
+
+
+def unreadable(path: str, columns: Iterable[str] = ()) -> str | None:
+    """Why ``path`` cannot be read as a table with ``columns`` (from its footer alone), or None:
+    zero bytes, truncated or not Parquet at all, or an older or different schema."""
+    try:
+        names = set(pq.read_schema(source(path)).names)
+    except (OSError, ValueError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError
+        text = str(exc).strip() or type(exc).__name__
+        return f"not a readable Parquet file ({text.splitlines()[0].split('. ')[0].rstrip('.')})"
+    missing = [c for c in columns if c not in names]
+    if missing:
+        return (
+            f"lacks columns {', '.join(missing)} (an older or different schema); rerun the "
+            "stage that wrote it with this trajforge"
+        )
+    return None
+
+
+def readable(files: list[str], columns: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """``files`` split into the readable ones and the others (path -> why, see ``unreadable``)."""
+    good: list[str] = []
+    bad: dict[str, str] = {}
+    for path in files:
+        why = unreadable(path, columns)
+        if why:
+            bad[path] = why
+        else:
+            good.append(path)
+    return good, bad
 
 
 def row_count(files: list[str]) -> int:

@@ -1,18 +1,25 @@
 """Stage inputs as Beam collections of records, checked before the pipeline starts.
 
-A wrong input is one line that names it (``UserError``), never a failure deep inside Beam.
+A wrong input is one line that names it (``UserError``), never a failure deep inside Beam. Each
+input file's footer is read first: a file that is not readable Parquet (zero bytes, truncated,
+another format) or lacks a column the record needs is left out with one line, and becomes a
+``bad_input_file`` rejection in ``set_aside``; the readable files go on. Nothing readable at all
+is a ``UserError``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import apache_beam as beam
-import pyarrow.parquet as pq
-from trajforge.pipelines.runtime.outputs import row_count
+from trajforge.pipelines.runtime.outputs import readable, row_count
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import from_row
+from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import join, parquet_files
+
+BAD_INPUT_FILE = "bad_input_file"
 
 
 def candidate_table(path: str) -> str:
@@ -28,53 +35,72 @@ def candidate_table(path: str) -> str:
     return table
 
 
-def record_tables(
-    stage: str, paths: list[str], name: str, cls: type, required: bool = False
+def candidate_files(
+    stage: str, paths: list[str], cls: type, set_aside: list[Rejection]
 ) -> list[str]:
-    """The ``name`` tables of the inputs; ``required`` means at least one input must have one."""
-    tables = [t for path in paths if (t := _record_table(stage, path, name, cls))]
-    if required and not tables:
+    """The readable candidates files of every input (see ``candidate_table``)."""
+    found = [parquet_files(candidate_table(path)) for path in paths]
+    files = _checked(stage, found, cls, set_aside)
+    if not files:
+        raise UserError(
+            f"{stage}: no readable candidates Parquet files in {', '.join(paths)} (see the "
+            "lines above); rerun `trajforge mine` or `trajforge inject`"
+        )
+    return files
+
+
+def record_tables(
+    stage: str,
+    paths: list[str],
+    name: str,
+    cls: type,
+    required: bool = False,
+    set_aside: list[Rejection] | None = None,
+) -> list[str]:
+    """The readable Parquet files of the inputs' ``name`` tables; ``required`` means at least one
+    must be readable. Files left out are lines on stderr and rejections in ``set_aside``."""
+    found = [parquet_files(join(path, name)) for path in paths]
+    files = _checked(stage, found, cls, set_aside if set_aside is not None else [])
+    if required and not files:
+        if any(found):
+            raise UserError(
+                f"{stage}: no readable {name} Parquet files in {', '.join(paths)} (see the "
+                "lines above); rerun the stage that wrote them with this trajforge"
+            )
         raise UserError(
             f"{stage}: no {name} Parquet files in {', '.join(paths)}; pass a `validate` output "
             "(or the output of a later stage)"
         )
-    return tables
+    return files
 
 
-def _record_table(stage: str, path: str, name: str, cls: type) -> str | None:
-    """``path/name`` when it holds Parquet files whose columns the record class can read."""
-    table = join(path, name)
-    files = parquet_files(table)
-    if not files:
-        return None
-    wanted = {
+def _checked(
+    stage: str, found: list[list[str]], cls: type, set_aside: list[Rejection]
+) -> list[str]:
+    """The files whose footer reads and has every column ``cls`` needs; the others set aside."""
+    wanted = sorted(
         f.name
         for f in dataclasses.fields(cls)
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
-    missing = sorted(wanted - set(pq.read_schema(files[0]).names))
-    if missing:
-        raise UserError(
-            f"{stage}: {table} lacks columns {', '.join(missing)} (an older or different schema); "
-            "rerun the stage that wrote it with this trajforge"
-        )
-    return table
+    )
+    good, bad = readable([f for files in found for f in files], wanted)
+    for path, why in bad.items():
+        print(f"{stage}: left out {path}: {why}", file=sys.stderr)
+        set_aside.append(Rejection(path, stage, BAD_INPUT_FILE, f"{path}: {why}"))
+    return good
 
 
-def table_rows(tables: list[str]) -> int:
-    return row_count([f for t in tables for f in parquet_files(t)])
+def table_rows(files: list[str]) -> int:
+    return row_count(files)
 
 
-def read_records(p: beam.Pipeline, label: str, tables: list[str], cls: type):
-    """The rows of ``tables`` as ``cls`` records; an empty collection when there are none."""
-    if not tables:
+def read_records(p: beam.Pipeline, label: str, files: list[str], cls: type):
+    """The rows of ``files`` as ``cls`` records; an empty collection when there are none."""
+    if not files:
         return p | f"No{label}" >> beam.Create([])
-    reads = [
-        p | f"Read{label}{i}" >> beam.io.ReadFromParquet(join(table, "*.parquet"))
-        for i, table in enumerate(tables)
-    ]
     return (
-        reads
-        | f"All{label}" >> beam.Flatten()
+        p
+        | f"{label}Files" >> beam.Create(files)
+        | f"Read{label}" >> beam.io.ReadAllFromParquet()
         | f"As{label}" >> beam.Map(lambda row, cls=cls: from_row(cls, row))
     )

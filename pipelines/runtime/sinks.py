@@ -4,22 +4,28 @@ Rows are spread over shards by a hash of their id and sorted inside each shard, 
 the same bytes, and no shard needs the whole table in one process. The stage writes into a staging
 directory beside its output and only a finished run replaces the output, so a crash never leaves a
 half-written output directory (the next run clears stale staging directories).
+
+An output directory is only ever replaced when trajforge wrote it: every published output holds
+a ``MARKER`` file, and ``check_output`` refuses (before any work) an existing directory without
+one, the working directory or a parent of it, and a directory that is or holds an input.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
+import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
+from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import to_table
 from trajforge.schemas.storage import (
+    is_local,
     join,
     parquet_files,
     table_to_parquet_bytes,
@@ -65,12 +71,89 @@ def _shard(key: str, shards: int) -> int:
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % shards
 
 
+# Written into every output a stage publishes: only a directory holding it is ever replaced.
+MARKER = ".trajforge-output"
+# What an output of an older trajforge (written before the marker) holds besides table folders of
+# Parquet files; such a directory with a summary.json or version.json is replaced like a marked one.
+LEGACY_FILES = {"summary.json", "version.json", "README.md", "data_docs"}
+
+
+def check_output(stage: str, output: str, inputs: Sequence[str] = ()) -> None:
+    """Refuse, with one line, an ``output`` that a run must not replace: the working directory
+    or a parent of it, a directory that is or holds one of ``inputs`` (stage inputs, source
+    repositories), a file, or a directory trajforge did not write (non-empty, no ``MARKER``)."""
+    if not is_local(output):
+        return
+    path = os.path.realpath(output)
+    cwd = os.path.realpath(os.getcwd())
+    if _within(cwd, path):
+        where = "the current directory" if cwd == path else "a parent of the current directory"
+        raise UserError(
+            f"{stage}: --output {output} is {where}; a run replaces its output, so pass a new "
+            f"directory (e.g. data/{stage})"
+        )
+    for given in inputs:
+        if is_local(given) and _within(os.path.realpath(given), path):
+            raise UserError(
+                f"{stage}: --output {output} is or holds the input {given}; a run replaces its "
+                "output, so pass a directory of its own"
+            )
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise UserError(f"{stage}: --output {output} is a file; pass a directory")
+    if os.path.isdir(path) and not replaceable(path):
+        raise UserError(
+            f"{stage}: --output {output} exists and was not written by trajforge; pass a new "
+            "directory (or remove it yourself)"
+        )
+
+
+def replaceable(directory: str) -> bool:
+    """True for an empty directory, one holding ``MARKER``, or an older trajforge output."""
+    names = os.listdir(directory)
+    if not names or MARKER in names:
+        return True
+    if not {"summary.json", "version.json"} & set(names):
+        return False
+    return all(n in LEGACY_FILES or _only_parquet(os.path.join(directory, n)) for n in names)
+
+
+def _only_parquet(path: str) -> bool:
+    """A table folder: Parquet files only (in split subfolders too), and at least one."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return False
+    found = False
+    for _, _, files in os.walk(path):
+        if any(not f.endswith(".parquet") for f in files):
+            return False
+        found = found or bool(files)
+    return found
+
+
+def _within(inner: str, outer: str) -> bool:
+    """``inner`` is ``outer`` or lies below it (both real paths)."""
+    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
+
+
 def staging_dir(output: str) -> str:
-    parent = os.path.dirname(os.path.abspath(output))
+    """A fresh staging directory beside ``output`` (holding ``MARKER``); stale ones of the same
+    output, left by a killed run, are removed: exactly ``<output>.staging-<8 hex>``, no glob."""
+    output = os.path.abspath(output)
+    parent, base = os.path.split(output)
     os.makedirs(parent, exist_ok=True)
-    for stale in glob.glob(f"{os.path.abspath(output)}.staging-*"):
-        shutil.rmtree(stale, ignore_errors=True)  # left by a killed run
-    return f"{os.path.abspath(output)}.staging-{uuid.uuid4().hex[:8]}"
+    stale = re.compile(re.escape(f"{base}.staging-") + r"[0-9a-f]{8}")
+    for name in os.listdir(parent):
+        path = os.path.join(parent, name)
+        if stale.fullmatch(name) and os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+    staging = f"{output}.staging-{uuid.uuid4().hex[:8]}"
+    _mark(staging)
+    return staging
+
+
+def _mark(directory: str) -> None:
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, MARKER), "w") as handle:
+        handle.write("written by trajforge: a rerun may replace this directory\n")
 
 
 def ensure_tables(staging: str, schemas: dict[str, pa.Schema]) -> None:
@@ -82,8 +165,15 @@ def ensure_tables(staging: str, schemas: dict[str, pa.Schema]) -> None:
 
 
 def publish(staging: str, output: str) -> None:
-    """Swap the finished staging directory into place (a rename on one file system)."""
+    """Swap the finished staging directory into place (a rename on one file system); an existing
+    ``output`` is replaced only when trajforge wrote it (``check_output`` said so up front)."""
     output = os.path.abspath(output)
+    _mark(staging)
+    if os.path.isdir(output) and not replaceable(output):
+        raise UserError(
+            f"{output} exists and was not written by trajforge; the finished run is left in "
+            f"{staging}"
+        )
     old = f"{output}.old-{uuid.uuid4().hex[:8]}"
     if os.path.exists(output):
         os.replace(output, old)

@@ -8,13 +8,17 @@ worker, and turns an unreachable engine or a broken sandbox into rejections that
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from trajforge.pipelines.runtime import progress
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.rejection import Rejection
-from trajforge.verifiers.sandbox.base import Sandbox
+from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken
 from trajforge.verifiers.sandbox.factory import make_sandbox
 
 REJECTED = "rejected"  # the tagged output every stage's rejections go to
@@ -50,7 +54,27 @@ class StageFn(beam.DoFn):
 
 
 class SandboxFn(StageFn):
-    """A StageFn holding one sandbox per worker; an unreachable engine becomes rejections."""
+    """A StageFn holding one sandbox per worker; an unreachable engine becomes rejections.
+
+    A broken sandbox never ends the stage: a ``SandboxBroken`` (a container killed or gone, the
+    engine erring) that escapes a subclass's ``process`` becomes a ``sandbox_error`` rejection of
+    the element (``input_id`` names it), and the stage goes on with the next one.
+    """
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "process" in cls.__dict__:
+            cls.process = _guarded(cls.__dict__["process"])  # type: ignore[method-assign]
+
+    def input_id(self, element: Any) -> str:
+        """What a rejection of ``element`` is about; the first id its parts carry."""
+        parts = element if isinstance(element, (tuple, list)) else (element,)
+        for attr in ID_ATTRS:
+            for part in parts:
+                value = getattr(part, attr, None)
+                if isinstance(value, str) and value:
+                    return value
+        return str(element)[:200]
 
     def setup(self) -> None:
         self.sandbox: Sandbox | None = None
@@ -70,6 +94,22 @@ class SandboxFn(StageFn):
 
     def reject_sandbox_error(self, input_id: str, exc: Exception) -> beam.pvalue.TaggedOutput:
         return self.rejection(sandbox_error(input_id, self.STAGE, exc))
+
+
+ID_ATTRS = ("candidate_id", "instance_id", "task_id", "spec", "input_id")
+
+
+def _guarded(process: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(process)
+    def guarded(self: SandboxFn, element: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        try:
+            outputs = process(self, element, *args, **kwargs)
+            if outputs is not None:
+                yield from outputs
+        except SandboxBroken as exc:
+            yield self.reject_sandbox_error(self.input_id(element), exc)
+
+    return guarded
 
 
 def sandbox_error(input_id: str, stage: str, exc: Exception) -> Rejection:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import apache_beam as beam
@@ -13,8 +13,15 @@ import pyarrow.parquet as pq
 from apache_beam.metrics.metric import MetricsFilter
 from trajforge.pipelines.runtime import progress
 from trajforge.pipelines.runtime.runner import make_pipeline
-from trajforge.pipelines.runtime.sinks import WriteTable, ensure_tables, publish, staging_dir
+from trajforge.pipelines.runtime.sinks import (
+    WriteTable,
+    check_output,
+    ensure_tables,
+    publish,
+    staging_dir,
+)
 from trajforge.pipelines.runtime.tables import TableSpec
+from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import join, parquet_files, write_bytes_atomic
 
 # Beam counters a stage summary reports when the stage has them.
@@ -37,12 +44,22 @@ def run_stage(
     inputs: Callable[[Counter, int], int],
     progress_total: int | None,
     progress_unit: str,
+    protect: Sequence[str] = (),
+    set_aside: Sequence[Rejection] = (),
 ) -> progress.Summary:
-    """``build`` wires the stage and returns its named PCollections; each is written as a table."""
+    """``build`` wires the stage and returns its named PCollections; each is written as a table.
+
+    ``output`` is checked first (``sinks.check_output``: never the working directory, one of
+    ``protect`` or a directory trajforge did not write); ``set_aside`` are rejections found before
+    the pipeline (unreadable input files), written with the stage's own."""
+    check_output(stage, output, protect)
     timer = progress.Timer()
     staging = staging_dir(output)
     pipeline = make_pipeline(runner, beam_args)
     outputs = build(pipeline)
+    if set_aside:
+        early = pipeline | "SetAside" >> beam.Create(list(set_aside))
+        outputs["rejections"] = (outputs["rejections"], early) | "WithSetAside" >> beam.Flatten()
     for name, spec in tables.items():
         outputs[name] | WriteTable(staging, name, spec.schema, spec.sort_key, shards)
     progress.start(stage, progress_total, progress_unit)

@@ -2,8 +2,11 @@
 
 Shared by validate (candidates) and explore (repository snapshots). Items are keyed by the profile
 detected at their commit (a GroupByKey), so each profile's image is built once, at the oldest
-commit among its items, and shared by all of them. A failed build is remembered (by profile and
-recipe) so a rerun does not try it again; its items are rejected with the install log's tail.
+commit among its items, and shared by all of them. A profile is keyed by the source's identity
+(``RepoRef.identity``: its real path or redacted URL), never its display name, so every item of a
+profile comes from one repository and the image's setup commit is a commit of that repository.
+A failed build is remembered (by profile and recipe) so a rerun does not try it again; its items
+are rejected with the install log's tail.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from trajforge.generators.environments.image import ALREADY_BUILT, BUILD_RECIPE, build_env_image
+from trajforge.generators.environments.image import BUILD_RECIPE, build_env_image
 from trajforge.generators.environments.profile import detect_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, StageFn
@@ -54,6 +57,7 @@ class DetectProfileFn(StageFn):
             profile = detect_profile(
                 repo.path, site.commit, site.repo,
                 default_python=env.default_python, pythons=tuple(env.pythons),
+                source=repo.identity,
             )  # fmt: skip
         except UserError as exc:
             yield self.reject_error(site.input_id, exc)
@@ -107,8 +111,9 @@ class BuildEnvironmentFn(SandboxFn):
         repo = open_source(first.source, SourceOptions.from_params(self.params))
         logs = os.path.join(self.params.cache_dir, "build-logs")
         assert self.sandbox is not None
+        existed = self.sandbox.has_image(profile.image)  # else this call builds it
         built = build_env_image(self.sandbox, profile, repo.path, self.params.environment, logs)
-        if built.log != ALREADY_BUILT:
+        if not existed:
             self.count("images_built")
         if built.status == "failed":
             self.failures.put(failure_key, to_row(built))

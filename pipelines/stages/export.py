@@ -46,7 +46,7 @@ from trajforge.pipelines.release.scan import check_inputs
 from trajforge.pipelines.release.shards import WrittenSplit
 from trajforge.pipelines.runtime import progress
 from trajforge.pipelines.runtime.runner import LOCAL, make_pipeline
-from trajforge.pipelines.runtime.sinks import publish, staging_dir
+from trajforge.pipelines.runtime.sinks import check_output, publish, staging_dir
 from trajforge.pipelines.runtime.stage_fn import StageFn
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import ExportParams
@@ -227,7 +227,8 @@ def export_dataset(
     the dataset directory is local (``publish`` pushes it)."""
     timer = progress.Timer()
     _check_arguments(inputs, output, params, configs)
-    check_inputs(inputs, configs)
+    check_output(STAGE, output, inputs)
+    set_aside = check_inputs(inputs, configs)
     staging = staging_dir(output)
     kept = f"{staging}.report"  # the pipeline's one result, read back here
     try:
@@ -259,6 +260,8 @@ def export_dataset(
         timer.elapsed(),
     )
     summary.extra.update({f"{c} rows": sum(s.values()) for c, s in report.counts.items()})
+    if set_aside:
+        summary.extra["bad input files"] = len(set_aside)
     summary.extra["version"] = report.version
     return ExportResult(
         os.path.abspath(output),

@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import SandboxParams
 
 # Paths inside every sandbox (the local backend maps them under its temporary directory).
@@ -34,12 +35,43 @@ class ExecResult:
     output_bytes: int = 0  # how much the command printed in all
 
 
+# What a session may write, and what the host reads back from it. Not yet knobs of
+# schemas/params.py (SandboxParams): the defaults live here until they are.
+TMP_SIZE = "1g"  # /tmp is a tmpfs of this size in every test session (a scratch disk quota)
+WRITABLE_LAYER_SIZE = "10g"  # the rest of the container's disk, where the storage driver can cap it
+MAX_READ_BYTES = 64 * 1024 * 1024  # a file read back from a session (a JUnit XML) above is refused
+
+
 @dataclass(frozen=True)
 class Limits:
     memory: str = SandboxParams.memory  # the one default: schemas/params.py
     cpus: float = SandboxParams.cpus
     pids: int = SandboxParams.pids
     max_output_bytes: int = 200_000
+    tmp_size: str = TMP_SIZE
+    writable_layer_size: str = WRITABLE_LAYER_SIZE
+    max_read_bytes: int = MAX_READ_BYTES
+
+
+class SandboxBroken(UserError):
+    """The sandbox failed, not the code under test: the container died or vanished, the engine
+    erred. Nothing computed in such a session is a verdict, so nothing of it may be cached; stages
+    turn it into a ``sandbox_error`` rejection (a rerun of the stage tries again)."""
+
+    reason = "sandbox_error"
+
+
+# Why a file was not read back from a session (FileRead.problem).
+MISSING = "missing"
+TOO_LARGE = "too_large"  # over Limits.max_read_bytes: never read, the host's memory stays bounded
+NOT_A_FILE = "not_a_file"  # a symlink, a directory, a device: never followed
+
+
+@dataclass(frozen=True)
+class FileRead:
+    data: bytes | None  # None unless problem == ""
+    problem: str = ""  # "" (read) | MISSING | TOO_LARGE | NOT_A_FILE
+    size: int = 0  # the size the sandbox reported (of the link itself for a link)
 
 
 @dataclass(frozen=True)
@@ -54,7 +86,13 @@ class Session(Protocol):
 
     def exec(self, command: str, timeout_s: float, workdir: str = REPO_DIR) -> ExecResult: ...
 
-    def read_file(self, path: str) -> bytes | None: ...
+    def read_file(self, path: str) -> bytes | None:
+        """The regular file's bytes; None when missing, not a regular file, or over the cap."""
+        ...
+
+    def read_file_checked(self, path: str) -> FileRead:
+        """Like ``read_file``, saying why nothing was read; reads at most Limits.max_read_bytes."""
+        ...
 
     def commit(self, tag: str) -> str: ...
 

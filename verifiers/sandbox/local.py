@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -23,7 +24,11 @@ from collections.abc import Iterator
 
 from trajforge.verifiers.sandbox.base import (
     BASE_ENV,
+    MISSING,
+    NOT_A_FILE,
+    TOO_LARGE,
     ExecResult,
+    FileRead,
     Limits,
     OutputCapture,
     SessionSpec,
@@ -99,11 +104,29 @@ class LocalSession:
         )
 
     def read_file(self, path: str) -> bytes | None:
+        return self.read_file_checked(path).data
+
+    def read_file_checked(self, path: str) -> FileRead:
+        """Never through a link, never more than Limits.max_read_bytes."""
+        mapped = self._map(path)
         try:
-            with open(self._map(path), "rb") as handle:
-                return handle.read()
+            info = os.lstat(mapped)
         except OSError:
-            return None
+            return FileRead(None, MISSING)
+        if not stat.S_ISREG(info.st_mode):
+            return FileRead(None, NOT_A_FILE, info.st_size)
+        cap = self.limits.max_read_bytes
+        if info.st_size > cap:
+            return FileRead(None, TOO_LARGE, info.st_size)
+        try:
+            fd = os.open(mapped, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:  # replaced by a link or removed since: not a file we read
+            return FileRead(None, NOT_A_FILE)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(cap + 1)
+        if len(data) > cap:  # grew since
+            return FileRead(None, TOO_LARGE, len(data))
+        return FileRead(data, "", len(data))
 
     def commit(self, tag: str) -> str:
         link = os.path.join(self.envs_dir, _safe(tag))

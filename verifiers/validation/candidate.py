@@ -2,7 +2,10 @@
 
 Results are cached by the content hash of everything that decides them (image, the exact trees
 tested, the command and the rerun policy), so rerunning the stage skips finished work and any
-worker can reuse any result.
+worker can reuse any result. Only verdicts of complete runs are cached: when the sandbox breaks
+under a run (a container killed or gone, the engine erring: ``SandboxBroken``), the candidate is
+validated once more in fresh containers, and if that breaks too it is rejected as
+``infra_failure``, uncached, so the next run of the stage tries again.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance, Validation
 from trajforge.schemas.test_run import TestRun
-from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
+from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
 from trajforge.verifiers.test_runner import RunContext, run_tests
 from trajforge.verifiers.validation.rule import (
@@ -31,6 +34,7 @@ from trajforge.verifiers.validation.rule import (
 
 STAGE = "validate"
 CACHE_VERSION = "validate-v2"
+INFRA_FAILURE = "infra_failure"  # the sandbox broke twice: not a verdict, never cached
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,15 @@ def validate_candidate(
         junit_path,
         params.test_timeout_s,
     )
-    base_runs, gold_runs, verdict = _run_and_judge(sandbox, profile, base, gold, ctx, params)
+    try:
+        base_runs, gold_runs, verdict = _run_and_judge(sandbox, profile, base, gold, ctx, params)
+    except SandboxBroken:  # a container died or the engine erred: once more, in fresh ones
+        try:
+            base_runs, gold_runs, verdict = _run_and_judge(
+                sandbox, profile, base, gold, ctx, params
+            )
+        except SandboxBroken as exc:  # not a verdict: never cached, a rerun of the stage retries
+            return infra_failure(candidate, exc)
     runs = tuple(base_runs + gold_runs)
     if verdict.kept:
         task = build_task(candidate, profile, verdict, base_runs, gold_runs)
@@ -171,6 +183,12 @@ def build_task(
         ),
         bug_patch=candidate.bug_patch,
     )
+
+
+def infra_failure(candidate: Candidate, exc: SandboxBroken) -> ValidationResult:
+    """The sandbox broke in two fresh containers in a row: rejected, and never cached."""
+    detail = f"the sandbox broke twice, in fresh containers each time: {exc}"
+    return rejected(candidate, INFRA_FAILURE, detail.splitlines()[0], ())
 
 
 def rejected(

@@ -17,13 +17,15 @@ that benchmarks and tests compare with is ``benchmarks/full_suite.py``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import itertools
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
+from typing import TypeVar
 
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.diff import touched_lines
@@ -34,14 +36,15 @@ from trajforge.schemas.records import content_id, from_row, to_row
 from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.test_run import TestRun
-from trajforge.verifiers.sandbox.base import Sandbox, Session, SessionSpec
+from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken, Session, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, read_file_at
-from trajforge.verifiers.test_runner import RunContext, run_tests
+from trajforge.verifiers.test_runner import RunContext, run_problem, run_tests
 from trajforge.verifiers.validation.candidate import (
     TestTree,
     ValidationResult,
     build_task,
     from_cache,
+    infra_failure,
     rejected,
     to_cache,
 )
@@ -51,6 +54,7 @@ from trajforge.verifiers.validation.rule import FAILING, Verdict, judge, suite_f
 
 VERSION = "inject-v1"
 TIMEOUT_EXIT_CODES = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -101,39 +105,54 @@ def validate_mutations(
     ctx = RunContext("", profile.profile_id, profile.test_cmd, junit_path, params.test_timeout_s)
     snapshot_id = f"snapshot-{clean.tree_id[:16]}"
     baseline_key = content_id(VERSION, "clean", *_decides(profile, clean), params.test_timeout_s)
-    with clean_workspace(sandbox, profile, clean) as first:
+    slots = [_Slot(sandbox, profile, clean) for _ in range(max(workers, 1))]
+    complete = set(pending)  # verdicts of complete runs: the only ones cached
+    try:
         known = cache.get(baseline_key) if cache is not None else None
         if known is not None:
             baseline = _baseline_from_cache(known)
         else:
-            baseline = _clean_baseline(first, _with_id(ctx, snapshot_id))
+            try:
+                baseline = slots[0].twice(
+                    lambda ws: _clean_baseline(ws, _with_id(ctx, snapshot_id))
+                )
+            except SandboxBroken as exc:
+                for i in pending:
+                    results[i] = infra_failure(mutations[i].candidate, exc)
+                return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
             if cache is not None:
                 cache.put(baseline_key, _baseline_to_cache(baseline))
         if baseline.failure is not None:
             for i in pending:
                 results[i] = _rejected_by_clean(mutations[i], baseline.failure)
         else:
-            lanes = [pending[k :: max(workers, 1)] for k in range(max(workers, 1))]
+            lanes = [pending[k :: len(slots)] for k in range(len(slots))]
             lanes = [lane for lane in lanes if lane]
 
             def run_lane(lane_index: int) -> list[tuple[int, ValidationResult]]:
-                lane = lanes[lane_index]
-                with ExitStack() as stack:
-                    workspace = (
-                        first
-                        if lane_index == 0
-                        else stack.enter_context(clean_workspace(sandbox, profile, clean))
-                    )
-                    return [
-                        (i, _validate_one(workspace, profile, baseline, mutations[i], ctx))
-                        for i in lane
-                    ]
+                slot = slots[lane_index]
+                done = []
+                for i in lanes[lane_index]:
+                    validate = functools.partial(
+                        _validate_one, profile=profile, baseline=baseline, mutation=mutations[i],
+                        ctx=ctx,
+                    )  # fmt: skip
+                    try:
+                        result = slot.twice(validate)
+                    except SandboxBroken as exc:
+                        result = infra_failure(mutations[i].candidate, exc)
+                        complete.discard(i)
+                    done.append((i, result))
+                return done
 
             with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
                 for done in pool.map(run_lane, range(len(lanes))):
                     results.update(done)
+    finally:
+        for slot in slots:
+            slot.discard()
     for i in pending:
-        if cache is not None:
+        if cache is not None and i in complete:
             cache.put(keys[i], to_cache(results[i]))
     clean_runs = () if known is not None else baseline.runs
     return BatchResult(tuple(results[i] for i in range(len(mutations))), clean_runs)
@@ -164,6 +183,40 @@ class _Workspace:
 
     def write(self, files: dict[str, str]) -> None:
         self.session.put_archive(_files_tar(files), dest="/")
+
+
+class _Slot:
+    """A lane's clean workspace, opened when first needed and replaced when its sandbox breaks."""
+
+    def __init__(self, sandbox: Sandbox, profile: EnvProfile, clean: TestTree) -> None:
+        self.sandbox, self.profile, self.clean = sandbox, profile, clean
+        self.stack = ExitStack()
+        self.workspace: _Workspace | None = None
+
+    def get(self) -> _Workspace:
+        if self.workspace is None:
+            opened = clean_workspace(self.sandbox, self.profile, self.clean)
+            self.workspace = self.stack.enter_context(opened)
+        return self.workspace
+
+    def discard(self) -> None:
+        """Give the container back (removed in the background); the next ``get`` starts anew."""
+        self.workspace = None
+        stack, self.stack = self.stack, ExitStack()
+        with suppress(Exception):
+            stack.close()
+
+    def twice(self, work: Callable[[_Workspace], T]) -> T:
+        """``work`` in this workspace, and once more in a fresh one if the sandbox breaks."""
+        try:
+            return work(self.get())
+        except SandboxBroken:
+            self.discard()
+        try:
+            return work(self.get())
+        except SandboxBroken:
+            self.discard()
+            raise
 
 
 @contextmanager
@@ -264,6 +317,8 @@ def _covering_tests(baseline: CleanBaseline, mutation: Mutation) -> tuple[str, .
 def _broken_run(
     mutation: Mutation, run: TestRun, runs: tuple[TestRun, ...]
 ) -> ValidationResult | None:
+    if (problem := run_problem(run)) is not None:  # e.g. the JUnit XML replaced by a link
+        return reject_mutation(mutation, problem[0], problem[1], runs)
     if run.timed_out or run.exit_code in TIMEOUT_EXIT_CODES:
         return reject_mutation(
             mutation, "mutant_timeout", "the tests hang on the bug (killed)", runs
@@ -288,7 +343,12 @@ def mutant_context(
     """The test command under coreutils `timeout`, so a hang kills the tests, not the container."""
     command = f"timeout -k 5 {int(timeout_s)} {profile.test_cmd}"
     return RunContext(
-        mutation.candidate.candidate_id, profile.profile_id, command, junit_path, timeout_s + 60
+        mutation.candidate.candidate_id,
+        profile.profile_id,
+        command,
+        junit_path,
+        timeout_s + 60,
+        own_kills=TIMEOUT_EXIT_CODES,
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.test_runner import run_problem
 
 FAILING = ("FAILED", "ERROR")
 
@@ -46,6 +47,9 @@ def suite_failure(run: TestRun) -> Verdict | None:
     if run.suite_ran:
         return None
     where = run.state
+    if (problem := run_problem(run)) is not None:  # e.g. junit_too_large, junit_not_a_file
+        reason, why = problem
+        return Verdict(False, reason, f"at {where}: {why}")
     if run.timed_out:
         return Verdict(False, f"timeout_at_{where}", f"the test run at {where} hit the time limit")
     if run.collection_errors:

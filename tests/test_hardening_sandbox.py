@@ -1,0 +1,369 @@
+"""Hardening of the sandbox and of verdicts (issue 12), in real containers on real repositories.
+
+Owners and the janitor, a container killed under a rerun, a huge JUnit file, a disk filler and a
+JUnit path replaced by a symlink: each is an infrastructure failure (never a cached verdict) or
+the suite's own doing (a rejection with its reason), and never a dead stage or a full host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import textwrap
+import threading
+import time
+import tracemalloc
+
+import apache_beam as beam
+import docker
+import pytest
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that
+from trajforge.generators.environments.base_image import base_image_tag
+from trajforge.generators.environments.image import build_env_image
+from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn
+from trajforge.schemas.candidate import Candidate
+from trajforge.schemas.params import EnvironmentParams, Params, ValidateParams
+from trajforge.schemas.storage import ContentCache
+from trajforge.verifiers.sandbox.base import (
+    MISSING,
+    NOT_A_FILE,
+    TOO_LARGE,
+    Limits,
+    SandboxBroken,
+    SessionSpec,
+)
+from trajforge.verifiers.sandbox.docker import (
+    LABEL,
+    OWNER_LABEL,
+    OWNER_START_LABEL,
+    DockerSandbox,
+    _single_file,
+    process_start,
+    remove_leftovers,
+)
+from trajforge.verifiers.test_runner import (
+    JUNIT_NOT_A_FILE,
+    JUNIT_TOO_LARGE,
+    RunContext,
+    run_problem,
+    run_tests,
+)
+from trajforge.verifiers.validation import candidate as validation
+from trajforge.verifiers.validation.rule import suite_failure
+
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
+
+IMAGE = base_image_tag("3.11")
+HOST = socket.gethostname()
+
+
+@pytest.fixture(scope="module")
+def sandbox(docker_engine) -> DockerSandbox:
+    box = DockerSandbox()
+    yield box
+    box.close()
+
+
+def _exists(client, container_id: str) -> bool:
+    return bool(client.api.containers(all=True, filters={"id": container_id}))
+
+
+def _labelled(client, owner: str, start: str | None):
+    labels = {LABEL: "1", OWNER_LABEL: owner}
+    if start is not None:
+        labels[OWNER_START_LABEL] = start
+    return client.containers.run(IMAGE, ["sleep", "600"], detach=True, labels=labels)
+
+
+# --- 1. owners, the janitor, a vanished container ------------------------------------------------
+
+OWNER_SCRIPT = textwrap.dedent(
+    f"""
+    import sys
+    from trajforge.verifiers.sandbox.base import SessionSpec
+    from trajforge.verifiers.sandbox.docker import DockerSandbox
+    box = DockerSandbox()
+    with box.session(SessionSpec({IMAGE!r})) as session:
+        print(session.container.id, flush=True)
+        sys.stdin.read()
+    """
+)
+
+
+def test_janitor_reaps_only_dead_owners(sandbox):
+    client = docker.from_env()
+    other = subprocess.Popen(  # a second live run: another process with its own DockerSandbox
+        [sys.executable, "-c", OWNER_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    made = [
+        _labelled(client, f"{HOST}:{finished.pid}", "1"),  # its owner exited
+        _labelled(client, f"{HOST}:{os.getpid()}", "1"),  # a live pid, but another process's
+        _labelled(client, "elsewhere.invalid:1", "1"),  # another host's: not ours to judge
+        _labelled(client, f"{HOST}:{os.getpid()}", None),  # an older label: the pid alone
+    ]
+    dead, reused, elsewhere, legacy = made
+    try:
+        assert other.stdout is not None
+        others = other.stdout.readline().decode().strip()
+        assert others, "the second owner did not start a session"
+        assert process_start(os.getpid()) == sandbox.owner_start != ""
+        with sandbox.session(SessionSpec(IMAGE)) as session:
+            mine = session.container.id
+            swept = remove_leftovers(client)
+            assert _exists(client, mine) and _exists(client, others)  # live runs keep theirs
+            assert _exists(client, legacy.id) and _exists(client, elsewhere.id)
+            assert not _exists(client, dead.id) and not _exists(client, reused.id)
+            assert swept.live >= 3 and swept.other_hosts >= 1
+            assert "of other hosts" in swept.line()
+            other.kill()  # the second run dies without cleaning up
+            other.wait()
+            remove_leftovers(client)
+            assert not _exists(client, others)  # now a dead run's leftover: reaped
+            assert _exists(client, mine)
+    finally:
+        other.kill()
+        for container in made:
+            if _exists(client, container.id):
+                container.remove(force=True)
+
+
+def test_a_vanished_container_is_a_sandbox_error_not_a_dead_stage(sandbox):
+    with sandbox.session(SessionSpec(IMAGE)) as session:
+        session.container.remove(force=True)
+        for call in (
+            lambda: session.exec("true", 30),
+            lambda: session.read_file_checked("/etc/hostname"),
+            lambda: session.put_archive(_tar({"repo/x.txt": b"x"})),
+        ):
+            with pytest.raises(SandboxBroken):
+                call()
+    # In a stage: the element is rejected as sandbox_error and the stage goes on.
+    params = Params()
+    with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
+        out = (
+            pipeline
+            | beam.Create(["first", "second"])
+            | beam.ParDo(VanishingFn(params)).with_outputs(REJECTED, main="kept")
+        )
+        assert_that(out[REJECTED] | beam.Map(lambda r: (r.input, r.reason)), _is_rejected)
+        assert_that(out.kept, lambda kept: _equal(sorted(kept), ["second"]), label="Kept")
+
+
+def _is_rejected(rejections):
+    assert rejections == [("first", "sandbox_error")], rejections
+
+
+def _equal(got, expected):
+    assert got == expected, got
+
+
+class VanishingFn(SandboxFn):
+    """The first element's container is removed under it; the second runs normally."""
+
+    STAGE = "hardening"
+
+    def process(self, element: str):
+        assert self.sandbox is not None
+        with self.sandbox.session(SessionSpec(IMAGE)) as session:
+            if element == "first":
+                session.container.remove(force=True)
+            session.exec("true", 30)
+        yield element
+
+
+# --- 2. a container killed mid-rerun -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def calc_env(calc_repo, sandbox, tmp_path_factory):
+    """The calc repository's real environment image, and its fix_add candidate."""
+    path, shas = calc_repo
+    base, fix = shas["initial"], shas["fix_add"]
+    # A stable identity: the image is built once and reused by later runs of these tests.
+    profile = detect_profile(str(path), base, "local/calc", source="tests/hardening-sandbox/calc")
+    logs = str(tmp_path_factory.mktemp("build-logs"))
+    built = build_env_image(sandbox, profile, str(path), EnvironmentParams(), logs)
+    assert built.status == "built", built.log
+
+    def diff(*paths: str) -> str:
+        args = ["git", "-C", str(path), "diff", base, fix, "--", *paths]
+        return subprocess.run(args, capture_output=True, text=True, check=True).stdout
+
+    candidate = Candidate(
+        "fix-add", "local/calc", str(path), base, diff("calc"), diff("tests"), "commit", "2024"
+    )
+    return str(path), built, candidate
+
+
+def _validate(sandbox, calc_env, cache: ContentCache, test_cmd: str):
+    path, profile, candidate = calc_env
+    profile = dataclasses.replace(profile, test_cmd=test_cmd)
+    base = validation.TestTree.at(path, candidate.base_commit, [candidate.test_patch])
+    gold = validation.TestTree.at(
+        path, candidate.base_commit, [candidate.test_patch, candidate.patch]
+    )
+    params = ValidateParams(reruns=1, test_timeout_s=60)
+    return validation.validate_candidate(
+        sandbox, candidate, profile, base, gold, params, JUNIT_PATH, cache
+    )
+
+
+class Killer(threading.Thread):
+    """`docker kill`s up to ``times`` of the sandbox's containers while their tests sleep."""
+
+    def __init__(self, owner: str, times: int) -> None:
+        super().__init__(daemon=True)
+        self.api = docker.from_env().api
+        self.owner, self.times, self.killed = owner, times, 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set() and self.killed < self.times:
+            filters = {"label": f"{OWNER_LABEL}={self.owner}", "status": "running"}
+            for container in self.api.containers(filters=filters):
+                try:
+                    processes = self.api.top(container["Id"])["Processes"] or []
+                except docker.errors.APIError:
+                    continue
+                if any(p[-1] == "sleep 4" for p in processes):
+                    self.api.kill(container["Id"])
+                    self.killed += 1
+                    break
+            time.sleep(0.1)
+
+
+def test_a_container_killed_mid_rerun_is_never_a_cached_verdict(sandbox, calc_env, tmp_path):
+    cache = ContentCache(str(tmp_path / "cache"), "validate")
+    # The main run marks its container; the rerun in it sleeps first: that is when it is killed.
+    marked = "if [ -e /tmp/main-done ]; then sleep 4; fi; touch /tmp/main-done; "
+    test_cmd = marked + calc_env[1].test_cmd
+
+    killer = Killer(sandbox.owner, times=2)  # the run and its retry both killed
+    killer.start()
+    broken = _validate(sandbox, calc_env, cache, test_cmd)
+    killer.stop.set()
+    killer.join()
+    assert killer.killed == 2
+    assert broken.task is None and broken.rejection is not None
+    assert broken.rejection.reason == "infra_failure", broken.rejection
+    assert not broken.cached and not list((tmp_path / "cache").rglob("*.json"))  # not cached
+
+    killer = Killer(sandbox.owner, times=1)  # killed once: the retry in fresh containers proves it
+    killer.start()
+    retried = _validate(sandbox, calc_env, cache, test_cmd)
+    killer.stop.set()
+    killer.join()
+    assert killer.killed == 1
+    assert retried.task is not None, retried.rejection
+    assert retried.task.FAIL_TO_PASS == ("tests/test_ops.py::test_add",)
+    assert retried.task.flaky_tests == ()
+
+    again = _validate(sandbox, calc_env, cache, test_cmd)  # the stage's rerun: from the cache
+    assert again.cached and again.task == retried.task
+
+
+# --- 3. host resources: a huge JUnit file, a disk filler -----------------------------------------
+
+
+def test_a_huge_junit_file_is_never_read_whole(sandbox):
+    ctx = RunContext("huge", "p", "head -c 300M /dev/zero > /tmp/junit.xml; exit 1", "/tmp/j", 120)
+    ctx = dataclasses.replace(ctx, junit_path="/tmp/junit.xml")
+    cap = sandbox.limits.max_read_bytes
+    assert cap == 64 * 1024 * 1024
+    with sandbox.session(SessionSpec(IMAGE)) as session:
+        session.put_archive(_tar({"repo/.keep": b""}))
+        tracemalloc.start()
+        try:
+            run = run_tests(session, ctx, "base", attempt=0)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < cap // 4  # refused from its size: none of the 300 MiB came to the host
+    assert not run.suite_ran and run.tests == ()
+    assert run_problem(run) is not None and run_problem(run)[0] == JUNIT_TOO_LARGE
+    failure = suite_failure(run)
+    assert failure is not None and failure.reason == JUNIT_TOO_LARGE
+    # A file that grows past the cap after its size was taken: the stream stops at the cap.
+    chunks = _Counted(_tar({"junit.xml": b"x" * (3 * 1024 * 1024)}), 256 * 1024)
+    read = _single_file(iter(chunks), 1024 * 1024, size=10)
+    assert read.problem == TOO_LARGE and read.data is None
+    assert chunks.pulled <= 1024 * 1024 + 64 * 1024 + 256 * 1024
+
+
+def test_a_disk_filler_hits_the_tmpfs_not_the_host(docker_engine):
+    box = DockerSandbox(Limits(tmp_size="64m"))
+    try:
+        with box.session(SessionSpec(IMAGE)) as session:
+            filled = session.exec(
+                "dd if=/dev/zero of=/tmp/fill bs=1M count=200; echo rc=$?", 60, "/"
+            )
+            assert "No space left on device" in filled.output and "rc=1" in filled.output
+            written = session.exec("du -sm /tmp/fill | cut -f1", 30, "/").output.strip()
+            assert int(written) <= 64
+            api = session.container.client.api
+            listed = api.containers(all=True, filters={"id": session.container.id}, size=True)
+            layer = listed[0].get("SizeRw") or 0
+            assert layer < 1024 * 1024  # nothing of it reached the host's disk
+        info = box.client.info()
+        driver_fs = dict(info.get("DriverStatus") or []).get("Backing Filesystem", "")
+        if info.get("Driver") == "overlay2" and driver_fs != "xfs":
+            assert box.layer_limit is False  # this driver cannot cap the writable layer
+        print(f"disk guarantees here: {box.disk_limits()}")
+    finally:
+        box.close()
+
+
+# --- 4. a JUnit path replaced by a symlink -------------------------------------------------------
+
+
+def test_a_symlinked_junit_is_the_suites_doing_never_followed(sandbox, calc_env, tmp_path):
+    with sandbox.session(SessionSpec(IMAGE)) as session:
+        session.exec("ln -s /etc/passwd /tmp/link; mkdir /tmp/dir", 30, "/")
+        assert session.read_file_checked("/tmp/link").problem == NOT_A_FILE
+        assert session.read_file_checked("/tmp/dir").problem == NOT_A_FILE
+        assert session.read_file_checked("/tmp/none").problem == MISSING
+        assert session.read_file("/tmp/link") is None
+
+    cache = ContentCache(str(tmp_path / "cache"), "validate")
+    linked = f"ln -sf /etc/passwd {JUNIT_PATH}"
+    test_cmd = f'f() {{ {calc_env[1].test_cmd} "$@"; rm -f {JUNIT_PATH}; {linked}; }}; f'
+    result = _validate(sandbox, calc_env, cache, test_cmd)
+    assert result.rejection is not None and result.rejection.reason == JUNIT_NOT_A_FILE
+    assert "not followed" in result.rejection.detail and "root:" not in result.rejection.detail
+    assert _validate(sandbox, calc_env, cache, test_cmd).cached  # a verdict: cached
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+class _Counted:
+    """A byte string handed out in chunks, counting how much was pulled."""
+
+    def __init__(self, data: bytes, chunk: int) -> None:
+        self.data, self.chunk, self.pulled = data, chunk, 0
+
+    def __iter__(self):
+        for start in range(0, len(self.data), self.chunk):
+            piece = self.data[start : start + self.chunk]
+            self.pulled += len(piece)
+            yield piece
