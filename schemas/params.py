@@ -34,6 +34,8 @@ class MineParams:
     max_commits: int = 300  # newest N first-parent commits per repo
     max_files: int = 30  # files changed (patch + test_patch), after skipping
     max_lines: int = 3000  # lines added + removed, after skipping
+    max_file_bytes: int = 1_000_000  # one changed file (its larger side), read before any diff
+    max_bytes: int = 5_000_000  # all changed files together, after skipping
     skip_globs: list[str] = field(
         default_factory=lambda: [
             "*vendor/*",
@@ -63,6 +65,9 @@ class SandboxParams:
     memory: str = "2g"  # a size with a unit (b, k, m, g), at least 6m (Docker's minimum)
     cpus: float = 1.0
     pids: int = 512  # processes and threads; never 0 (to Docker that means no limit)
+    tmp_size: str = "1g"  # /tmp of a test session is a tmpfs this size; counts against memory
+    writable_layer_size: str = "10g"  # the rest of its disk, where the storage driver can cap it
+    max_read_bytes: int = 64 * 1024 * 1024  # a file read back from a session (JUnit XML) above
     docker_host: str | None = None  # else DOCKER_HOST / the local socket
 
 
@@ -227,7 +232,15 @@ class Params:
             url = self._value(key)
             if url is not None and not url.startswith(("http://", "https://")):
                 raise ParamsError(f"params: {key} must be an http(s) URL, got {url!r}")
-        _memory_bytes("sandbox.memory", self.sandbox.memory)
+        box = self.sandbox
+        memory = size_bytes("sandbox.memory", box.memory)
+        size_bytes("sandbox.writable_layer_size", box.writable_layer_size)
+        if size_bytes("sandbox.tmp_size", box.tmp_size) > memory:
+            raise ParamsError(
+                f"params: sandbox.tmp_size ({box.tmp_size}) must not be larger than sandbox.memory "
+                f"({box.memory}): what a session writes to /tmp counts against its memory"
+            )
+        _at_least("sandbox.max_read_bytes", box.max_read_bytes, MIN_READ_BYTES)
         env = self.environment
         for i, python in enumerate(env.pythons):
             _python_version(f"environment.pythons[{i}]", python)
@@ -257,6 +270,8 @@ AT_LEAST_ONE = (
     "mine.max_commits",
     "mine.max_files",
     "mine.max_lines",
+    "mine.max_file_bytes",
+    "mine.max_bytes",
     "environment.build_timeout_s",
     "sandbox.pids",
     "validate.workers",
@@ -322,6 +337,7 @@ PROJECT_CHOICES = ("sources.pypi", "inject.pypi", "explore.pypi")
 
 MEMORY_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 MIN_MEMORY = 6 * 1024**2  # Docker refuses a smaller limit
+MIN_READ_BYTES = 1024**2  # sandbox.max_read_bytes: below this, real JUnit files are refused
 
 
 def _choice(key: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -335,8 +351,9 @@ def _at_least(key: str, value: int, low: int) -> None:
         raise ParamsError(f"params: {key} must be {wanted}, got {value}")
 
 
-def _memory_bytes(key: str, value: str) -> int:
-    """A Docker memory size (``2g``, ``512m``, ``1.5g``, ``2gb``) in bytes, at least 6 MiB."""
+def size_bytes(key: str, value: str) -> int:
+    """A Docker size (``2g``, ``512m``, ``1.5g``, ``2gb``) in bytes, at least 6 MiB; else a
+    ``ParamsError`` naming ``key``."""
     match = re.fullmatch(r"(\d+(?:\.\d+)?)([bkmg]?)b?", value.strip().lower())
     size = int(float(match[1]) * MEMORY_UNITS[match[2]]) if match else 0
     if size < MIN_MEMORY:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from repo_factory import RepoBuilder
+from trajforge.generators.mining import commits
 from trajforge.generators.mining.commits import list_commits, mine_commit
 from trajforge.generators.mining.diff_split import is_test_path
 from trajforge.generators.sources.specs import SourceOptions, open_source
@@ -91,6 +92,35 @@ def test_limits_and_skipped_files(tmp_path):
     assert isinstance(too_big, Rejection) and too_big.reason == "too_large"
     too_many = _mine(repo.path, sha, max_files=1)
     assert isinstance(too_many, Rejection) and too_many.reason == "too_many_files"
+
+
+def test_a_huge_one_line_file_is_refused_from_its_size_before_any_diff(tmp_path, monkeypatch):
+    repo = RepoBuilder(tmp_path / "lib")
+    repo.commit("init", {"lib.py": "x = 1\n", "tests/test_lib.py": "def test(): pass\n"})
+    huge = "DATA = '" + "x" * (2 * 1024 * 1024) + "'\n"  # one line: max_lines lets it through
+    test = "def test():\n    assert True\n"
+    added = repo.commit(
+        "add a blob", {"lib.py": "x = 2\n", "data.py": huge, "tests/test_lib.py": test}
+    )
+    removed = repo.commit("drop it", {"data.py": None, "tests/test_lib.py": "def test(): pass\n"})
+    vendored = repo.commit(
+        "vendor it", {"lib.py": "x = 3\n", "vendor/data.py": huge, "tests/t.py": test}
+    )
+
+    def never(*args, **kwargs):
+        raise AssertionError("a diff was read")
+
+    monkeypatch.setattr(commits, "changed_files", never)
+    monkeypatch.setattr(commits, "_diff", never)
+    for sha in (added, removed):  # a deletion's diff holds the whole old file
+        result = _mine(repo.path, sha)
+        assert isinstance(result, Rejection) and result.reason == "too_large", result
+        assert f"data.py is {len(huge)} bytes > mine.max_file_bytes=1000000" in result.detail
+    total = _mine(repo.path, added, max_file_bytes=3_000_000, max_bytes=2_000_000)
+    assert isinstance(total, Rejection) and "mine.max_bytes=2000000" in total.detail
+    monkeypatch.undo()
+    candidate = _mine(repo.path, vendored)  # skipped files do not count
+    assert isinstance(candidate, Candidate) and candidate.meta.skipped_files == ("vendor/data.py",)
 
 
 def test_commit_selection(calc_repo):

@@ -19,8 +19,11 @@ from trajforge.schemas.params import (
     PROJECT_CHOICES,
     URLS,
     Params,
+    SandboxParams,
     load_params,
 )
+from trajforge.verifiers.sandbox.base import Limits
+from trajforge.verifiers.sandbox.factory import make_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,6 +113,16 @@ def test_defaults_pass_their_own_checks_and_every_checked_key_exists():
         ("sandbox:\n  cpus: -1.5\n", "sandbox.cpus"),
         ("sandbox:\n  pids: 0\n", "sandbox.pids"),
         ("sandbox:\n  pids: -1\n", "sandbox.pids"),
+        ("sandbox:\n  tmp_size: lots\n", "sandbox.tmp_size"),
+        ("sandbox:\n  tmp_size: 1k\n", "sandbox.tmp_size"),  # under Docker's minimum
+        ("sandbox:\n  tmp_size: 3g\n", "sandbox.tmp_size"),  # larger than memory (2g)
+        ("sandbox:\n  memory: 512m\n  tmp_size: 1g\n", "sandbox.tmp_size"),
+        ("sandbox:\n  writable_layer_size: ten\n", "sandbox.writable_layer_size"),
+        ("sandbox:\n  writable_layer_size: ''\n", "sandbox.writable_layer_size"),
+        ("sandbox:\n  max_read_bytes: 1000\n", "sandbox.max_read_bytes"),  # under 1 MiB
+        ("sandbox:\n  max_read_bytes: 64m\n", "sandbox.max_read_bytes"),  # a count, not a size
+        ("mine:\n  max_file_bytes: 0\n", "mine.max_file_bytes"),
+        ("mine:\n  max_bytes: -1\n", "mine.max_bytes"),
         ("validate:\n  test_timeout_s: 0\n", "validate.test_timeout_s"),
         ("validate:\n  reruns: -1\n", "validate.reruns"),
         ("validate:\n  max_log_bytes: 0\n", "validate.max_log_bytes"),
@@ -161,8 +174,41 @@ def test_out_of_range_values_name_the_key(tmp_path, text, key):
 @pytest.mark.parametrize("memory", ["2g", "512m", "1.5g", "2gb", "512M", "6m", "8388608"])
 def test_docker_memory_sizes_are_accepted(tmp_path, memory):
     path = tmp_path / "params.yaml"
-    path.write_text(f"sandbox:\n  memory: '{memory}'\n")
-    assert load_params(str(path)).sandbox.memory == memory
+    path.write_text(f"sandbox:\n  memory: '{memory}'\n  tmp_size: '{memory}'\n")
+    box = load_params(str(path)).sandbox
+    assert box.memory == box.tmp_size == memory  # a tmp_size reads like a memory size
+
+
+def test_tmp_size_larger_than_memory_names_both_keys(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("sandbox:\n  memory: 512m\n  tmp_size: 1g\n")
+    with pytest.raises(ParamsError, match=r"sandbox\.tmp_size .*sandbox\.memory"):
+        load_params(str(path))
+    path.write_text("sandbox:\n  memory: 1g\n  tmp_size: 1g\n")  # equal is allowed
+    assert load_params(str(path)).sandbox.tmp_size == "1g"
+
+
+def test_sandbox_limits_come_from_params(tmp_path):
+    """make_sandbox passes every sandbox knob into Limits; Limits' defaults are SandboxParams'."""
+    local = Params(cache_dir=str(tmp_path), sandbox=SandboxParams(kind="local"))
+    assert make_sandbox(local, quiet=True).limits == Limits()
+    path = tmp_path / "params.yaml"
+    path.write_text(
+        f"cache_dir: {tmp_path / 'cache'}\n"
+        "sandbox:\n  kind: local\n  memory: 3g\n  cpus: 2\n  pids: 99\n  tmp_size: 1.5g\n"
+        "  writable_layer_size: 20g\n  max_read_bytes: 2097152\n"
+        "validate:\n  max_log_bytes: 1234\n"
+    )
+    sandbox = make_sandbox(load_params(str(path)), quiet=True)
+    assert sandbox.limits == Limits(
+        memory="3g",
+        cpus=2.0,
+        pids=99,
+        max_output_bytes=1234,
+        tmp_size="1.5g",
+        writable_layer_size="20g",
+        max_read_bytes=2 * 1024 * 1024,
+    )
 
 
 def test_overrides_are_checked_again():

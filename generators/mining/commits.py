@@ -94,6 +94,40 @@ def changed_files(repo: RepoRef, parent: str, sha: str) -> list[ChangedFile]:
     return files
 
 
+NO_OBJECT = "0" * 40  # the missing side of an added or deleted file
+GITLINK = "160000"  # a submodule: a commit of another repository, no blob here
+
+
+def changed_sizes(repo: RepoRef, parent: str, sha: str) -> dict[str, int]:
+    """Each changed path's size in bytes (the larger of its old and new blob), read from the
+    object headers only: nothing of the contents is loaded, however large."""
+    raw = git(repo.path, "diff-tree", "-r", "-z", "--no-renames", "--no-abbrev", parent, sha)
+    fields = raw.split(b"\0")
+    blobs: dict[str, list[str]] = {}
+    for header, path in zip(fields[0::2], fields[1::2], strict=False):
+        old_mode, new_mode, old_id, new_id, _status = header.decode().lstrip(":").split(" ")
+        ids = [
+            oid
+            for mode, oid in ((old_mode, old_id), (new_mode, new_id))
+            if mode != GITLINK and oid != NO_OBJECT
+        ]
+        blobs[path.decode("utf-8", "surrogateescape")] = ids
+    wanted = sorted({oid for ids in blobs.values() for oid in ids})
+    if not wanted:
+        return {path: 0 for path in blobs}
+    listing = git(
+        repo.path,
+        "cat-file",
+        "--batch-check=%(objectname) %(objectsize)",
+        input="".join(f"{oid}\n" for oid in wanted).encode(),
+    )
+    size = {}
+    for line in listing.decode().splitlines():
+        oid, _, value = line.partition(" ")
+        size[oid] = int(value) if value.isdigit() else 0  # "missing": a shallow or partial clone
+    return {path: max((size.get(oid, 0) for oid in ids), default=0) for path, ids in blobs.items()}
+
+
 def mine_commit(repo: RepoRef, sha: str, params: MineParams) -> Candidate | Rejection:
     """Turn one commit into a Candidate, or say why it is not one."""
     key = f"{repo.name}@{sha[:12]}"
@@ -105,6 +139,24 @@ def mine_commit(repo: RepoRef, sha: str, params: MineParams) -> Candidate | Reje
     if not parents:
         return reject("root_commit", "first commit; nothing to diff against")
     parent = parents[0]
+    # Sizes before any diff: a 300 MB one-line file passes max_lines, but its diff would be read
+    # whole (by git for --numstat, then here). Skipped files never reach a diff read here.
+    sizes = {
+        path: size
+        for path, size in changed_sizes(repo, parent, sha).items()
+        if not is_skipped(path, params.skip_globs)
+    }
+    biggest = max(sizes, key=lambda path: sizes[path], default=None)
+    if biggest is not None and sizes[biggest] > params.max_file_bytes:
+        return reject(
+            "too_large",
+            f"{biggest} is {sizes[biggest]} bytes > mine.max_file_bytes={params.max_file_bytes}",
+        )
+    if sum(sizes.values()) > params.max_bytes:
+        return reject(
+            "too_large",
+            f"{sum(sizes.values())} bytes of changed files > mine.max_bytes={params.max_bytes}",
+        )
     files = changed_files(repo, parent, sha)
     kept = [f for f in files if not f.binary and not is_skipped(f.path, params.skip_globs)]
     skipped = tuple(sorted(f.path for f in files if f not in kept))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from trajforge.schemas.errors import UserError
-from trajforge.schemas.params import SandboxParams
+from trajforge.schemas.params import SandboxParams, ValidateParams
 
 # Paths inside every sandbox (the local backend maps them under its temporary directory).
 REPO_DIR = "/repo"
@@ -35,22 +35,15 @@ class ExecResult:
     output_bytes: int = 0  # how much the command printed in all
 
 
-# What a session may write, and what the host reads back from it. Not yet knobs of
-# schemas/params.py (SandboxParams): the defaults live here until they are.
-TMP_SIZE = "1g"  # /tmp is a tmpfs of this size in every test session (a scratch disk quota)
-WRITABLE_LAYER_SIZE = "10g"  # the rest of the container's disk, where the storage driver can cap it
-MAX_READ_BYTES = 64 * 1024 * 1024  # a file read back from a session (a JUnit XML) above is refused
-
-
 @dataclass(frozen=True)
 class Limits:
-    memory: str = SandboxParams.memory  # the one default: schemas/params.py
+    memory: str = SandboxParams.memory  # the one set of defaults: schemas/params.py
     cpus: float = SandboxParams.cpus
     pids: int = SandboxParams.pids
-    max_output_bytes: int = 200_000
-    tmp_size: str = TMP_SIZE
-    writable_layer_size: str = WRITABLE_LAYER_SIZE
-    max_read_bytes: int = MAX_READ_BYTES
+    max_output_bytes: int = ValidateParams.max_log_bytes
+    tmp_size: str = SandboxParams.tmp_size  # /tmp of a test session: a tmpfs (a disk quota)
+    writable_layer_size: str = SandboxParams.writable_layer_size
+    max_read_bytes: int = SandboxParams.max_read_bytes  # a file read back above it is refused
 
 
 class SandboxBroken(UserError):

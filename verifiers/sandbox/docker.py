@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from trajforge.schemas.errors import SandboxUnavailable
+from trajforge.schemas.params import size_bytes
 from trajforge.verifiers.sandbox.base import (
     BASE_ENV,
     MISSING,
@@ -338,8 +339,10 @@ class DockerSandbox:
         if not spec.network:  # test sessions; image builds keep their whole disk for installs
             # A tmpfs *volume* rather than --tmpfs: the engine's archive API (put_archive,
             # get_archive) sees volumes, but not --tmpfs mounts (Docker < 25).
+            # In bytes: the kernel's tmpfs reads neither 1.5g nor 2gb, which params allow.
+            tmp_bytes = size_bytes("sandbox.tmp_size", self.limits.tmp_size)
             scratch = DriverConfig(
-                "local", {"type": "tmpfs", "device": "tmpfs", "o": f"size={self.limits.tmp_size}"}
+                "local", {"type": "tmpfs", "device": "tmpfs", "o": f"size={tmp_bytes}"}
             )
             options["mounts"] = [Mount(SCRATCH, None, type="volume", driver_config=scratch)]
             if self.layer_limit is not False:

@@ -12,6 +12,9 @@ def make_sandbox(params: Params, quiet: bool = False) -> Sandbox:
         cpus=params.sandbox.cpus,
         pids=params.sandbox.pids,
         max_output_bytes=params.validate.max_log_bytes,
+        tmp_size=params.sandbox.tmp_size,
+        writable_layer_size=params.sandbox.writable_layer_size,
+        max_read_bytes=params.sandbox.max_read_bytes,
     )
     if params.sandbox.kind == "docker":
         from trajforge.verifiers.sandbox.docker import DockerSandbox
