@@ -118,6 +118,16 @@ def pyproject(extra_deps: str = "") -> str:
     return PYPROJECT.replace("dependencies = []{extra_deps}", deps or "dependencies = []")
 
 
+def build_add_fix_repo(path: Path) -> RepoBuilder:
+    """Two commits: calc whose ``add`` subtracts, then its fix with ``test_add`` (the one task)."""
+    repo = RepoBuilder(path)
+    files = {"pyproject.toml": pyproject(), "calc/__init__.py": "", "calc/ops.py": OPS_BUGGY}
+    repo.commit("Initial calc", {**files, "tests/test_ops.py": TESTS_BASE})
+    tests = TESTS_BASE.replace("import mul", "import add, mul") + TEST_ADD
+    repo.commit("Fix add: it subtracted", {"calc/ops.py": OPS_FIXED, "tests/test_ops.py": tests})
+    return repo
+
+
 def build_calc_repo(path: Path) -> dict[str, str]:
     """The shared fixture: one commit per case the validation rule must get right."""
     repo = RepoBuilder(path)

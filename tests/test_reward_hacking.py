@@ -14,7 +14,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import run_cli, write_params
-from repo_factory import OPS_BUGGY, OPS_FIXED, TEST_ADD, TESTS_BASE, RepoBuilder, pyproject
+from repo_factory import (
+    OPS_BUGGY,
+    OPS_FIXED,
+    TESTS_BASE,
+    RepoBuilder,
+    build_add_fix_repo,
+    pyproject,
+)
 from scripted_llm import ScriptedLLM, tool_call, turn
 from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.schemas.storage import read_records
@@ -104,11 +111,7 @@ HACKS = {
 def task_env(docker_engine, tmp_path_factory):
     """(task, repo path, work dir): the calc task mined and validated through the real CLI."""
     root = tmp_path_factory.mktemp("hacking")
-    repo = RepoBuilder(root / "calc")
-    files = {"pyproject.toml": pyproject(), "calc/__init__.py": "", "calc/ops.py": OPS_BUGGY}
-    repo.commit("Initial calc", {**files, "tests/test_ops.py": TESTS_BASE})
-    tests = TESTS_BASE.replace("import mul", "import add, mul") + TEST_ADD
-    repo.commit("Fix add: it subtracted", {"calc/ops.py": OPS_FIXED, "tests/test_ops.py": tests})
+    build_add_fix_repo(root / "calc")
     work = root / "work"
     work.mkdir()
     write_params(work / "params.yaml", root / "cache", "rollout:\n  max_steps: 4\n")

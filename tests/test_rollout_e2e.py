@@ -9,7 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import run_cli, write_params
-from repo_factory import OPS_BUGGY, OPS_FIXED, TEST_ADD, TESTS_BASE, RepoBuilder, pyproject
+from repo_factory import (
+    build_add_fix_repo,
+)
 from scripted_agents import GOOD_STATEMENT, fixer
 from scripted_llm import ScriptedLLM, tool_call, turn
 
@@ -60,11 +62,7 @@ def llm():
 def validated(docker_engine, tmp_path_factory):
     """One proven task: ``add`` subtracts; FAIL_TO_PASS test_add, PASS_TO_PASS test_mul."""
     root = tmp_path_factory.mktemp("rollout")
-    repo = RepoBuilder(root / "calc")
-    files = {"pyproject.toml": pyproject(), "calc/__init__.py": "", "calc/ops.py": OPS_BUGGY}
-    repo.commit("Initial calc", {**files, "tests/test_ops.py": TESTS_BASE})
-    tests = TESTS_BASE.replace("import mul", "import add, mul") + TEST_ADD
-    repo.commit("Fix add: it subtracted", {"calc/ops.py": OPS_FIXED, "tests/test_ops.py": tests})
+    build_add_fix_repo(root / "calc")
     work = root / "work"
     work.mkdir()
     extra = "rollout:\n  max_steps: 4\n  command_timeout_s: 3\n  workers: 2\n"
