@@ -23,6 +23,8 @@ class EnvProfile:
     status: str  # detected | built | failed
     log: str  # build log tail (or why it failed)
     setup_commit: str  # the commit the image was built at (SWE-bench's environment_setup_commit)
+    recipe: str = ""  # the Dockerfile the image is built from (hashed into profile_id)
+    image_digest: str = ""  # registry digest once pushed or pulled, else the local image id
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -35,5 +37,7 @@ class EnvProfile:
             ("status", pa.string()),
             ("log", pa.large_string()),
             ("setup_commit", pa.string()),
+            ("recipe", pa.large_string()),
+            ("image_digest", pa.string()),
         ]
     )

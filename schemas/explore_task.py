@@ -39,6 +39,8 @@ class ExploreTask:
     origin: str  # explore/template | explore/llm
     score: float | None = None  # 1-5, None until judged
     provenance: dict[str, str] = field(default_factory=dict)
+    image_digest: str = ""  # the environment by content: registry digest, else the image id
+    env_recipe: str = ""  # the environment's Dockerfile: anyone can rebuild image_name from it
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -56,5 +58,7 @@ class ExploreTask:
             ("origin", pa.string()),
             ("score", pa.float64()),
             ("provenance", pa.map_(pa.string(), pa.string())),
+            ("image_digest", pa.string()),
+            ("env_recipe", pa.large_string()),
         ]
     )

@@ -54,6 +54,8 @@ class TaskInstance:
     provenance: dict[str, str] = field(default_factory=dict)
     validation: Validation | None = None
     bug_patch: str = ""  # bug/* tasks start at base_commit + bug_patch (SWE-smith's bug branch)
+    image_digest: str = ""  # the environment by content: registry digest, else the image id
+    env_recipe: str = ""  # the environment's Dockerfile: anyone can rebuild image_name from it
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -80,5 +82,7 @@ class TaskInstance:
             ("provenance", pa.map_(pa.string(), pa.string())),
             ("validation", VALIDATION_TYPE),
             ("bug_patch", pa.large_string()),
+            ("image_digest", pa.string()),
+            ("env_recipe", pa.large_string()),
         ]
     )

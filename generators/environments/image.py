@@ -1,8 +1,10 @@
 """Build one environment image per EnvProfile, once, and reuse it for every commit of the profile.
 
-The build runs the profile's install commands in a container of the base image with the network on
-(and the configured CA bundle, for TLS-intercepting proxies), then clears /repo and commits. Test
-runs later copy each commit's code into /repo; the editable install picks it up.
+Backends with real images (Docker, podman) build the profile's recipe (``recipe.py``: a
+Dockerfile) with the network on and the configured CA bundle as a build input, so the image is
+exactly what anyone rebuilds from the exported recipe. The local backend has no images: it runs
+the same install commands in a session and records the venv. Test runs later copy each commit's
+code into /repo; the editable install picks it up.
 """
 
 from __future__ import annotations
@@ -16,26 +18,22 @@ import tarfile
 import time
 
 from trajforge.generators.environments.base_image import base_image_tag
+from trajforge.generators.environments.recipe import (
+    CA_FILE,
+    ENV_MARKER,
+    PRETEND_VERSION,
+    build_context,
+    marker,
+)
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import EnvironmentParams
 from trajforge.schemas.storage import write_bytes_atomic
-from trajforge.verifiers.sandbox.base import Sandbox, Session, SessionSpec
+from trajforge.verifiers.sandbox.base import ImageBuild, ImageStore, Sandbox, Session, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import archive
 
-CA_PATH = "/tmp/trajforge/ca.crt"  # removed before the image is committed
 LOG_TAIL = 4000
-# Bump when the build recipe changes, so cached build failures are retried with the new recipe.
-BUILD_RECIPE = "build-v2"
-# /repo is a plain tree (no .git), so setuptools-scm / hatch-vcs cannot read a version from git.
-PRETEND_VERSION = {
-    "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0",
-    "VCS_VERSIONING_PRETEND_VERSION": "0.0.0",
-}
-ALREADY_BUILT = "image already built"  # the log of a reused image that recorded none
-# Written into every image's /venv after the install (the one path every backend keeps): which
-# profile it is and the commit it was built at, so a reused image reports its real setup commit.
-ENV_MARKER = "/venv/trajforge-env.json"
+ALREADY_BUILT = "image already built"  # the log of a reused image whose build log is not here
 
 
 def build_env_image(
@@ -43,16 +41,16 @@ def build_env_image(
 ) -> EnvProfile:
     """The profile with status "built" (image ready) or "failed" (log says why).
 
-    A reused image returns what its build recorded (read from its marker): the setup commit it
-    was really built at, which may be another commit of the same source than
-    ``profile.setup_commit``, and the build's log tail. An image without a readable marker of
-    this profile is built again.
+    A reused image returns what its build recorded: the setup commit it was really built at (from
+    its marker), which may be another commit of the same source than ``profile.setup_commit``,
+    and the build's log tail (from this machine's build log; ALREADY_BUILT for an image built
+    elsewhere). An image without a readable marker of this profile is built again.
     """
     if sandbox.has_image(profile.image):
-        recorded = image_marker(sandbox, profile)
-        if recorded is not None:  # the build's own record, so a rerun writes the same bytes
-            commit, tail = recorded
-            return dataclasses.replace(profile, status="built", setup_commit=commit, log=tail)
+        commit = image_marker(sandbox, profile)
+        if commit is not None:
+            log = _read_log(logs_dir, profile.profile_id)
+            return dataclasses.replace(profile, status="built", setup_commit=commit, log=log)
     base = base_image_tag(profile.python)
     if not sandbox.has_image(base):
         raise UserError(
@@ -60,43 +58,70 @@ def build_env_image(
             f"or `trajforge base-image --python {profile.python}`",
             reason="no_base_image",
         )
-    log: list[str] = []
+    if isinstance(sandbox, ImageStore):
+        ok, log = _build_recipe(sandbox, profile, repo_path, params)
+        return _finish(profile, "built" if ok else "failed", log, logs_dir)
+    log_lines: list[str] = []
     with sandbox.session(build_session_spec(base, params)) as session:
-        installed = install_profile(session, profile, repo_path, params, log)
+        installed = install_profile(session, profile, repo_path, params, log_lines)
         if not installed:
-            return _finish(profile, "failed", log, logs_dir)
-        clean = f"find /repo -mindepth 1 -delete && rm -rf {shlex.quote(os.path.dirname(CA_PATH))}"
+            return _finish(profile, "failed", "\n".join(log_lines), logs_dir)
+        clean = f"find /repo -mindepth 1 -delete && rm -rf {shlex.quote(os.path.dirname(CA_FILE))}"
         session.exec(clean, timeout_s=120, workdir="/")
-        marker = _marker(profile, log)
-        session.put_archive(_single_file_tar(os.path.basename(ENV_MARKER), marker), "/venv")
+        marker_bytes = marker(profile.profile_id, profile.setup_commit)
+        session.put_archive(_single_file_tar(os.path.basename(ENV_MARKER), marker_bytes), "/venv")
         session.commit(profile.image)
-    return _finish(profile, "built", log, logs_dir)
+    return _finish(profile, "built", "\n".join(log_lines), logs_dir)
 
 
-def image_marker(sandbox: Sandbox, profile: EnvProfile) -> tuple[str, str] | None:
-    """What the profile's image recorded when it was built (its setup commit and build log
-    tail), or None when its marker is missing or names another profile."""
+def _build_recipe(
+    store: ImageStore, profile: EnvProfile, repo_path: str, params: EnvironmentParams
+) -> tuple[bool, str]:
+    """``docker build`` (or podman's) of the profile's recipe at its setup commit."""
+    ca = _read(params.ca_bundle) if params.ca_bundle and _ca_exists(params.ca_bundle) else b""
+    context = build_context(
+        archive(repo_path, profile.setup_commit, prefix="repo/"),
+        ca,
+        marker(profile.profile_id, profile.setup_commit),
+    )
+    build_args = {"PROFILE_ID": profile.profile_id, "SETUP_COMMIT": profile.setup_commit}
+    if params.pip_index_url:
+        build_args["PIP_INDEX"] = params.pip_index_url
+    request = ImageBuild(
+        tag=profile.image,
+        dockerfile=profile.recipe,
+        context=context,
+        build_args=build_args,
+        timeout_s=params.build_timeout_s,
+    )
+    result = store.build_image(request)
+    return result.ok, result.log
+
+
+def image_digest(sandbox: Sandbox, image: str) -> str:
+    """The image by content: its registry digest where it was pushed or pulled (what ``docker
+    pull NAME@DIGEST`` takes), else its image id; "" for backends without images."""
+    info = sandbox.image_info(image) if isinstance(sandbox, ImageStore) else None
+    if info is None:
+        return ""
+    repository = image.rpartition(":")[0] if ":" in image.rpartition("/")[2] else image
+    pushed = [d for d in info.repo_digests if d.partition("@")[0] == repository]
+    return pushed[0] if pushed else info.image_id
+
+
+def image_marker(sandbox: Sandbox, profile: EnvProfile) -> str | None:
+    """The setup commit the profile's image recorded when it was built, or None when its marker
+    is missing or names another profile."""
     with sandbox.session(SessionSpec(image=profile.image)) as session:
         data = session.read_file(ENV_MARKER)
     try:
-        marker = json.loads(data or b"")
+        recorded = json.loads(data or b"")
     except ValueError:
         return None
-    if not isinstance(marker, dict) or marker.get("profile_id") != profile.profile_id:
+    if not isinstance(recorded, dict) or recorded.get("profile_id") != profile.profile_id:
         return None
-    commit, log = marker.get("setup_commit"), marker.get("log", ALREADY_BUILT)
-    if not isinstance(commit, str) or not commit or not isinstance(log, str):
-        return None
-    return commit, log
-
-
-def _marker(profile: EnvProfile, log: list[str]) -> bytes:
-    fields = {
-        "profile_id": profile.profile_id,
-        "setup_commit": profile.setup_commit,
-        "log": "\n".join(log)[-LOG_TAIL:],  # as _finish records it
-    }
-    return json.dumps(fields, sort_keys=True).encode()
+    commit = recorded.get("setup_commit")
+    return commit if isinstance(commit, str) and commit else None
 
 
 def build_session_spec(image: str, params: EnvironmentParams) -> SessionSpec:
@@ -114,7 +139,7 @@ def install_profile(
     """
     session.put_archive(archive(repo_path, profile.setup_commit, prefix="repo/"))
     if params.ca_bundle:
-        session.put_archive(_single_file_tar(CA_PATH.lstrip("/"), _read(params.ca_bundle)))
+        session.put_archive(_single_file_tar(CA_FILE.lstrip("/"), _read(params.ca_bundle)))
     deadline = time.monotonic() + params.build_timeout_s
     steps = [("/", "python3 -m venv /venv"), *(("/repo", cmd) for cmd in profile.install)]
     for workdir, command in steps:
@@ -131,23 +156,37 @@ def install_profile(
 def build_env(params: EnvironmentParams) -> dict[str, str]:
     """Variables an install sees: the CA bundle, the index, a version for VCS-versioned builds."""
     env: dict[str, str] = dict(PRETEND_VERSION)
-    if params.ca_bundle:
-        if not os.path.isfile(params.ca_bundle):
-            raise UserError(
-                f"environment.ca_bundle: {params.ca_bundle} does not exist; "
-                "point it at your CA bundle or set it to null",
-                reason="bad_params",
-            )
-        env.update({"PIP_CERT": CA_PATH, "SSL_CERT_FILE": CA_PATH, "REQUESTS_CA_BUNDLE": CA_PATH})
+    if params.ca_bundle and _ca_exists(params.ca_bundle):
+        env.update({"PIP_CERT": CA_FILE, "SSL_CERT_FILE": CA_FILE, "REQUESTS_CA_BUNDLE": CA_FILE})
     if params.pip_index_url:
         env["PIP_INDEX_URL"] = params.pip_index_url
     return env
 
 
-def _finish(profile: EnvProfile, status: str, log: list[str], logs_dir: str) -> EnvProfile:
-    text = "\n".join(log)
-    write_bytes_atomic(os.path.join(logs_dir, f"{profile.profile_id}.log"), text.encode())
-    return dataclasses.replace(profile, status=status, log=text[-LOG_TAIL:])
+def _finish(profile: EnvProfile, status: str, log: str, logs_dir: str) -> EnvProfile:
+    write_bytes_atomic(_log_path(logs_dir, profile.profile_id), log.encode())
+    return dataclasses.replace(profile, status=status, log=log[-LOG_TAIL:])
+
+
+def _log_path(logs_dir: str, profile_id: str) -> str:
+    return os.path.join(logs_dir, f"{profile_id}.log")
+
+
+def _read_log(logs_dir: str, profile_id: str) -> str:
+    try:
+        return _read(_log_path(logs_dir, profile_id)).decode("utf-8", "replace")[-LOG_TAIL:]
+    except OSError:
+        return ALREADY_BUILT
+
+
+def _ca_exists(path: str) -> bool:
+    if not os.path.isfile(path):
+        raise UserError(
+            f"environment.ca_bundle: {path} does not exist; "
+            "point it at your CA bundle or set it to null",
+            reason="bad_params",
+        )
+    return True
 
 
 def _read(path: str) -> bytes:

@@ -23,6 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+from trajforge.generators.environments.recipe import image_name, render_dockerfile
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import content_id
@@ -32,7 +33,7 @@ JUNIT_PATH = "/tmp/trajforge-junit.xml"
 TEST_CMD = (
     f"python -m pytest -rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={JUNIT_PATH}"
 )
-PROFILE_FORMAT = "profile-v2"  # v2: keyed by the source's identity, not its display name
+PROFILE_FORMAT = "profile-v3"  # v3: the rendered Dockerfile, not the bare install commands
 UPGRADE_PIP = "pip install --upgrade pip setuptools wheel"
 INSTALL_PYTEST = "pip install pytest coverage"  # coverage: per-test contexts (bug injection)
 
@@ -784,8 +785,13 @@ def detect_profile(
     default_python: str = "3.11",
     pythons: Sequence[str] = ("3.11",),
     source: str | None = None,
+    registry: str | None = None,
 ) -> EnvProfile:
     """How to install and test ``repo`` at ``commit``, read from its packaging files alone.
+
+    The install renders to a Dockerfile (``recipe``), hashed into ``profile_id``: a changed recipe
+    is a new profile and a new image name, never a stale tag. With a ``registry`` the image is
+    named there (``<registry>/env:<profile_id>``), so any machine can pull it.
 
     ``profile_id`` (and so the image) is keyed by ``source``, the identity of where the code
     comes from (``RepoRef.identity``; the repository's real path when not given), never by the
@@ -803,15 +809,17 @@ def detect_profile(
     install, req_files = _install_commands(texts, paths, python, pyproject, setup_cfg)
     used = _read_includes(repo_path, commit, tree, texts, req_files)
     declared = _declarations(texts, used, pyproject, setup_cfg)
-    profile_id = content_id(PROFILE_FORMAT, identity, repo, python, install, declared, length=16)
+    recipe = render_dockerfile(python, install)
+    profile_id = content_id(PROFILE_FORMAT, identity, repo, recipe, declared, length=16)
     return EnvProfile(
         profile_id=profile_id,
         repo=repo,
         python=python,
         install=tuple(install),
         test_cmd=TEST_CMD,
-        image=f"trajforge-env:{profile_id}",
+        image=image_name(registry, profile_id),
         status="detected",
         log="",
         setup_commit=commit,
+        recipe=recipe,
     )

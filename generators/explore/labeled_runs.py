@@ -31,6 +31,8 @@ class ExplorationSite:
     commit: str
     image: str
     profile_id: str
+    image_digest: str = ""
+    env_recipe: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ def explore_records(
         origin=label.origin,
         score=label.score,
         provenance=label.provenance,
+        image_digest=where.image_digest,
+        env_recipe=where.env_recipe,
     )
     trajectory = Trajectory(
         trajectory_id=trajectory_id,

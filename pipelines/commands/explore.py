@@ -22,6 +22,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.generators.llm.client import endpoint_configured
     from trajforge.generators.sources.specs import pypi_spec
     from trajforge.pipelines.commands import stage_command
+    from trajforge.pipelines.commands.measures import image_disk
     from trajforge.pipelines.runtime import tables as t
     from trajforge.pipelines.stages.explore import ExploreRepos
 
@@ -46,4 +47,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     return stage_command.run_from_sources(
         "explore", "explore", specs, ExploreRepos(params), params, args, beam_args,
         tables=tables, kept_table="explore_tasks", unit="run",
+        measure=image_disk(params, "explore_tasks"),
     )  # fmt: skip

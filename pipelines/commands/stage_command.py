@@ -28,6 +28,7 @@ def run(
     total: int | None = None,
     sources: Sequence[str] = (),
     set_aside: Sequence[Rejection] = (),
+    measure: Callable[[str], dict[str, object]] | None = None,
 ) -> int:
     """Every stage's run: runner and shards from params, one summary on stderr.
 
@@ -52,6 +53,7 @@ def run(
         progress_unit=unit,
         protect=[*given_inputs(args), *sources],
         set_aside=set_aside,
+        measure=measure,
     )
     print(summary.render(), file=sys.stderr)
     return 0
@@ -80,6 +82,7 @@ def run_from_sources(
     tables: dict[str, TableSpec] | None = None,
     kept_table: str = "candidates",
     unit: str = "candidate",
+    measure: Callable[[str], dict[str, object]] | None = None,
 ) -> int:
     """A stage that starts from source specs (mine, inject: candidates; explore)."""
     if not specs:
@@ -91,6 +94,7 @@ def run_from_sources(
         kept_table=kept_table,
         unit=unit,
         sources=[spec for spec in specs if os.path.isdir(spec)],
+        measure=measure,
     )  # fmt: skip
 
 

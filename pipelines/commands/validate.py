@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.pipelines.commands import stage_command
+    from trajforge.pipelines.commands.measures import image_disk
     from trajforge.pipelines.runtime import tables as t
     from trajforge.pipelines.runtime.readers import candidate_files, read_records, table_rows
     from trajforge.pipelines.stages.validate import ValidateCandidates
@@ -56,4 +57,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         unit="candidate",
         total=table_rows(inputs),
         set_aside=set_aside,
+        measure=image_disk(params, "tasks"),
     )  # fmt: skip

@@ -46,6 +46,8 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "flaky_tests": "tests whose status changed between identical runs (never graded)",
         "image_name, test_cmd": "the container image (one per environment profile) and the "
         "command that runs the tests",
+        "image_digest, env_recipe": "the image by content (registry digest once pushed, else "
+        "the image id) and its Dockerfile; `environments/<profile_id>/` holds the same recipe",
         "difficulty": "0 easy .. 1 hard, from patch size and the rollouts' solve rate",
         "scores": "one field per score (null when not computed): "
         + ", ".join(f"{n} in [{lo:g}, {hi:g}]" for n, (lo, hi) in TASK_SCORE_RANGES.items()),
@@ -74,7 +76,8 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
     "rl": {
         "prompt": "system message (the agent's role and the repository) and user message (the "
         "problem statement); tests are never shown",
-        "image_name, test_cmd, FAIL_TO_PASS, PASS_TO_PASS": "what a reward function runs: start "
+        "image_name, image_digest, test_cmd, FAIL_TO_PASS, PASS_TO_PASS": "what a reward "
+        "function runs: start "
         "the image, check out repo at base_commit, apply bug_patch, the model's patch and the "
         "task's test_patch, run test_cmd; reward 1 when every FAIL_TO_PASS passes and every "
         "PASS_TO_PASS still passes",
@@ -143,6 +146,7 @@ class CardFacts:
     dropped: Counter
     gates: dict[str, int]  # suite -> expectations passed
     inputs: list[str] = field(default_factory=list)
+    environments: int = 0  # recipes under environments/
 
 
 def size_category(rows: int) -> str:
@@ -194,6 +198,22 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
     return lines
 
 
+def _environments_section(count: int) -> list[str]:
+    if not count:
+        return []
+    return [
+        "## Environments",
+        "",
+        f"{count} environment(s), one per install profile. `environments/<profile_id>/` holds the "
+        "`Dockerfile` the image was built from and `environment.json` (image, digest, repo, setup "
+        "commit); `environments/base/` says how the base image is made. Pull `image_name` "
+        "(by `image_digest` where a registry has it) or rebuild: put the repository at the setup "
+        "commit under `repo/` of an empty directory, add `trajforge/ca.crt` (a CA bundle, or an "
+        "empty file) and `trajforge/env.json`, and run `docker build -f Dockerfile DIR`.",
+        "",
+    ]
+
+
 def render_card(facts: CardFacts) -> str:
     """README.md: front matter, contents, loading, provenance, columns, quality."""
     lines = [
@@ -223,6 +243,7 @@ def render_card(facts: CardFacts) -> str:
         "Splits are by repository: a hash of the repository name and the seed decides, so no "
         "repository appears in both `train` and `validation`.",
         "",
+        *_environments_section(facts.environments),
         "## Loading",
         "",
         "```python",

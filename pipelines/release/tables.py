@@ -33,6 +33,7 @@ RL_SCHEMA = pa.schema(
         ("repo", pa.string()),
         ("prompt", pa.list_(CHAT_MESSAGE)),
         ("image_name", pa.string()),
+        ("image_digest", pa.string()),
         ("test_cmd", pa.string()),
         ("FAIL_TO_PASS", pa.list_(pa.string())),
         ("PASS_TO_PASS", pa.list_(pa.string())),
@@ -65,8 +66,8 @@ SFT_XML_SCHEMA = pa.schema(
     [*_TRAJECTORY_META, ("messages", pa.list_(CHAT_MESSAGE)), ("resolved", pa.bool_())]
 )
 EXPLORE_COLUMNS = (  # ExploreTask's, less where it ran from (source, profile_id)
-    "task_id", "repo", "base_commit", "image_name", "instruction", "actions", "expected_files",
-    "expected_outputs", "score", "origin", "trajectory_id", "provenance",
+    "task_id", "repo", "base_commit", "image_name", "image_digest", "instruction", "actions",
+    "expected_files", "expected_outputs", "score", "origin", "trajectory_id", "provenance",
 )  # fmt: skip
 EXPLORE_PAIRS = ("expected_files", "expected_outputs", "provenance")
 EXPLORE_SCHEMA = pa.schema(
@@ -144,6 +145,7 @@ def rl_table(tasks: Iterable[TaskInstance], system_prompt: str) -> pa.Table:
             "repo": t.repo,
             "prompt": rl_prompt(t, system_prompt),
             "image_name": t.image_name,
+            "image_digest": t.image_digest,
             "test_cmd": t.test_cmd,
             "FAIL_TO_PASS": list(t.FAIL_TO_PASS),
             "PASS_TO_PASS": list(t.PASS_TO_PASS),

@@ -46,12 +46,14 @@ def run_stage(
     progress_unit: str,
     protect: Sequence[str] = (),
     set_aside: Sequence[Rejection] = (),
+    measure: Callable[[str], dict[str, object]] | None = None,
 ) -> progress.Summary:
     """``build`` wires the stage and returns its named PCollections; each is written as a table.
 
     ``output`` is checked first (``sinks.check_output``: never the working directory, one of
     ``protect`` or a directory trajforge did not write); ``set_aside`` are rejections found before
-    the pipeline (unreadable input files), written with the stage's own."""
+    the pipeline (unreadable input files), written with the stage's own. ``measure`` adds
+    figures read from the written tables (its argument: the directory they are in)."""
     check_output(stage, output, protect)
     timer = progress.Timer()
     staging = staging_dir(output)
@@ -75,6 +77,8 @@ def run_stage(
     summary.kept_table = kept_table  # readers of the output count this table as kept
     summary.extra.update(_counters(result, SUMMARY_COUNTERS))
     summary.extra.update(_summary_metrics(result))
+    if measure is not None:
+        summary.extra.update(measure(staging))
     write_bytes_atomic(
         os.path.join(staging, "summary.json"), json.dumps(summary.as_dict(), indent=2).encode()
     )

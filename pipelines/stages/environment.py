@@ -11,20 +11,21 @@ are rejected with the install log's tail.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from trajforge.generators.environments.image import BUILD_RECIPE, build_env_image
+from trajforge.generators.environments.image import build_env_image, image_digest
 from trajforge.generators.environments.profile import detect_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, StageFn
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
-from trajforge.schemas.records import content_id, from_row, to_row
+from trajforge.schemas.records import from_row, to_row
 from trajforge.schemas.storage import ContentCache
 
 PROFILES = "profiles"
@@ -104,7 +105,7 @@ class BuildEnvironmentFn(SandboxFn):
             yield built, item
 
     def _build(self, profile: EnvProfile, first: Site) -> EnvProfile:
-        failure_key = content_id(profile.profile_id, BUILD_RECIPE)
+        failure_key = profile.profile_id  # the recipe is in the id: a new recipe, a new try
         known = self.failures.get(failure_key)
         if known is not None:
             return from_row(EnvProfile, known)
@@ -117,7 +118,8 @@ class BuildEnvironmentFn(SandboxFn):
             self.count("images_built")
         if built.status == "failed":
             self.failures.put(failure_key, to_row(built))
-        return built
+            return built
+        return dataclasses.replace(built, image_digest=image_digest(self.sandbox, built.image))
 
 
 class BuildEnvironments(beam.PTransform):

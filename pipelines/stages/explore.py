@@ -103,8 +103,9 @@ class ExploreRepoFn(SandboxFn):
             return
         examples = find_examples(repo.path, target.commit, self.params.explore.max_examples)
         where = ExplorationSite(
-            target.repo, target.source, target.commit, built.image, built.profile_id
-        )
+            target.repo, target.source, target.commit, built.image, built.profile_id,
+            image_digest=built.image_digest, env_recipe=built.recipe,
+        )  # fmt: skip
         start = archive(repo.path, target.commit, prefix="repo/")
         runs = (
             self._model_runs(where, repo, examples, start)

@@ -41,6 +41,7 @@ import pandas as pd
 from trajforge.filters.quality_gates import GateResult, enforce, run_quality_gates
 from trajforge.generators.trajectories.rl_prompt import DEFAULT_SYSTEM_PROMPT
 from trajforge.pipelines.release.card import CardFacts, render_card
+from trajforge.pipelines.release.environments import write_environments
 from trajforge.pipelines.release.rows import Plan, plan_export, write_config
 from trajforge.pipelines.release.scan import check_inputs
 from trajforge.pipelines.release.shards import WrittenSplit
@@ -117,12 +118,16 @@ class ExportDataset(beam.PTransform):
             )
         )
         gates = plan | "Gate" >> beam.Map(gate, beam.pvalue.AsList(written), self.root)
+        environments = plan | "Environments" >> beam.Map(
+            lambda plan, root: write_environments(plan.found.files, root), self.root
+        )
         return plan | "WriteCard" >> beam.Map(
             write_card,
             beam.pvalue.AsList(written),
             beam.pvalue.AsSingleton(gates),
             self.root,
             self.params,
+            beam.pvalue.AsSingleton(environments),
         )
 
 
@@ -164,6 +169,7 @@ def write_card(
     gates: list[GateResult],
     root: str,
     params: ExportParams,
+    environments: Sequence[str] = (),
 ) -> ExportReport:
     """The card and version.json of a passing export; a failing one gets neither."""
     found = plan.found
@@ -179,7 +185,7 @@ def write_card(
     if not report.passed:
         return report
     by_split = {(w.config, w.split): w for w in written}
-    version, digests = _content_version(root, written)
+    version, digests = _content_version(root, written, environments)
     facts = CardFacts(
         name=params.name,
         license=params.license,
@@ -196,6 +202,7 @@ def write_card(
         dropped=found.dropped,
         gates={g.suite: g.expectations for g in gates},
         inputs=[os.path.basename(os.path.normpath(i)) for i in plan.inputs],
+        environments=sum(1 for path in environments if path.endswith("/Dockerfile")),
     )
     write_bytes_atomic(os.path.join(root, "README.md"), render_card(facts).encode())
     manifest = {
@@ -311,13 +318,15 @@ def _check_arguments(
         )
 
 
-def _content_version(root: str, written: list[WrittenSplit]) -> tuple[str, dict[str, str]]:
-    """sha256 over every data file's path and bytes: the same data gives the same version."""
+def _content_version(
+    root: str, written: list[WrittenSplit], environments: Sequence[str] = ()
+) -> tuple[str, dict[str, str]]:
+    """sha256 over every data file's path and bytes (environment recipes included): the same
+    data gives the same version."""
     digests = {}
-    for split in written:
-        for path in split.paths:
-            with open(path, "rb") as handle:
-                digests[os.path.relpath(path, root)] = hashlib.sha256(handle.read()).hexdigest()
+    for path in [p for split in written for p in split.paths] + list(environments):
+        with open(path, "rb") as handle:
+            digests[os.path.relpath(path, root)] = hashlib.sha256(handle.read()).hexdigest()
     lines = "".join(f"{p}\t{d}\n" for p, d in sorted(digests.items()))
     return hashlib.sha256(lines.encode()).hexdigest()[:16], dict(sorted(digests.items()))
 

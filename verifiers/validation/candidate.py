@@ -164,6 +164,8 @@ def build_task(
         PASS_TO_PASS=verdict.pass_to_pass,
         environment_setup_commit=profile.setup_commit,
         image_name=profile.image,
+        image_digest=profile.image_digest,
+        env_recipe=profile.recipe,
         test_cmd=profile.test_cmd,
         origin=candidate.origin,
         profile_id=profile.profile_id,

@@ -1,0 +1,101 @@
+"""An environment's recipe: the Dockerfile every image of a profile is built from.
+
+The recipe is the profile's install commands rendered once, hashed into ``profile_id`` and
+exported with the dataset, so anyone can rebuild the environment with plain ``docker build`` and
+no trajforge. Two stages: the install runs in ``build`` with the network and the CA bundle, and
+only ``/venv`` is copied into the final image, so the bundle (and pip's caches, and the source
+tree) never reach a layer anyone pulls. Index and CA are build inputs, never baked in.
+
+Build context (what ``build_context`` makes)::
+
+    repo/                 the repository at the setup commit (``git archive``), no .git
+    trajforge/ca.crt      a CA bundle for TLS-intercepting proxies; empty for none
+    trajforge/env.json    the marker: profile id and setup commit (copied to /venv)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from collections.abc import Sequence
+
+from trajforge.generators.environments.base_image import base_image_tag
+from trajforge.verifiers.sandbox.base import BASE_ENV
+
+RECIPE_FORMAT = "dockerfile-v1"  # bump when the template changes: every profile id changes too
+PROFILE_LABEL = "trajforge.profile_id"  # on every environment image: what `images` lists
+SETUP_COMMIT_LABEL = "trajforge.setup_commit"
+CA_FILE = "/tmp/trajforge/ca.crt"
+MARKER_SOURCE = "trajforge/env.json"
+ENV_MARKER = "/venv/trajforge-env.json"  # read back to learn a reused image's setup commit
+# /repo is a plain tree (no .git), so setuptools-scm / hatch-vcs cannot read a version from git.
+PRETEND_VERSION = {
+    "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0",
+    "VCS_VERSIONING_PRETEND_VERSION": "0.0.0",
+}
+# The install sees the CA bundle only when one was given, and the index only when one is named.
+INSTALL_PRELUDE = (
+    f"if [ -s {CA_FILE} ]; then export PIP_CERT={CA_FILE} SSL_CERT_FILE={CA_FILE} "
+    f"REQUESTS_CA_BUNDLE={CA_FILE}; fi",
+    'if [ -n "$PIP_INDEX" ]; then export PIP_INDEX_URL="$PIP_INDEX"; fi',
+)
+
+
+def image_name(registry: str | None, profile_id: str) -> str:
+    """Where a profile's image lives: in the registry when one is configured, else locally."""
+    return f"{registry.rstrip('/')}/env:{profile_id}" if registry else f"trajforge-env:{profile_id}"
+
+
+def render_dockerfile(python: str, install: Sequence[str]) -> str:
+    """The Dockerfile for a profile: a pure function of its Python and install commands."""
+    # One shell script: -e stops at the first failing step, -x puts each step in the build log.
+    script = "\n".join([*INSTALL_PRELUDE, "set -x", "python3 -m venv /venv", *install])
+    env = " ".join(f"{key}={value}" for key, value in BASE_ENV.items())
+    pretend = " ".join(f"{key}={value}" for key, value in PRETEND_VERSION.items())
+    return "\n".join(
+        [
+            f"# trajforge environment recipe ({RECIPE_FORMAT}). Build context: repo/ (the",
+            "# repository at the setup commit, `git archive`), trajforge/ca.crt (a CA bundle, or",
+            "# an empty file), trajforge/env.json (a marker). Build args: PIP_INDEX (an index",
+            "# URL, optional), PROFILE_ID and SETUP_COMMIT (labels).",
+            f"ARG BASE={base_image_tag(python)}",
+            "FROM ${BASE} AS build",
+            "ARG PIP_INDEX=",
+            f"ENV {env} {pretend}",
+            "COPY trajforge/ca.crt " + CA_FILE,
+            "COPY repo/ /repo/",
+            "WORKDIR /repo",
+            f"RUN {json.dumps(['/bin/sh', '-ec', script])}",
+            "",
+            "FROM ${BASE}",
+            "ARG PROFILE_ID=",
+            "ARG SETUP_COMMIT=",
+            f"ENV {env}",
+            "COPY --from=build /venv /venv",
+            f"COPY {MARKER_SOURCE} {ENV_MARKER}",
+            "WORKDIR /repo",
+            f'LABEL {PROFILE_LABEL}="${{PROFILE_ID}}" {SETUP_COMMIT_LABEL}="${{SETUP_COMMIT}}"',
+            "",
+        ]
+    )
+
+
+def marker(profile_id: str, setup_commit: str) -> bytes:
+    """What an image says about itself: the profile it is and the commit it was built at."""
+    fields = {"profile_id": profile_id, "setup_commit": setup_commit}
+    return json.dumps(fields, sort_keys=True).encode()
+
+
+def build_context(repo_tar: bytes, ca_bundle: bytes, marker_bytes: bytes) -> bytes:
+    """The build context as one tar: the repo tree (already under ``repo/``) and trajforge/."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        with tarfile.open(fileobj=io.BytesIO(repo_tar), mode="r") as repo:
+            for member in repo.getmembers():
+                tar.addfile(member, repo.extractfile(member) if member.isfile() else None)
+        for name, content in (("trajforge/ca.crt", ca_bundle), (MARKER_SOURCE, marker_bytes)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(content), 0o644
+            tar.addfile(info, io.BytesIO(content))
+    return out.getvalue()

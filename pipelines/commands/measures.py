@@ -1,0 +1,32 @@
+"""Figures a stage command adds to its summary from the tables it wrote."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from trajforge.schemas.params import Params
+
+
+def image_disk(params: Params, table: str) -> Callable[[str], dict[str, object]]:
+    """Disk per task of ``table``'s rows (their ``image_name``), for backends with images."""
+
+    def measure(staging: str) -> dict[str, object]:
+        from trajforge.generators.environments.disk import disk_use
+        from trajforge.pipelines.runtime.outputs import column, table_files
+        from trajforge.verifiers.sandbox.base import ImageStore
+        from trajforge.verifiers.sandbox.factory import make_sandbox
+
+        if params.sandbox.kind == "local":
+            return {}
+        images = column(table_files(staging, table), "image_name")
+        if not images:
+            return {}
+        sandbox = make_sandbox(params, quiet=True)
+        try:
+            if not isinstance(sandbox, ImageStore):
+                return {}
+            return disk_use(sandbox, images).figures()
+        finally:
+            sandbox.close()
+
+    return measure
