@@ -1,14 +1,17 @@
-# make setup: Docker engine, chromium, base image, .venv (idempotent). make test: the test suite.
+# make setup: Docker engine, podman, chromium, base images, .venv (idempotent). make test: the suite.
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: typecheck-links setup docker browser venv llama base-image test lint bench bench-inject bench-dedup clean-containers
+.PHONY: typecheck-links setup docker podman browser venv llama base-image podman-base-image test lint bench bench-inject bench-dedup clean-containers
 
-setup: docker browser venv llama base-image
+setup: docker podman browser venv llama base-image podman-base-image
 
 docker:
 	bash scripts/setup_docker.sh
+
+podman:
+	bash scripts/setup_podman.sh
 
 browser:
 	bash scripts/setup_browser.sh
@@ -26,6 +29,10 @@ llama: venv
 
 base-image: venv docker
 	$(BIN)/trajforge base-image
+
+# podman keeps its own images: Docker's base image is copied in (the same image, not a rebuild).
+podman-base-image: venv podman base-image
+	$(BIN)/trajforge base-image --sandbox podman
 
 test: lint
 	$(BIN)/pytest -q tests

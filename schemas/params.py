@@ -57,11 +57,13 @@ class EnvironmentParams:
     ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"  # mounted at build time
     pip_index_url: str | None = None
     build_timeout_s: int = 1200
+    registry: str | None = None  # host[:port]/path ("localhost:5000/trajforge"): images live there
+    push: bool = False  # push each image built here to the registry (needs registry)
 
 
 @dataclass
 class SandboxParams:
-    kind: str = "docker"  # docker | local (no isolation; development only)
+    kind: str = "docker"  # docker | podman (daemonless) | local (no isolation; development only)
     memory: str = "2g"  # a size with a unit (b, k, m, g), at least 6m (Docker's minimum)
     cpus: float = 1.0
     pids: int = 512  # processes and threads; never 0 (to Docker that means no limit)
@@ -250,6 +252,7 @@ class Params:
                 f"params: environment.default_python {env.default_python!r} must be one of "
                 f"environment.pythons ({', '.join(env.pythons) or 'none'})"
             )
+        _registry(env.registry, env.push)
         if self.curate.num_perm % self.curate.bands:
             raise ParamsError(
                 f"params: curate.bands ({self.curate.bands}) must divide curate.num_perm "
@@ -327,7 +330,7 @@ NOT_EMPTY = (
 )
 URLS = ("sources.pypi_url", "llm.base_url")  # None: not configured
 CHOICES = {
-    "sandbox.kind": ("docker", "local"),
+    "sandbox.kind": ("docker", "podman", "local"),
     "validate.rerun_scope": ("changed", "suite"),
     "inject.mode": ("procedural", "llm"),  # see generators/bugs/injector.py
 }
@@ -370,6 +373,38 @@ def _python_version(key: str, value: str) -> None:
         raise ParamsError(
             f"params: {key} must be a Python version like '3.11', in quotes (YAML reads 3.10 "
             f"as 3.1), got {value!r}"
+        )
+
+
+# A registry as Docker reads an image name's first part: a host with a dot or a port, or
+# localhost (else Docker takes it for a Docker Hub account), then a lowercase repository path.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+REGISTRY_RE = re.compile(
+    rf"(?P<host>{_LABEL}(?:\.{_LABEL})*)(?P<port>:[0-9]{{1,5}})?(?:/{_PATH_PART})+"
+)
+
+
+def _registry(registry: str | None, push: bool) -> None:
+    """environment.registry is host[:port]/path (no scheme); push needs somewhere to push to."""
+    if registry is None:
+        if push:
+            raise ParamsError(
+                "params: environment.push needs environment.registry (where to push, e.g. "
+                "localhost:5000/trajforge); set it, or set push: false"
+            )
+        return
+    example = "e.g. localhost:5000/trajforge"
+    if "://" in registry:
+        raise ParamsError(
+            f"params: environment.registry is host[:port]/path without a scheme ({example}), "
+            f"got {registry!r}"
+        )
+    match = REGISTRY_RE.fullmatch(registry)
+    if match is None or not (match["port"] or "." in match["host"] or match["host"] == "localhost"):
+        raise ParamsError(
+            "params: environment.registry must be host[:port]/path, the host with a dot or a "
+            f"port (or localhost) and a lowercase path ({example}), got {registry!r}"
         )
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes a Docker engine answer on this machine: installs Debian's docker.io (and debootstrap, which
 # builds the base image when no registry is reachable) if missing, then starts dockerd if it is not
-# running. Idempotent; needs root only when something is missing.
+# running; installs docker-registry (a local registry for environment images; the tests start their
+# own on a free port). Idempotent; needs root only when something is missing.
 set -euo pipefail
 
 if docker info >/dev/null 2>&1; then
@@ -25,4 +26,10 @@ if ! command -v debootstrap >/dev/null 2>&1; then
   echo "docker: installing debootstrap (builds the base image offline)"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+fi
+
+if ! command -v docker-registry >/dev/null 2>&1; then
+  echo "docker: installing Debian's docker-registry (environment images: push, pull, tests)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry >/dev/null
 fi

@@ -1,8 +1,9 @@
-"""Shared fixtures: a real test-built repository, the real CLI, a real Docker engine."""
+"""Shared fixtures: a real test-built repository, the real CLI, real Docker and podman engines."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(__file__)), "ben
 
 from llama_server import llama_endpoint  # noqa: F401  (session fixture: real llama.cpp server)
 from repo_factory import build_calc_repo
+from sandbox_backends import BACKENDS, Backend
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAJFORGE = str(Path(sys.executable).parent / "trajforge")
@@ -38,6 +40,26 @@ def docker_engine() -> None:
     """Tests that need Docker fail loudly without it: `make setup` starts the engine."""
     proc = subprocess.run(["docker", "info"], capture_output=True, check=False)
     assert proc.returncode == 0, "no Docker engine answers; run `make setup` first"
+
+
+@pytest.fixture(scope="session")
+def podman_engine() -> None:
+    """podman cases skip only where podman is not installed (`make setup` installs it); where it
+    is, the base image is copied into its store as `make setup` does."""
+    if shutil.which("podman") is None:
+        pytest.skip(
+            "podman is not installed here; `make setup` installs it (scripts/setup_podman.sh)"
+        )
+    from trajforge.generators.environments.base_image import ensure_podman_base_image
+
+    ensure_podman_base_image("3.11", say=lambda _line: None)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each container sandbox in turn: a test taking it proves its promise for Docker and podman."""
+    request.getfixturevalue("docker_engine" if request.param == "docker" else "podman_engine")
+    return Backend(request.param)
 
 
 @pytest.fixture(scope="session")

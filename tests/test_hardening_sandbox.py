@@ -2,29 +2,28 @@
 
 Owners and the janitor, a container killed under a rerun, a huge JUnit file, a disk filler and a
 JUnit path replaced by a symlink: each is an infrastructure failure (never a cached verdict) or
-the suite's own doing (a rejection with its reason), and never a dead stage or a full host.
+the suite's own doing (a rejection with its reason), and never a dead stage or a full host. Each
+test runs against Docker and against podman (the ``backend`` fixture, tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import io
 import os
 import socket
 import subprocess
 import sys
-import tarfile
 import textwrap
 import threading
 import time
 import tracemalloc
 
 import apache_beam as beam
-import docker
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that
+from sandbox_backends import Backend, container_id, tar_of
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.generators.environments.image import build_env_image
 from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
@@ -40,15 +39,8 @@ from trajforge.verifiers.sandbox.base import (
     SandboxBroken,
     SessionSpec,
 )
-from trajforge.verifiers.sandbox.docker import (
-    LABEL,
-    OWNER_LABEL,
-    OWNER_START_LABEL,
-    DockerSandbox,
-    _single_file,
-    process_start,
-    remove_leftovers,
-)
+from trajforge.verifiers.sandbox.containers import OWNER_LABEL, process_start
+from trajforge.verifiers.sandbox.docker import _single_file
 from trajforge.verifiers.test_runner import (
     JUNIT_NOT_A_FILE,
     JUNIT_TOO_LARGE,
@@ -59,57 +51,50 @@ from trajforge.verifiers.test_runner import (
 from trajforge.verifiers.validation import candidate as validation
 from trajforge.verifiers.validation.rule import suite_failure
 
-pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
+pytestmark = [pytest.mark.docker]
 
 IMAGE = base_image_tag("3.11")
 HOST = socket.gethostname()
 
 
 @pytest.fixture(scope="module")
-def sandbox(docker_engine) -> DockerSandbox:
-    box = DockerSandbox()
+def sandbox(backend: Backend):
+    box = backend.sandbox()
     yield box
     box.close()
-
-
-def _exists(client, container_id: str) -> bool:
-    return bool(client.api.containers(all=True, filters={"id": container_id}))
-
-
-def _labelled(client, owner: str, start: str | None):
-    labels = {LABEL: "1", OWNER_LABEL: owner}
-    if start is not None:
-        labels[OWNER_START_LABEL] = start
-    return client.containers.run(IMAGE, ["sleep", "600"], detach=True, labels=labels)
 
 
 # --- 1. owners, the janitor, a vanished container ------------------------------------------------
 
 OWNER_SCRIPT = textwrap.dedent(
-    f"""
+    """
     import sys
+    from trajforge.schemas.params import Params
     from trajforge.verifiers.sandbox.base import SessionSpec
-    from trajforge.verifiers.sandbox.docker import DockerSandbox
-    box = DockerSandbox()
-    with box.session(SessionSpec({IMAGE!r})) as session:
-        print(session.container.id, flush=True)
+    from trajforge.verifiers.sandbox.factory import make_sandbox
+    params = Params()
+    params.sandbox.kind = sys.argv[1]
+    box = make_sandbox(params)
+    with box.session(SessionSpec(sys.argv[2])) as session:
+        print(getattr(session, "cid", None) or session.container.id, flush=True)
         sys.stdin.read()
     """
 )
 
 
-def test_janitor_reaps_only_dead_owners(sandbox):
-    client = docker.from_env()
-    other = subprocess.Popen(  # a second live run: another process with its own DockerSandbox
-        [sys.executable, "-c", OWNER_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+def test_janitor_reaps_only_dead_owners(sandbox, backend):
+    other = subprocess.Popen(  # a second live run: another process with its own sandbox
+        [sys.executable, "-c", OWNER_SCRIPT, backend.name, IMAGE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     )
     finished = subprocess.Popen(["true"])
     finished.wait()
     made = [
-        _labelled(client, f"{HOST}:{finished.pid}", "1"),  # its owner exited
-        _labelled(client, f"{HOST}:{os.getpid()}", "1"),  # a live pid, but another process's
-        _labelled(client, "elsewhere.invalid:1", "1"),  # another host's: not ours to judge
-        _labelled(client, f"{HOST}:{os.getpid()}", None),  # an older label: the pid alone
+        backend.labelled(IMAGE, f"{HOST}:{finished.pid}", "1"),  # its owner exited
+        backend.labelled(IMAGE, f"{HOST}:{os.getpid()}", "1"),  # a live pid, another process's
+        backend.labelled(IMAGE, "elsewhere.invalid:1", "1"),  # another host's: not ours to judge
+        backend.labelled(IMAGE, f"{HOST}:{os.getpid()}", None),  # an older label: the pid alone
     ]
     dead, reused, elsewhere, legacy = made
     try:
@@ -118,37 +103,37 @@ def test_janitor_reaps_only_dead_owners(sandbox):
         assert others, "the second owner did not start a session"
         assert process_start(os.getpid()) == sandbox.owner_start != ""
         with sandbox.session(SessionSpec(IMAGE)) as session:
-            mine = session.container.id
-            swept = remove_leftovers(client)
-            assert _exists(client, mine) and _exists(client, others)  # live runs keep theirs
-            assert _exists(client, legacy.id) and _exists(client, elsewhere.id)
-            assert not _exists(client, dead.id) and not _exists(client, reused.id)
+            mine = container_id(session)
+            swept = backend.sweep()
+            assert backend.exists(mine) and backend.exists(others)  # live runs keep theirs
+            assert backend.exists(legacy) and backend.exists(elsewhere)
+            assert not backend.exists(dead) and not backend.exists(reused)
             assert swept.live >= 3 and swept.other_hosts >= 1
             assert "of other hosts" in swept.line()
             other.kill()  # the second run dies without cleaning up
             other.wait()
-            remove_leftovers(client)
-            assert not _exists(client, others)  # now a dead run's leftover: reaped
-            assert _exists(client, mine)
+            backend.sweep()
+            assert not backend.exists(others)  # now a dead run's leftover: reaped
+            assert backend.exists(mine)
     finally:
         other.kill()
-        for container in made:
-            if _exists(client, container.id):
-                container.remove(force=True)
+        for cid in made:
+            backend.remove(cid)
 
 
-def test_a_vanished_container_is_a_sandbox_error_not_a_dead_stage(sandbox):
+def test_a_vanished_container_is_a_sandbox_error_not_a_dead_stage(sandbox, backend):
     with sandbox.session(SessionSpec(IMAGE)) as session:
-        session.container.remove(force=True)
+        backend.remove(container_id(session))
         for call in (
             lambda: session.exec("true", 30),
             lambda: session.read_file_checked("/etc/hostname"),
-            lambda: session.put_archive(_tar({"repo/x.txt": b"x"})),
+            lambda: session.put_archive(tar_of({"repo/x.txt": b"x"})),
         ):
             with pytest.raises(SandboxBroken):
                 call()
     # In a stage: the element is rejected as sandbox_error and the stage goes on.
     params = Params()
+    params.sandbox.kind = backend.name
     with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
         out = (
             pipeline
@@ -176,7 +161,7 @@ class VanishingFn(SandboxFn):
         assert self.sandbox is not None
         with self.sandbox.session(SessionSpec(IMAGE)) as session:
             if element == "first":
-                session.container.remove(force=True)
+                Backend(self.params.sandbox.kind).remove(container_id(session))
             session.exec("true", 30)
         yield element
 
@@ -219,36 +204,36 @@ def _validate(sandbox, calc_env, cache: ContentCache, test_cmd: str):
 
 
 class Killer(threading.Thread):
-    """`docker kill`s up to ``times`` of the sandbox's containers while their tests sleep."""
+    """`docker kill`s (or `podman kill`s) up to ``times`` of the sandbox's containers while their
+    tests sleep."""
 
-    def __init__(self, owner: str, times: int) -> None:
+    def __init__(self, backend: Backend, owner: str, times: int) -> None:
         super().__init__(daemon=True)
-        self.api = docker.from_env().api
+        self.backend = backend
         self.owner, self.times, self.killed = owner, times, 0
         self.stop = threading.Event()
 
     def run(self) -> None:
+        mine = ["--filter", f"label={OWNER_LABEL}={self.owner}", "--filter", "status=running"]
         while not self.stop.is_set() and self.killed < self.times:
-            filters = {"label": f"{OWNER_LABEL}={self.owner}", "status": "running"}
-            for container in self.api.containers(filters=filters):
-                try:
-                    processes = self.api.top(container["Id"])["Processes"] or []
-                except docker.errors.APIError:
-                    continue
-                if any(p[-1] == "sleep 4" for p in processes):
-                    self.api.kill(container["Id"])
+            for cid in self.backend.cli("ps", "--quiet", "--no-trunc", *mine).split():
+                processes = self.backend.cli("top", cid, check=False).splitlines()
+                if any(line.rstrip().endswith(" sleep 4") for line in processes):
+                    self.backend.cli("kill", cid, check=False)
                     self.killed += 1
                     break
             time.sleep(0.1)
 
 
-def test_a_container_killed_mid_rerun_is_never_a_cached_verdict(sandbox, calc_env, tmp_path):
+def test_a_container_killed_mid_rerun_is_never_a_cached_verdict(
+    sandbox, backend, calc_env, tmp_path
+):
     cache = ContentCache(str(tmp_path / "cache"), "validate")
     # The main run marks its container; the rerun in it sleeps first: that is when it is killed.
     marked = "if [ -e /tmp/main-done ]; then sleep 4; fi; touch /tmp/main-done; "
     test_cmd = marked + calc_env[1].test_cmd
 
-    killer = Killer(sandbox.owner, times=2)  # the run and its retry both killed
+    killer = Killer(backend, sandbox.owner, times=2)  # the run and its retry both killed
     killer.start()
     broken = _validate(sandbox, calc_env, cache, test_cmd)
     killer.stop.set()
@@ -258,7 +243,7 @@ def test_a_container_killed_mid_rerun_is_never_a_cached_verdict(sandbox, calc_en
     assert broken.rejection.reason == "infra_failure", broken.rejection
     assert not broken.cached and not list((tmp_path / "cache").rglob("*.json"))  # not cached
 
-    killer = Killer(sandbox.owner, times=1)  # killed once: the retry in fresh containers proves it
+    killer = Killer(backend, sandbox.owner, times=1)  # killed once: a retry in fresh containers
     killer.start()
     retried = _validate(sandbox, calc_env, cache, test_cmd)
     killer.stop.set()
@@ -281,7 +266,7 @@ def test_a_huge_junit_file_is_never_read_whole(sandbox):
     cap = sandbox.limits.max_read_bytes
     assert cap == 64 * 1024 * 1024
     with sandbox.session(SessionSpec(IMAGE)) as session:
-        session.put_archive(_tar({"repo/.keep": b""}))
+        session.put_archive(tar_of({"repo/.keep": b""}))
         tracemalloc.start()
         try:
             run = run_tests(session, ctx, "base", attempt=0)
@@ -294,14 +279,14 @@ def test_a_huge_junit_file_is_never_read_whole(sandbox):
     failure = suite_failure(run)
     assert failure is not None and failure.reason == JUNIT_TOO_LARGE
     # A file that grows past the cap after its size was taken: the stream stops at the cap.
-    chunks = _Counted(_tar({"junit.xml": b"x" * (3 * 1024 * 1024)}), 256 * 1024)
+    chunks = _Counted(tar_of({"junit.xml": b"x" * (3 * 1024 * 1024)}), 256 * 1024)
     read = _single_file(iter(chunks), 1024 * 1024, size=10)
     assert read.problem == TOO_LARGE and read.data is None
     assert chunks.pulled <= 1024 * 1024 + 64 * 1024 + 256 * 1024
 
 
-def test_a_disk_filler_hits_the_tmpfs_not_the_host(docker_engine):
-    box = DockerSandbox(Limits(tmp_size="64m"))
+def test_a_disk_filler_hits_the_tmpfs_not_the_host(backend):
+    box = backend.sandbox(Limits(tmp_size="64m"))
     try:
         with box.session(SessionSpec(IMAGE)) as session:
             filled = session.exec(
@@ -310,13 +295,9 @@ def test_a_disk_filler_hits_the_tmpfs_not_the_host(docker_engine):
             assert "No space left on device" in filled.output and "rc=1" in filled.output
             written = session.exec("du -sm /tmp/fill | cut -f1", 30, "/").output.strip()
             assert int(written) <= 64
-            api = session.container.client.api
-            listed = api.containers(all=True, filters={"id": session.container.id}, size=True)
-            layer = listed[0].get("SizeRw") or 0
+            layer = backend.rw_size(container_id(session))
             assert layer < 1024 * 1024  # nothing of it reached the host's disk
-        info = box.client.info()
-        driver_fs = dict(info.get("DriverStatus") or []).get("Backing Filesystem", "")
-        if info.get("Driver") == "overlay2" and driver_fs != "xfs":
+        if backend.layer_cannot_be_capped():
             assert box.layer_limit is False  # this driver cannot cap the writable layer
         print(f"disk guarantees here: {box.disk_limits()}")
     finally:
@@ -344,16 +325,6 @@ def test_a_symlinked_junit_is_the_suites_doing_never_followed(sandbox, calc_env,
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-def _tar(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 class _Counted:

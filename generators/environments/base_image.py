@@ -2,7 +2,8 @@
 
 Offline, Debian's debootstrap builds a minimal root file system whose python3 is the version asked
 for (bookworm: 3.11, trixie: 3.13, bullseye: 3.9) and ``docker import`` turns it into an image.
-The tag is the cache: an existing tag is never rebuilt.
+The tag is the cache: an existing tag is never rebuilt. podman keeps its own image store:
+``ensure_podman_base_image`` fills it (``trajforge base-image --sandbox podman``, ``make setup``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,26 @@ PULL_TIMEOUT_S = 120
 
 def base_image_tag(python: str) -> str:
     return f"trajforge-base:py{python}"
+
+
+def base_image_recipe(python: str) -> str:
+    """The base image as a shell script anyone can run (root, Debian's debootstrap, Docker):
+    the same release, packages and tag ``ensure_base_image`` uses offline."""
+    suite = DEBIAN_SUITES.get(python, "?")
+    tag = base_image_tag(python)
+    return "\n".join(
+        [
+            "#!/bin/sh",
+            f"# trajforge base image {tag}: Debian {suite}'s python3, built offline.",
+            "# Run as root with debootstrap and docker installed (or pipe into `podman import`).",
+            "set -eu",
+            'rootfs="$(mktemp -d)"',
+            f'debootstrap --variant=minbase --include={PACKAGES} {suite} "$rootfs"',
+            f'tar -C "$rootfs" -c . | docker import - {tag}',
+            'rm -rf "$rootfs"',
+            "",
+        ]
+    )
 
 
 def ensure_base_image(python: str, docker_host: str | None = None, say=print) -> str:
@@ -61,7 +82,9 @@ def _pull(client, reference: str, tag: str) -> bool:
     return True
 
 
-def _debootstrap_import(python: str, tag: str, docker_host: str | None) -> None:
+def _debootstrap_import(
+    python: str, tag: str, docker_host: str | None, engine: str = "docker"
+) -> None:
     suite = DEBIAN_SUITES.get(python)
     if suite is None:
         known = ", ".join(sorted(DEBIAN_SUITES))
@@ -91,7 +114,7 @@ def _debootstrap_import(python: str, tag: str, docker_host: str | None) -> None:
         env = {**os.environ, **({"DOCKER_HOST": docker_host} if docker_host else {})}
         tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
         imported = subprocess.run(
-            ["docker", "import", "-", tag],
+            [engine, "import", "-", tag],
             stdin=tar.stdout,
             capture_output=True,
             env=env,
@@ -100,6 +123,60 @@ def _debootstrap_import(python: str, tag: str, docker_host: str | None) -> None:
         tar.wait()
         if imported.returncode != 0:
             raise UserError(
-                f"base image {tag}: docker import failed: {imported.stderr.decode().strip()}",
+                f"base image {tag}: {engine} import failed: {imported.stderr.decode().strip()}",
                 reason="no_base_image",
             )
+
+
+# --- podman --------------------------------------------------------------------------------------
+
+
+def ensure_podman_base_image(python: str, say=print) -> str:
+    """The base image in podman's store, which shares nothing with Docker's: Docker's copy when
+    Docker has one (``docker save | podman load``: the very same image), else pulled, else the
+    same debootstrap root file system through ``podman import``. podman names it
+    ``localhost/trajforge-base:pyX``; the short name resolves to it, in FROM too."""
+    tag = base_image_tag(python)
+    if _podman("image", "exists", tag).returncode == 0:
+        say(f"base image {tag} (podman): present")
+        return tag
+    if _copy_from_docker(tag):
+        say(f"base image {tag} (podman): copied from Docker")
+        return tag
+    slim = f"docker.io/library/python:{python}-slim"
+    if (
+        _podman("pull", "--quiet", slim).returncode == 0
+        and _podman("tag", slim, tag).returncode == 0
+    ):
+        say(f"base image {tag} (podman): pulled {slim}")
+        return tag
+    say(f"base image {tag} (podman): no registry answers; building with debootstrap")
+    _debootstrap_import(python, tag, None, engine="podman")
+    say(f"base image {tag} (podman): built")
+    return tag
+
+
+def _podman(*args: str) -> subprocess.CompletedProcess:
+    if shutil.which("podman") is None:
+        raise UserError("podman: no podman binary on PATH; run `make setup`", reason="no_podman")
+    try:
+        return subprocess.run(
+            ["podman", *args], capture_output=True, timeout=PULL_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(args, 124, b"", b"timed out")
+
+
+def _copy_from_docker(tag: str) -> bool:
+    """``docker save TAG | podman load``; False when Docker is not here or has no such image."""
+    if shutil.which("docker") is None:
+        return False
+    inspect = ["docker", "image", "inspect", tag]
+    if subprocess.run(inspect, capture_output=True, check=False).returncode != 0:
+        return False
+    save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
+    load = subprocess.run(["podman", "load", "--quiet"], stdin=save.stdout, capture_output=True)
+    assert save.stdout is not None
+    save.stdout.close()
+    saved = save.wait() == 0
+    return saved and load.returncode == 0 and _podman("image", "exists", tag).returncode == 0

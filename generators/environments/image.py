@@ -98,17 +98,6 @@ def _build_recipe(
     return result.ok, result.log
 
 
-def image_digest(sandbox: Sandbox, image: str) -> str:
-    """The image by content: its registry digest where it was pushed or pulled (what ``docker
-    pull NAME@DIGEST`` takes), else its image id; "" for backends without images."""
-    info = sandbox.image_info(image) if isinstance(sandbox, ImageStore) else None
-    if info is None:
-        return ""
-    repository = image.rpartition(":")[0] if ":" in image.rpartition("/")[2] else image
-    pushed = [d for d in info.repo_digests if d.partition("@")[0] == repository]
-    return pushed[0] if pushed else info.image_id
-
-
 def image_marker(sandbox: Sandbox, profile: EnvProfile) -> str | None:
     """The setup commit the profile's image recorded when it was built, or None when its marker
     is missing or names another profile."""

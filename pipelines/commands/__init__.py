@@ -10,6 +10,7 @@ from trajforge.pipelines.commands import (
     describe,
     explore,
     export,
+    images,
     import_trajectories,
     inject,
     janitor,
@@ -35,6 +36,7 @@ COMMANDS = (
     report,
     publish,
     base_image,
+    images,
     janitor,
     stats,
 )

@@ -18,7 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--attempts", type=options.positive_int, help="runs per task (default: params)"
     )
-    parser.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
+    parser.add_argument(
+        "--sandbox", choices=("docker", "podman", "local"), help="default: sandbox.kind"
+    )
     options.add_endpoint_options(parser)
     options.add_run_options(parser)
 

@@ -16,7 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--input", action="append", required=True, help="a mine or inject output (repeatable)"
     )
     parser.add_argument("--output", required=True, help="output directory")
-    parser.add_argument("--sandbox", choices=("docker", "local"), help="default: docker")
+    parser.add_argument(
+        "--sandbox", choices=("docker", "podman", "local"), help="default: sandbox.kind"
+    )
     parser.add_argument(
         "--workers", type=options.positive_int, help="concurrent sandboxes per Beam worker"
     )

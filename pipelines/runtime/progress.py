@@ -31,6 +31,15 @@ def tick(outcome: str, n: int = 1) -> None:
             _bar.set_postfix_str(outcome, refresh=False)
 
 
+def say(line: str) -> None:
+    """One line on stderr, above the bar when one is showing (never glued to it)."""
+    with _lock:
+        if _bar is not None:
+            _bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr)
+
+
 def stop() -> None:
     global _bar
     with _lock:

@@ -25,7 +25,10 @@ from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import join, parquet_files, write_bytes_atomic
 
 # Beam counters a stage summary reports when the stage has them.
-SUMMARY_COUNTERS = ("cache_hits", "images_built", "llm_calls", "llm_cache_hits", "pruned")
+SUMMARY_COUNTERS = (
+    "cache_hits", "images_built", "images_pulled", "images_pushed", "registry_errors",
+    "llm_calls", "llm_cache_hits", "pruned",
+)  # fmt: skip
 # A stage's own summary lines: every counter and string set in this namespace, under its name
 # (``Metrics.counter(SUMMARY, "files")``). Runners without metrics leave them out.
 SUMMARY = "summary"

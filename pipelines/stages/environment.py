@@ -18,15 +18,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from trajforge.generators.environments.image import build_env_image, image_digest
+from trajforge.generators.environments.image import build_env_image
 from trajforge.generators.environments.profile import detect_profile
+from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
 from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.pipelines.runtime import progress
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, StageFn
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.records import from_row, to_row
 from trajforge.schemas.storage import ContentCache
+from trajforge.verifiers.sandbox.base import ImageStore, RegistryError
 
 PROFILES = "profiles"
 
@@ -58,7 +61,7 @@ class DetectProfileFn(StageFn):
             profile = detect_profile(
                 repo.path, site.commit, site.repo,
                 default_python=env.default_python, pythons=tuple(env.pythons),
-                source=repo.identity,
+                source=repo.identity, registry=env.registry,
             )  # fmt: skip
         except UserError as exc:
             yield self.reject_error(site.input_id, exc)
@@ -112,14 +115,31 @@ class BuildEnvironmentFn(SandboxFn):
         repo = open_source(first.source, SourceOptions.from_params(self.params))
         logs = os.path.join(self.params.cache_dir, "build-logs")
         assert self.sandbox is not None
+        env = self.params.environment
+        store = self.sandbox if isinstance(self.sandbox, ImageStore) else None
+        if store is not None:  # pulled when the registry has it: no build below
+            self._registry(profile, lambda: fetch_image(store, profile.image, env, self.count))
         existed = self.sandbox.has_image(profile.image)  # else this call builds it
-        built = build_env_image(self.sandbox, profile, repo.path, self.params.environment, logs)
+        built = build_env_image(self.sandbox, profile, repo.path, env, logs)
         if not existed:
             self.count("images_built")
         if built.status == "failed":
             self.failures.put(failure_key, to_row(built))
             return built
-        return dataclasses.replace(built, image_digest=image_digest(self.sandbox, built.image))
+        if store is None:
+            return built
+        digest = self._registry(profile, lambda: publish_image(store, built.image, env, self.count))
+        return dataclasses.replace(built, image_digest=digest or image_digest(store, built.image))
+
+    def _registry(self, profile: EnvProfile, step: Callable[[], str]) -> str:
+        """A registry step; a registry that is down or refuses is one line and a count, and the
+        stage goes on with what it builds here."""
+        try:
+            return step()
+        except RegistryError as exc:
+            progress.say(f"{self.STAGE}: profile {profile.profile_id}: {exc}")
+            self.count("registry_errors")
+            return ""
 
 
 class BuildEnvironments(beam.PTransform):

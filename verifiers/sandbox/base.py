@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import SandboxParams, ValidateParams
@@ -98,6 +98,71 @@ class Sandbox(Protocol):
     def has_image(self, image: str) -> bool: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ImageBuild:
+    """How an environment image is made: a Dockerfile and the files it copies, nothing else.
+
+    ``context`` is a tar of the build context without the Dockerfile (the backend adds it), so
+    the same recipe builds under Docker, podman, or a user's plain ``docker build``.
+    """
+
+    tag: str
+    dockerfile: str
+    context: bytes
+    build_args: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 1200.0
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    ok: bool
+    log: str  # the builder's output, every step
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    image_id: str  # "sha256:..." of the image's config: the same wherever it is pulled
+    repo_digests: tuple[str, ...]  # "<registry>/<name>@sha256:..." once pushed or pulled
+    layers: tuple[tuple[str, int], ...]  # (layer diff id, bytes), base layer first
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class RegistryError(UserError):
+    """A registry is down, refuses a push, or serves an image whose digest does not match."""
+
+    reason = "registry_error"
+
+
+@runtime_checkable
+class ImageStore(Protocol):
+    """What a backend with real images offers (Docker, podman): builds from recipes, a registry.
+
+    The local backend has none of it; it installs into a venv through a session instead.
+    """
+
+    def build_image(self, build: ImageBuild) -> BuildResult: ...
+
+    def image_info(self, image: str) -> ImageInfo | None:
+        """None when the image is not here."""
+        ...
+
+    def push_image(self, image: str) -> str:
+        """Push ``image`` to the registry its name says; its repo digest (RegistryError)."""
+        ...
+
+    def pull_image(self, image: str) -> bool:
+        """Pull ``image``; False when the registry does not have it (RegistryError when the
+        registry cannot be reached or answers wrongly)."""
+        ...
+
+    def remove_image(self, image: str) -> None: ...
+
+    def list_images(self, label: str) -> list[str]:
+        """Tags of the local images carrying ``label``."""
+        ...
 
 
 class OutputCapture:

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import io
 import os
+import queue
 import socket
 import tarfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 
 from trajforge.schemas.errors import SandboxUnavailable
 from trajforge.schemas.params import size_bytes
@@ -34,19 +35,37 @@ from trajforge.verifiers.sandbox.base import (
     NOT_A_FILE,
     REPO_DIR,
     TOO_LARGE,
+    BuildResult,
     ExecResult,
     FileRead,
+    ImageBuild,
+    ImageInfo,
     Limits,
     OutputCapture,
+    RegistryError,
     SandboxBroken,
     SessionSpec,
 )
+from trajforge.verifiers.sandbox.containers import (
+    LABEL,
+    LIVE,
+    OTHER_HOST,
+    OWNER_LABEL,
+    OWNER_START_LABEL,
+    SIGKILLED,
+    STOP_SETTLE_S,
+    Sweep,
+    needs_registry,
+    owner_state,
+    process_start,
+    split_image,
+)
+from trajforge.verifiers.sandbox.containers import says as _says
 
-LABEL = "trajforge"
-OWNER_LABEL = "trajforge.owner"  # "<host>:<pid>"
-OWNER_START_LABEL = "trajforge.owner.start"  # the owner's start time: a reused pid is not it
 SCRATCH = "/tmp"
 READ_CHUNK = 1024 * 1024
+REGISTRY_TIMEOUT_S = 3600.0  # a whole push or pull
+REGISTRY_IDLE_S = 120.0  # the engine reports progress every moment; this much silence is a dead end
 # Go's os.FileMode type bits (dir, symlink, device, pipe, socket, char device, irregular), as the
 # engine reports a path's mode: any of them set means "not a regular file".
 GO_MODE_TYPE = (1 << 31) | (1 << 27) | (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (1 << 19)
@@ -65,6 +84,15 @@ def connect(docker_host: str | None = None):  # -> docker.DockerClient
             "run `make setup` (installs and starts dockerd) or set DOCKER_HOST"
         ) from None
     return client
+
+
+def _api_client(docker_host: str | None, timeout_s: int):  # -> docker.APIClient
+    """A low-level client of the same engine with its own read timeout (for long builds)."""
+    import docker
+
+    if docker_host:
+        return docker.APIClient(base_url=docker_host, timeout=timeout_s)
+    return docker.APIClient(timeout=timeout_s, **docker.utils.kwargs_from_env())
 
 
 @contextlib.contextmanager
@@ -131,6 +159,12 @@ class DockerSession:
                 time.sleep(0.05)
                 info = api.exec_inspect(exec_id)
             state = api.inspect_container(self.container.id)["State"]
+            # A command SIGKILLed (137) with its container may end a moment before the engine
+            # records the container stopped: look again before calling it the command's own exit.
+            settle = time.monotonic() + (STOP_SETTLE_S if info.get("ExitCode") == SIGKILLED else 0)
+            while state.get("Running") and time.monotonic() < settle:
+                time.sleep(0.1)
+                state = api.inspect_container(self.container.id)["State"]
         if self.killed:  # our own timeout fired meanwhile: a timeout, not a broken sandbox
             return -9
         if not state.get("Running"):
@@ -244,6 +278,7 @@ class DockerSandbox:
 
     def __init__(self, limits: Limits | None = None, docker_host: str | None = None) -> None:
         self.limits = limits or Limits()
+        self.docker_host = docker_host
         self.client = connect(docker_host)
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self.owner_start = process_start(os.getpid()) or ""
@@ -264,6 +299,149 @@ class DockerSandbox:
         except docker.errors.ImageNotFound:
             return False
         return True
+
+    def build_image(self, build: ImageBuild) -> BuildResult:
+        """``docker build`` of the recipe; the build is cancelled past ``build.timeout_s``."""
+        context = with_dockerfile(build.context, build.dockerfile)
+        deadline = time.monotonic() + build.timeout_s
+        # The read timeout also bounds a build that prints nothing for that long.
+        api = _api_client(self.docker_host, timeout_s=int(build.timeout_s) + 1)
+        lines: list[str] = []
+        ok, timed_out = False, False
+        try:
+            stream = api.build(
+                fileobj=io.BytesIO(context), custom_context=True, tag=build.tag,
+                buildargs=build.build_args, rm=True, forcerm=True, decode=True,
+                container_limits={"memory": size_bytes("sandbox.memory", self.limits.memory)},
+            )  # fmt: skip
+            for chunk in stream:
+                if "stream" in chunk and not _builder_noise(chunk["stream"]):
+                    lines.append(chunk["stream"].rstrip("\n"))
+                if "error" in chunk:
+                    lines.append(f"error: {chunk['error']}")
+                    break
+                if "aux" in chunk and "ID" in chunk["aux"]:
+                    ok = True
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    break
+        except Exception as exc:  # the engine, or the read timeout of a silent build
+            timed_out = time.monotonic() > deadline
+            lines.append(f"docker build failed: {exc.__class__.__name__}: {str(exc)[:300]}")
+        finally:
+            api.close()  # a build still running is cancelled when its client goes
+        if timed_out:
+            lines.append(f"build timed out after {build.timeout_s:.0f} s")
+        return BuildResult(ok=ok and not timed_out, log="\n".join(lines), timed_out=timed_out)
+
+    def image_info(self, image: str) -> ImageInfo | None:
+        import docker.errors
+
+        try:
+            attrs = self.client.api.inspect_image(image)
+            history = self.client.api.history(image)
+        except docker.errors.ImageNotFound:
+            return None
+        return ImageInfo(
+            image_id=attrs["Id"],
+            repo_digests=tuple(attrs.get("RepoDigests") or ()),
+            layers=layer_sizes(attrs, history),
+            labels=dict((attrs.get("Config") or {}).get("Labels") or {}),
+        )
+
+    def push_image(self, image: str, timeout_s: float = REGISTRY_TIMEOUT_S) -> str:
+        """``docker push`` within ``timeout_s``; the repo digest the registry gave the image, so a
+        task can name its environment by content."""
+        repository, tag = split_image(image)
+        needs_registry(image, "push")
+        if not self.has_image(image):
+            raise RegistryError(
+                f"registry: cannot push {image}: no such image here; build or pull it first"
+            )
+        push = functools.partial(self.client.api.push, repository, tag, stream=True, decode=True)
+        said = self._registry_stream("pushing", image, push, timeout_s)
+        error = _stream_error(said)
+        if error:
+            raise _registry_error("pushing", image, error)
+        pushed = next((c["aux"]["Digest"] for c in said if "Digest" in (c.get("aux") or {})), "")
+        with _engine(f"reading the digest of {image}"):
+            digests = self.client.api.inspect_image(image).get("RepoDigests") or []
+        ours = [d for d in digests if d.partition("@")[0] == repository]
+        digest = next((d for d in ours if d.endswith(f"@{pushed}")), ours[0] if ours else "")
+        if not digest and pushed:
+            digest = f"{repository}@{pushed}"
+        if not digest:
+            raise _registry_error("pushing", image, "the registry answered without a digest")
+        return digest
+
+    def pull_image(self, image: str, timeout_s: float = REGISTRY_TIMEOUT_S) -> bool:
+        """``docker pull`` within ``timeout_s``; False when the registry has no such manifest.
+
+        Only names with a registry host are pulled: ``trajforge-env:<id>`` is never looked up
+        on Docker Hub, where anyone could have published an image under that name.
+        """
+        import docker.errors
+
+        repository, tag = split_image(image)
+        needs_registry(image, "pull")
+        pull = functools.partial(self.client.api.pull, repository, tag, stream=True, decode=True)
+        try:
+            said = self._registry_stream("pulling", image, pull, timeout_s)
+        except docker.errors.NotFound as exc:  # raised before any stream: no such manifest
+            if _refused(str(exc)):
+                raise _registry_error("pulling", image, _engine_says(exc)) from None
+            return False
+        error = _stream_error(said)
+        if error and _unknown(error) and not _refused(error):
+            return False
+        if error:
+            raise _registry_error("pulling", image, error)
+        return self.has_image(image)
+
+    def remove_image(self, image: str) -> None:
+        """Untag ``image`` (the image itself goes with its last tag); nothing if it is not here.
+        An image a container still uses is refused by the engine (SandboxBroken)."""
+        import docker.errors
+
+        try:
+            with _engine(f"removing {image}"):
+                self.client.api.remove_image(image)
+        except SandboxBroken as exc:
+            if isinstance(exc.__cause__, docker.errors.ImageNotFound):
+                return
+            raise
+
+    def list_images(self, label: str) -> list[str]:
+        """Tags of the local images that carry ``label`` (any value), sorted."""
+        with _engine("listing images"):
+            found = self.client.api.images(filters={"label": label})
+        tags = {tag for image in found for tag in image.get("RepoTags") or ()}
+        return sorted(tags - {"<none>:<none>"})
+
+    def container_image_ids(self) -> set[str]:
+        """Ids of the images any container here uses, running or stopped: never removed."""
+        with _engine("listing containers"):
+            return {c["ImageID"] for c in self.client.api.containers(all=True) if c.get("ImageID")}
+
+    def _registry_stream(
+        self, doing: str, image: str, start: Callable[[], Iterator[dict]], timeout_s: float
+    ) -> list[dict]:
+        """What the engine said while ``doing`` (pushing, pulling), read within the time limits;
+        an engine error or a timeout is a RegistryError (docker.errors.NotFound passes through:
+        the caller knows what a missing manifest means)."""
+        import docker.errors
+
+        try:
+            return list(_within(start, timeout_s))
+        except TimeoutError as exc:
+            raise RegistryError(
+                f"registry: {doing} {image} {exc}; check that the registry answers "
+                "(environment.registry) or retry"
+            ) from None
+        except docker.errors.NotFound:
+            raise
+        except Exception as exc:  # the engine refused before streaming (docker.errors.APIError)
+            raise _registry_error(doing, image, _engine_says(exc)) from None
 
     @contextlib.contextmanager
     def session(self, spec: SessionSpec) -> Iterator[DockerSession]:
@@ -363,13 +541,52 @@ class DockerSandbox:
         return self.client.containers.run(spec.image, ["sleep", "infinity"], **options)
 
 
-def _says(state: dict) -> str:
-    parts = [f"status {state.get('Status')}", f"exit {state.get('ExitCode')}"]
-    if state.get("OOMKilled"):
-        parts.append("OOM-killed")
-    if state.get("Error"):
-        parts.append(str(state["Error"])[:200])
-    return ", ".join(parts)
+def with_dockerfile(context: bytes, dockerfile: str) -> bytes:
+    """The build context tar with ``Dockerfile`` added at its root."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        with tarfile.open(fileobj=io.BytesIO(context), mode="r") as source:
+            for member in source.getmembers():
+                tar.addfile(member, source.extractfile(member) if member.isfile() else None)
+        data = dockerfile.encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _builder_noise(line: str) -> bool:
+    """The legacy builder's bookkeeping lines (container and layer ids): different every build."""
+    text = line.strip()
+    return not text or text.startswith(("---> ", "Removing intermediate container"))
+
+
+def layer_sizes(attrs: dict, history: list[dict]) -> tuple[tuple[str, int], ...]:
+    """(diff id, bytes) per layer, base first.
+
+    ``history`` lists the build steps newest first; the steps that made a layer, oldest first,
+    line up with ``RootFS.Layers``. A step made one when it wrote bytes, ran a command, copied
+    files or set a work directory; metadata steps (ENV, LABEL, ARG...) made none.
+    """
+    diff_ids = list((attrs.get("RootFS") or {}).get("Layers") or [])
+    steps = [step for step in reversed(history) if _made_layer(step)]
+    if len(steps) != len(diff_ids):  # an engine that records steps otherwise: the sized ones
+        sized = iter(step for step in reversed(history) if step.get("Size", 0) > 0)
+        steps = [{"Size": 0} if d == EMPTY_LAYER else next(sized, {"Size": 0}) for d in diff_ids]
+    return tuple(
+        (diff_id, int(step.get("Size") or 0))
+        for diff_id, step in zip(diff_ids, steps, strict=False)
+    )
+
+
+EMPTY_LAYER = "sha256:5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef"
+
+
+def _made_layer(step: dict) -> bool:
+    created_by = step.get("CreatedBy") or ""
+    if step.get("Size", 0) > 0 or "#(nop)" not in created_by:
+        return True
+    return any(f"#(nop) {word}" in created_by for word in ("COPY", "ADD", "WORKDIR"))
 
 
 def _running(container) -> bool:
@@ -385,74 +602,79 @@ def _remove(container) -> None:
         container.remove(force=True, v=True)  # v: its /tmp volume too
 
 
+# --- registries --------------------------------------------------------------------------------
+
+_DONE = object()
+
+
+def _within(start: Callable[[], Iterator[dict]], timeout_s: float) -> Iterator[dict]:
+    """The engine's messages, read in a thread (as base_image's pull): TimeoutError when it says
+    nothing for REGISTRY_IDLE_S or the whole takes over ``timeout_s``. A dead registry fails
+    fast; the engine's own retries and dial timeouts do not hold the caller."""
+    messages: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        try:
+            for message in start():
+                messages.put(message)
+        except Exception as exc:
+            messages.put(exc)
+        messages.put(_DONE)
+
+    threading.Thread(target=pump, daemon=True, name="docker-registry").start()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            message = messages.get(timeout=max(min(REGISTRY_IDLE_S, left), 0.0))
+        except queue.Empty:
+            if left <= REGISTRY_IDLE_S:
+                raise TimeoutError(f"timed out after {timeout_s:.0f} s") from None
+            raise TimeoutError(f"got no word for {REGISTRY_IDLE_S:.0f} s") from None
+        if message is _DONE:
+            return
+        if isinstance(message, Exception):
+            raise message
+        yield message
+
+
+def _stream_error(said: list[dict]) -> str:
+    """The first error the engine reported inside a push or pull stream, or ""."""
+    for message in said:
+        error = message.get("error") or (message.get("errorDetail") or {}).get("message")
+        if error:
+            return str(error)
+    return ""
+
+
+def _engine_says(exc: Exception) -> str:
+    """The engine's own words of an APIError (its explanation), else the exception's first line."""
+    said = str(getattr(exc, "explanation", None) or "").strip()
+    if said:
+        return said.splitlines()[0]
+    return f"{exc.__class__.__name__}: {(str(exc).splitlines() or [''])[0]}"
+
+
+def _unknown(error: str) -> bool:
+    text = error.lower()
+    return "manifest unknown" in text or "not found" in text or "name unknown" in text
+
+
+def _refused(error: str) -> bool:
+    text = error.lower()
+    return "denied" in text or "unauthorized" in text or "forbidden" in text
+
+
+def _registry_error(doing: str, image: str, why: str) -> RegistryError:
+    first = (why.strip().splitlines() or [""])[0][:300]
+    if _refused(first):
+        hint = "log in to the registry (docker login) or check its permissions"
+    else:
+        hint = "check that the registry answers and accepts it (environment.registry)"
+    return RegistryError(f"registry: {doing} {image} failed ({first}); {hint}")
+
+
 # --- owners and leftovers ----------------------------------------------------------------------
-
-LIVE, DEAD, OTHER_HOST = "live", "dead", "other_host"
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """What one janitor pass did."""
-
-    removed: int = 0  # containers of dead runs on this host
-    live: int = 0  # containers of runs still alive on this host: kept
-    other_hosts: int = 0  # containers of another host's runs: kept, not judged from here
-
-    def line(self) -> str:
-        return (
-            f"removed {self.removed} container(s) of dead runs; kept {self.live} of live runs "
-            f"and {self.other_hosts} of other hosts (their runs cannot be checked from here)"
-        )
-
-
-def process_start(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks after boot, /proc/<pid>/stat field 22).
-
-    None when no such process runs. Where /proc is missing, psutil's creation time if installed,
-    else "" (unknown: the pid alone decides).
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except (FileNotFoundError, ProcessLookupError):
-        if os.path.isdir("/proc/self"):
-            return None
-        return _start_elsewhere(pid)
-    except OSError:
-        return ""  # exists, unreadable: alive, start unknown
-    # The name (field 2) may hold spaces and parentheses: count fields after its last ")".
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return fields[19].decode() if len(fields) > 19 else ""
-
-
-def _start_elsewhere(pid: int) -> str | None:
-    try:
-        import psutil
-    except ImportError:
-        return "" if _alive(pid) else None
-    try:
-        return f"{psutil.Process(pid).create_time():.2f}"
-    except psutil.NoSuchProcess:
-        return None
-    except psutil.Error:
-        return ""
-
-
-def owner_state(labels: dict[str, str], host: str | None = None) -> str:
-    """LIVE when the process that started the container still runs, DEAD when not (or its pid now
-    belongs to another process), OTHER_HOST when it ran on another machine (or is unreadable)."""
-    owner_host, _, pid = labels.get(OWNER_LABEL, "").partition(":")
-    if owner_host != (host or socket.gethostname()):
-        return OTHER_HOST
-    if not pid.isdigit():
-        return DEAD
-    started = process_start(int(pid))
-    if started is None:
-        return DEAD
-    expected = labels.get(OWNER_START_LABEL, "")
-    if expected and started and expected != started:
-        return DEAD  # the pid was reused by a process that started later
-    return LIVE
 
 
 def janitor(docker_host: str | None = None, only_dead_owners: bool = True) -> int:
@@ -487,13 +709,3 @@ def remove_leftovers(client, only_dead_owners: bool = True) -> Sweep:
             continue
         removed += 1
     return Sweep(removed, live, other)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -1,4 +1,5 @@
-"""Choose a sandbox backend from params: Docker by default, local only when asked for."""
+"""Choose a sandbox backend from params: Docker by default, podman where no daemon may run,
+local only when asked for."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ def make_sandbox(params: Params, quiet: bool = False) -> Sandbox:
         from trajforge.verifiers.sandbox.docker import DockerSandbox
 
         return DockerSandbox(limits, params.sandbox.docker_host)
+    if params.sandbox.kind == "podman":
+        from trajforge.verifiers.sandbox.podman import PodmanSandbox
+
+        return PodmanSandbox(limits)
     from trajforge.verifiers.sandbox.local import LocalSandbox
 
     return LocalSandbox(params.cache_dir, limits, quiet=quiet)
