@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import io
 import json
 import os
@@ -102,12 +103,20 @@ REQUIRED_CONTROLLERS = ("memory", "pids", "cpu")  # memory and swap, pids, cpus
 LOCAL_PREFIX = "localhost/"  # what podman puts before a name without a registry
 
 
+@functools.cache
+def scratch_cwd() -> str:
+    """Where podman runs: conmon writes files into its working directory (an ``oom`` file when
+    the OOM killer fires), which must never be the user's."""
+    return tempfile.mkdtemp(prefix="trajforge-podman-")
+
+
 def podman(*args: str, stdin: bytes | None = None, timeout: float = CLI_TIMEOUT_S):
     """One podman call, its output captured; a hung podman is a SandboxBroken, not a hung run."""
     try:
         return subprocess.run(
-            [PODMAN, *args], input=stdin, capture_output=True, timeout=timeout, check=False
-        )
+            [PODMAN, *args], input=stdin, capture_output=True, timeout=timeout, check=False,
+            cwd=scratch_cwd(),
+        )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxBroken(f"podman {args[0]}: {exc.__class__.__name__}: {exc}") from exc
 
@@ -197,8 +206,9 @@ class PodmanSession:
         args = [PODMAN, "exec", "-w", workdir, *env, self.cid, "/bin/sh", "-c", command]
         try:
             proc = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-            )
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                cwd=scratch_cwd(),
+            )  # fmt: skip
         except OSError as exc:
             raise SandboxBroken(f"podman: starting a command failed ({exc})") from exc
         watchdog = threading.Timer(timeout_s, self._kill, args=(proc,))
@@ -252,8 +262,9 @@ class PodmanSession:
         args = [PODMAN, "exec", self.cid, "/bin/sh", "-c", READ_SCRIPT, "sh", path, str(cap)]
         try:
             proc = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-            )
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=scratch_cwd(),
+            )  # fmt: skip
         except OSError as exc:
             raise SandboxBroken(f"podman: reading {path} failed ({exc})") from exc
         watchdog = threading.Timer(READ_TIMEOUT_S, proc.kill)
@@ -528,8 +539,9 @@ def _run_bounded(args: list[str], timeout_s: float) -> tuple[str, int, bool]:
     """(output, exit code, timed out) of a long podman call, killed past ``timeout_s`` with
     everything it started."""
     proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-    )
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=scratch_cwd(),
+    )  # fmt: skip
     try:
         output, _ = proc.communicate(timeout=timeout_s)
         return output.decode("utf-8", "replace"), proc.returncode, False
