@@ -8,12 +8,18 @@ import json
 import socket
 import subprocess
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 import pytest
 from conftest import run_cli, write_params
 from registry_server import Registry, start_registry
+from trajforge.generators.environments.profile import JUNIT_PATH
+from trajforge.schemas.records import from_row
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.patch_verifier import verify_patch
+from trajforge.verifiers.sandbox.podman import PodmanSandbox
 
 RUN = uuid.uuid4().hex[:8]
 
@@ -65,6 +71,25 @@ def test_built_images_are_pushed_and_tasks_name_them_by_digest(pushed):
     assert summary["images_pushed"] == len(images)  # every image that built (one install fails)
     for image, digest in zip(tasks["image_name"], tasks["image_digest"], strict=True):
         assert digest.startswith(f"{image.rpartition(':')[0]}@sha256:")
+
+
+def test_another_engine_with_only_the_registry_runs_a_task_at_gold(pushed, calc_repo):
+    """podman keeps its own image store: to it, the registry is the only source of the image."""
+    work, _, _ = pushed
+    repo, _ = calc_repo
+    rows = _tasks(work / "first").filter(pl.col("FAIL_TO_PASS").list.len() > 0).to_dicts()
+    task = from_row(TaskInstance, rows[0])
+    by_digest = replace(task, image_name=task.image_digest)
+    sandbox = PodmanSandbox()
+    try:
+        assert sandbox.image_info(task.image_digest) is None
+        assert sandbox.pull_image(task.image_digest)
+        gold = verify_patch(sandbox, by_digest, str(repo), task.patch, JUNIT_PATH, 120, None)
+        assert gold.resolved, gold
+        assert not verify_patch(sandbox, by_digest, str(repo), "", JUNIT_PATH, 120, None).resolved
+    finally:
+        sandbox.close()  # its containers go first: an image in use cannot be removed
+        sandbox.remove_image(task.image_digest)
 
 
 def test_a_second_run_without_the_images_pulls_them_and_builds_nothing(pushed):
