@@ -13,6 +13,7 @@ import threading
 import uuid
 
 import pytest
+from conftest import run_cli
 from sandbox_backends import container_id
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.verifiers.sandbox.base import (
@@ -174,6 +175,17 @@ def test_commit_makes_an_image_of_the_session(backend):
         box.close()
         backend.cli("rmi", tag, check=False)
     assert not box.has_image(tag)
+
+
+def test_the_janitor_command_sweeps_each_engine(backend, tmp_path):
+    leftover = backend.labelled(IMAGE, f"{os.uname().nodename}:999998", None)
+    try:
+        done = run_cli("janitor", "--sandbox", backend.name, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"{backend.name}: removed ")
+        assert not backend.exists(leftover)
+    finally:
+        backend.remove(leftover)
 
 
 def test_janitor_removes_leftovers_of_a_dead_run(backend):
