@@ -198,6 +198,22 @@ def test_ensure_image_refuses_another_image_than_the_task_names(sandbox, registr
     assert envreg.image_name(None, "abc") == "trajforge-env:abc"
 
 
+def test_require_image_pulls_the_named_image_and_never_builds(sandbox, registry, pushed):
+    """What rollout asks before running a proven task: that very image, here or pulled."""
+    tag, _, digest = pushed
+    env = EnvironmentParams(registry=registry.namespace)
+    counts: list[str] = []
+    sandbox.remove_image(tag)
+    assert envreg.require_image(sandbox, tag, digest, env, counts.append) == envreg.PULLED
+    assert counts == [envreg.PULLED_COUNTER]
+    assert envreg.require_image(sandbox, tag, digest, env) == envreg.PRESENT
+    with pytest.raises(RegistryError, match=f"profile pushed{RUN}"):
+        envreg.require_image(sandbox, tag, "sha256:" + "1" * 64, env)
+    nowhere = envreg.image_name(registry.namespace, f"gone{RUN}")
+    with pytest.raises(RegistryError, match="images pull"):
+        envreg.require_image(sandbox, nowhere, "", env)
+
+
 def write_output(directory: Path, images: list[str]) -> Path:
     """A stage output by hand: the marker and a tasks table naming ``images``."""
     (directory / "tasks").mkdir(parents=True)

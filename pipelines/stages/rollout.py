@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import apache_beam as beam
 from trajforge.generators.agents.rollout import rollout_id, run_rollout
 from trajforge.generators.environments.profile import JUNIT_PATH
+from trajforge.generators.environments.registry import require_image
 from trajforge.generators.llm.client import LLMClient
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.generators.trajectories.transitions import transitions_of
@@ -30,6 +31,7 @@ from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Trajectory
 from trajforge.schemas.transition import Transition
 from trajforge.verifiers.patch_verifier import verify_patch
+from trajforge.verifiers.sandbox.base import ImageStore
 
 STAGE = "rollout"
 CACHE_VERSION = "rollout-v3"  # v3: verification ignores test files and checks the exit code
@@ -93,6 +95,9 @@ class RolloutBatchFn(SandboxFn):
     def _run(self, task: TaskInstance, attempt: int) -> Run:
         repo_path = open_source(task.source, SourceOptions.from_params(self.params)).path
         assert self.sandbox is not None
+        if isinstance(self.sandbox, ImageStore):  # the image the task was proven in, or none
+            env = self.params.environment
+            require_image(self.sandbox, task.image_name, task.image_digest, env, self.count)
         timeout = self.params.validate.test_timeout_s
 
         def verify(patch: str):
