@@ -74,7 +74,11 @@ def build_run(root: Path, repo: str = "acme/widgets", reason: str = "no_test_cha
         "validate": _stage(
             root,
             "validate",
-            {"inputs": 48, "kept": 24, "rejected": {"no_fail_to_pass": 24}, "seconds": 95.0},
+            {
+                "inputs": 48, "kept": 24, "rejected": {"no_fail_to_pass": 24}, "seconds": 95.0,
+                "environment images": 3, "image MB (unique layers)": 520.4,
+                "image MB per task": 21.7,
+            },  # fmt: skip
             {"tasks": (tasks, TaskInstance.ARROW_SCHEMA)},
         ),
         "describe": str(root / "never-ran"),
@@ -147,6 +151,8 @@ def test_report_renders_in_a_real_browser(tmp_path):
         "2026.11.22-ab12cd",
         "1 task(s) without a difficulty score.",
         "1m 50s",  # run time: 3.4 + 95 + 12 seconds
+        "21.7 MB",  # disk per task, from validate's summary
+        "3 images, 520 MB of unique layers (validate)",
     ):
         assert text in dom, text
     assert re.search(r">acme/widgets</text>.*?>13</text>", dom, re.DOTALL)  # export's 20 tasks

@@ -23,6 +23,10 @@ PATCH_LABELS = ["0", "1-5", "6-10", "11-25", "26-50", "51-100", "101-250", "251-
 PATCH_LABELS += [">1k"]  # one label per bin: len(PATCH_BREAKS) + 1
 
 
+# What validate and explore summaries say of their environment images (generators/.../disk.py).
+DISK_FIGURES = ("image MB per task", "image MB (unique layers)", "environment images")
+
+
 @dataclass
 class StageInfo:
     """One stage's line in the funnel: from its summary.json, else counted from its tables."""
@@ -35,6 +39,7 @@ class StageInfo:
     rejected: dict[str, int] = field(default_factory=dict)
     seconds: float | None = None
     note: str = ""  # why numbers are missing or estimated
+    disk: dict[str, float] = field(default_factory=dict)  # DISK_FIGURES its summary gives
 
 
 @dataclass
@@ -99,6 +104,7 @@ def _stage_info(name: str, path: str, bad: Mapping[str, str]) -> StageInfo:
                 kept=int(summary["kept"]),
                 rejected={str(k): int(v) for k, v in dict(summary.get("rejected", {})).items()},
                 seconds=float(summary["seconds"]) if "seconds" in summary else None,
+                disk={k: float(summary[k]) for k in DISK_FIGURES if k in summary},
             )
         except (ValueError, KeyError, TypeError):
             pass  # fall back to counting the tables

@@ -144,6 +144,7 @@ def _header(run: data.RunData, title: str) -> str:
             f"from {run.tasks_stage}" if run.tasks_stage else "no tasks table",
         ),
         _trajectory_card(run),
+        *_disk_card(run),
     ]
     if run.version:
         version = run.version.get("version", next(iter(run.version.values())))
@@ -152,6 +153,19 @@ def _header(run: data.RunData, title: str) -> str:
         f"<header><h1>{escape(title)}</h1><p>trajforge run report</p></header>"
         f"<section class=cards id=summary>{''.join(cards)}</section>{_release(run.version)}"
     )
+
+
+def _disk_card(run: data.RunData) -> list[str]:
+    """Disk per task: the unique image bytes of the tasks' environments over the tasks."""
+    stage = next((s for s in run.stages if "image MB per task" in s.disk), None)
+    if stage is None:
+        return []
+    figures = stage.disk
+    sub = (
+        f"{number(int(figures.get('environment images', 0)))} images, "
+        f"{figures.get('image MB (unique layers)', 0):,.0f} MB of unique layers ({stage.name})"
+    )
+    return [_card("Disk per task", f"{figures['image MB per task']:,.1f} MB", sub)]
 
 
 def _release(version: dict[str, str]) -> str:
