@@ -75,10 +75,14 @@ def build_run(root: Path, repo: str = "acme/widgets", reason: str = "no_test_cha
             root,
             "validate",
             {
-                "inputs": 48, "kept": 24, "rejected": {"no_fail_to_pass": 24}, "seconds": 95.0,
-                "environment images": 3, "image MB (unique layers)": 520.4,
+                "inputs": 48,
+                "kept": 24,
+                "rejected": {"no_fail_to_pass": 24},
+                "seconds": 95.0,
+                "environment images": 3,
+                "image MB (unique layers)": 520.4,
                 "image MB per task": 21.7,
-            },  # fmt: skip
+            },
             {"tasks": (tasks, TaskInstance.ARROW_SCHEMA)},
         ),
         "describe": str(root / "never-ran"),
