@@ -19,6 +19,15 @@ from trajforge.verifiers.sandbox.docker import connect
 
 DEBIAN_SUITES = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 PACKAGES = "python3,python3-pip,python3-venv,git,ca-certificates"
+# What no test run reads, removed before the import (about 170 MB of a 405 MB root file system):
+# the downloaded .debs and apt lists, translations, man and info pages, docs but their copyright
+# files (which redistributed images must keep). Paths are relative to the root file system.
+TRIM = (
+    "rm -rf var/cache/apt/archives/*.deb var/lib/apt/lists/* usr/share/locale/* "
+    "usr/share/man/* usr/share/info/* && "
+    "find usr/share/doc -mindepth 1 ! -type d ! -name copyright -delete && "
+    "find usr/share/doc -mindepth 1 -type d -empty -delete"
+)
 PULL_TIMEOUT_S = 120
 
 
@@ -39,6 +48,7 @@ def base_image_recipe(python: str) -> str:
             "set -eu",
             'rootfs="$(mktemp -d)"',
             f'debootstrap --variant=minbase --include={PACKAGES} {suite} "$rootfs"',
+            f'(cd "$rootfs" && {TRIM})',
             f'tar -C "$rootfs" -c . | docker import - {tag}',
             'rm -rf "$rootfs"',
             "",
@@ -111,6 +121,7 @@ def _debootstrap_import(
                 f"base image {tag}: debootstrap {suite} failed: {' | '.join(tail)}",
                 reason="no_base_image",
             )
+        subprocess.run(["sh", "-c", TRIM], cwd=rootfs, check=True)
         env = {**os.environ, **({"DOCKER_HOST": docker_host} if docker_host else {})}
         tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
         imported = subprocess.run(
