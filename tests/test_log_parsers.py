@@ -358,6 +358,8 @@ def test_log_lines_outside_the_summary_are_ignored() -> None:
 
 def test_registry() -> None:
     assert get_parser("junit_xml") is parse_junit_xml
-    assert set(LOG_PARSERS) == {"junit_xml", "pytest_log"}
-    with pytest.raises(KeyError, match="junit_xml, pytest_log"):
+    assert set(LOG_PARSERS) == {
+        "junit_xml", "pytest_log", "pytest_verbose", "pytest_xdist", "pytest_sugar", "swebench"
+    }  # fmt: skip
+    with pytest.raises(KeyError, match="junit_xml, pytest_log, pytest_sugar"):
         get_parser("nope")

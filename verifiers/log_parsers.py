@@ -170,10 +170,95 @@ def _parse_log_bytes(log: bytes) -> ParsedLog:
     return parse_pytest_log(log.decode("utf-8", errors="replace"))
 
 
+# --- pytest's per-test lines: verbose, xdist, pytest-sugar ------------------------------------
+
+_VERBOSE = re.compile(
+    r"^(\S+\.py::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: \(.*?\))?\s*(?:\[\s*\d+%\])?$"
+)
+_XDIST = re.compile(
+    r"^\[gw\d+\] \[\s*\d+%\] (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+\.py::\S.*?)\s*$"
+)
+_SUGAR = re.compile(r"^\s*(\S+\.py::\S.*?) (\u2713|\u2a2f|s|x|X)\s+\d+%")
+_SUGAR_WORDS = {"\u2713": "PASSED", "\u2a2f": "FAILED", "s": "SKIPPED", "x": "XFAIL", "X": "PASSED"}
+_VERBOSE_WORDS = {"XPASS": "PASSED"}
+
+
+def _per_test_lines(
+    text: str, pattern: re.Pattern[str], order: tuple[int, int], words: dict[str, str]
+) -> ParsedLog:
+    """Statuses from lines ``pattern`` matches; ``order`` names the (node id, word) groups."""
+    statuses: dict[str, str] = {}
+    for line in _ANSI.sub("", text).splitlines():
+        match = pattern.match(line.rstrip())
+        if match:
+            node_id, word = match.group(order[0]), match.group(order[1])
+            _record(statuses, node_id, words.get(word, word))
+    return ParsedLog(statuses, ())
+
+
+def parse_pytest_verbose(log: bytes) -> ParsedLog:
+    """`pytest -v`: `path::test PASSED [ 90%]`, one line per test."""
+    return _per_test_lines(log.decode("utf-8", "replace"), _VERBOSE, (1, 2), _VERBOSE_WORDS)
+
+
+def parse_pytest_xdist(log: bytes) -> ParsedLog:
+    """`pytest -n N -v`: `[gw0] [ 50%] PASSED path::test`, in the order workers finish."""
+    return _per_test_lines(log.decode("utf-8", "replace"), _XDIST, (2, 1), _VERBOSE_WORDS)
+
+
+def parse_pytest_sugar(log: bytes) -> ParsedLog:
+    """pytest-sugar with `-v`: `path::test \u2713  50% \u2588\u2588...` (\u2a2f: failed)."""
+    return _per_test_lines(log.decode("utf-8", "replace"), _SUGAR, (1, 2), _SUGAR_WORDS)
+
+
+# --- SWE-bench's evaluation logs --------------------------------------------------------------
+
+START_TEST_OUTPUT = ">>>>> Start Test Output"  # swebench.harness.constants
+END_TEST_OUTPUT = ">>>>> End Test Output"
+
+
+def test_output(text: str) -> str:
+    """The part of a SWE-bench evaluation log between its start and end markers (the whole
+    text when it has none): what the harness's own parsers read."""
+    start, end = text.find(START_TEST_OUTPUT), text.rfind(END_TEST_OUTPUT)
+    if start == -1 or end < start:
+        return text
+    return text[start + len(START_TEST_OUTPUT) : end]
+
+
+def parse_swebench_log(log: bytes) -> ParsedLog:
+    """A SWE-bench `test_output.txt`: the test output between the markers, parsed as what it is."""
+    inner = test_output(log.decode("utf-8", "replace")).encode()
+    return LOG_PARSERS[detect_format(inner)](inner)
+
+
 LOG_PARSERS: dict[str, Callable[[bytes], ParsedLog]] = {
     "junit_xml": parse_junit_xml,
     "pytest_log": _parse_log_bytes,
+    "pytest_verbose": parse_pytest_verbose,
+    "pytest_xdist": parse_pytest_xdist,
+    "pytest_sugar": parse_pytest_sugar,
+    "swebench": parse_swebench_log,
 }
+
+
+def detect_format(log: bytes) -> str:
+    """Which parser reads ``log``, from what it is: XML, SWE-bench markers, per-test lines
+    (xdist, sugar, verbose), else the `-rA` summary."""
+    head = log.lstrip()[:200]
+    if head.startswith(b"<?xml") or head.startswith((b"<testsuite", b"<testsuites")):
+        return "junit_xml"
+    text = _ANSI.sub("", log.decode("utf-8", "replace"))
+    if START_TEST_OUTPUT in text:
+        return "swebench"
+    # Per-test lines first: `-v` prints a short summary too, but only of what failed.
+    lines = [line.rstrip() for line in text.splitlines()]
+    for name, pattern in (
+        ("pytest_xdist", _XDIST), ("pytest_sugar", _SUGAR), ("pytest_verbose", _VERBOSE)
+    ):  # fmt: skip
+        if any(pattern.match(line) for line in lines):
+            return name
+    return "pytest_log"
 
 
 def get_parser(name: str) -> Callable[[bytes], ParsedLog]:
