@@ -121,6 +121,24 @@ def podman(*args: str, stdin: bytes | None = None, timeout: float = CLI_TIMEOUT_
         raise SandboxBroken(f"podman {args[0]}: {exc.__class__.__name__}: {exc}") from exc
 
 
+def _start(args: list[str], stderr: int, doing: str) -> subprocess.Popen:
+    """A podman call whose output is streamed (exec, read): started, or a SandboxBroken."""
+    try:
+        return subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+            cwd=scratch_cwd(),
+        )  # fmt: skip
+    except OSError as exc:
+        raise SandboxBroken(f"podman: {doing} failed ({exc})") from exc
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """Never leave a podman call behind: killed if it still runs, always waited for."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 def _last_line(data: bytes | str) -> str:
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
     lines = [line for line in text.strip().splitlines() if line.strip()]
@@ -204,13 +222,7 @@ class PodmanSession:
         started = time.monotonic()
         env = [flag for key, value in self.env.items() for flag in ("-e", f"{key}={value}")]
         args = [PODMAN, "exec", "-w", workdir, *env, self.cid, "/bin/sh", "-c", command]
-        try:
-            proc = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                cwd=scratch_cwd(),
-            )  # fmt: skip
-        except OSError as exc:
-            raise SandboxBroken(f"podman: starting a command failed ({exc})") from exc
+        proc = _start(args, subprocess.STDOUT, "starting a command")
         watchdog = threading.Timer(timeout_s, self._kill, args=(proc,))
         watchdog.start()
         capture = OutputCapture(self.limits.max_output_bytes)
@@ -221,9 +233,7 @@ class PodmanSession:
             code = proc.wait()
         finally:
             watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            _reap(proc)
         if not self.killed:
             code = self._exit_code(code)
         return ExecResult(
@@ -260,13 +270,7 @@ class PodmanSession:
             return FileRead(None, MISSING)
         cap = self.limits.max_read_bytes
         args = [PODMAN, "exec", self.cid, "/bin/sh", "-c", READ_SCRIPT, "sh", path, str(cap)]
-        try:
-            proc = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=scratch_cwd(),
-            )  # fmt: skip
-        except OSError as exc:
-            raise SandboxBroken(f"podman: reading {path} failed ({exc})") from exc
+        proc = _start(args, subprocess.PIPE, f"reading {path}")
         watchdog = threading.Timer(READ_TIMEOUT_S, proc.kill)
         watchdog.start()
         try:
@@ -282,9 +286,7 @@ class PodmanSession:
             code = proc.wait()
         finally:
             watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            _reap(proc)
         if kind and kind not in ("regular file", "regular empty file"):
             return FileRead(None, NOT_A_FILE, size)
         if size > cap or len(data) > cap:
