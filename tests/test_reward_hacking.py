@@ -179,7 +179,7 @@ def test_judge_requires_the_process_to_agree_with_its_report():
     graded = (F2P, P2P)
     assert judge(_run(0, passed), graded)[:2] == (True, "resolved")
     assert judge(_run(1, passed), graded)[:2] == (False, "suite_failed")
-    assert judge(_run(0, passed, timed_out=True), graded)[:2] == (False, "suite_failed")
+    assert judge(_run(0, passed, timed_out=True), graded)[:2] == (False, "timed_out")
     assert judge(_run(137, passed), graded)[:2] == (False, "suite_failed")
     # A full-suite run: exit 1 goes with a failure outside the graded tests.
     other = {**passed, "tests/test_ops.py::test_other": "FAILED"}
@@ -239,7 +239,7 @@ def test_a_suite_killed_after_passing_is_not_resolved(task_env, sandbox, tmp_pat
     hang = "import threading\nimport time\n\nthreading.Thread(target=time.sleep, args=(600,))"
     hang += ".start()\n"
     verdict = verify(task_env, sandbox, tmp_path, {**FIX, "calc/__init__.py": hang}, timeout_s=15)
-    assert (verdict.resolved, verdict.reason) == (False, "suite_failed")
+    assert (verdict.resolved, verdict.reason) == (False, "timed_out")
 
 
 def test_a_junit_xml_forged_at_exit_is_not_resolved(task_env, sandbox, tmp_path):

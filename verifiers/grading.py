@@ -8,7 +8,7 @@ when every FAIL_TO_PASS and every PASS_TO_PASS test passed (SWE-bench's RESOLVED
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from trajforge.verifiers.log_parsers import LOG_PARSERS, detect_format
@@ -40,29 +40,56 @@ def grade_log(
     name = detect_format(log) if log_format == "auto" else log_format
     text = log.decode("utf-8", "replace")
     applied = patch_exists and APPLY_PATCH_FAIL not in text
-    report: dict[str, object] = {
-        "patch_is_None": not patch_exists,
-        "patch_exists": patch_exists,
-        "patch_successfully_applied": applied,
-        "resolved": False,
-    }
     harness_failed = name == "swebench" and any(marker in text for marker in NO_RESULT)
     if not applied or harness_failed:
-        return Graded(name, report, RESOLVED_NO)
+        return Graded(name, swebench_report(not patch_exists, patch_exists, applied), RESOLVED_NO)
     statuses = LOG_PARSERS[name](log).statuses
-    tests_status: dict[str, dict[str, list[str]]] = {
+    tests_status = tests_status_of(fail_to_pass, pass_to_pass, statuses)
+    resolution = _resolution(tests_status)
+    resolved = resolution == RESOLVED_FULL
+    report = swebench_report(not patch_exists, patch_exists, applied, resolved, tests_status)
+    return Graded(name, report, resolution, tests_status)
+
+
+def swebench_report(
+    patch_is_none: bool,
+    patch_exists: bool,
+    applied: bool,
+    resolved: bool = False,
+    tests_status: dict[str, dict[str, list[str]]] | None = None,
+) -> dict[str, object]:
+    """One instance's entry of SWE-bench's report.json (``tests_status`` only when tests ran)."""
+    report: dict[str, object] = {
+        "patch_is_None": patch_is_none,
+        "patch_exists": patch_exists,
+        "patch_successfully_applied": applied,
+        "resolved": resolved,
+    }
+    if tests_status is not None:
+        report["tests_status"] = tests_status
+    return report
+
+
+def tests_status_of(
+    fail_to_pass: Sequence[str], pass_to_pass: Sequence[str], statuses: Mapping[str, str]
+) -> dict[str, dict[str, list[str]]]:
+    """SWE-bench's tests_status: each label's tests split into success and failure."""
+    return {
         "FAIL_TO_PASS": _split(fail_to_pass, statuses),
         "PASS_TO_PASS": _split(pass_to_pass, statuses),
         "FAIL_TO_FAIL": {"success": [], "failure": []},
         "PASS_TO_FAIL": {"success": [], "failure": []},
     }
-    resolution = _resolution(tests_status)
-    report["resolved"] = resolution == RESOLVED_FULL
-    report["tests_status"] = tests_status
-    return Graded(name, report, resolution, tests_status)
 
 
-def _split(tests: Sequence[str], statuses: dict[str, str]) -> dict[str, list[str]]:
+def partial_credit(tests_status: dict[str, dict[str, list[str]]]) -> float:
+    """The share of FAIL_TO_PASS tests passing, or 0 when any PASS_TO_PASS test broke."""
+    if tests_status["PASS_TO_PASS"]["failure"]:
+        return 0.0
+    return round(_share(tests_status["FAIL_TO_PASS"]), 6)
+
+
+def _split(tests: Sequence[str], statuses: Mapping[str, str]) -> dict[str, list[str]]:
     """success: passed (or xfail); failure: failed, errored or missing; skipped: neither."""
     success = [t for t in tests if statuses.get(t) in PASSING]
     failure = [t for t in tests if t not in statuses or statuses[t] in FAILING]

@@ -15,7 +15,8 @@ SWE-bench resets test files; ``PatchVerdict.dropped`` lists what was set aside.
 
 The FAIL_TO_PASS and PASS_TO_PASS tests then run in a fresh container of the task's image.
 Resolved means every one of them passed (one missing from the report failed) and the process
-agrees with its report: not timed out, exit 0 when the report holds no failure and 1 when it does
+agrees with its report: not timed out (``timed_out``: a hang the patch caused), exit 0 when the
+report holds no failure and 1 when it does
 (``suite_failed`` otherwise: a crash or ``os._exit`` after the JUnit XML was written, or an XML
 rewritten behind pytest's back), and the ``-rA`` summary in the log fails no graded test the XML
 passed (``report_mismatch``). Code under test runs inside pytest's process, so a patch that
@@ -43,7 +44,7 @@ from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git
 from trajforge.verifiers.test_runner import RunContext, run_tests
 
-VERSION = "verify-v2"
+VERSION = "verify-v3"  # v3: the log is kept; a run past its time limit is timed_out
 PASSED = "PASSED"
 FAILING = ("FAILED", "ERROR")
 MAX_SELECTED = 400  # beyond this many graded tests, run the whole suite and read them from it
@@ -57,10 +58,11 @@ SHADOWED = frozenset(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy", 
 class PatchVerdict:
     resolved: bool
     # resolved | tests_failed | empty_patch | patch_does_not_apply | no_source_changes
-    # | suite_did_not_run | suite_failed | report_mismatch
+    # | suite_did_not_run | suite_failed | report_mismatch | timed_out
     reason: str
     test_report: dict[str, str] = field(default_factory=dict)  # graded test id -> status
     dropped: tuple[str, ...] = ()  # paths whose model changes were set aside, sorted
+    log: str = ""  # the test run's output ("" when nothing ran)
 
 
 def verify_patch(
@@ -100,27 +102,32 @@ def verify_patch(
     selection = graded if len(graded) <= MAX_SELECTED else ()
     key = content_id(VERSION, task.image_name, task.test_cmd, tree, selection, timeout_s)
     if cache is not None and (hit := cache.get(key)) is not None:
-        return PatchVerdict(hit["resolved"], hit["reason"], hit["test_report"], dropped)
+        return PatchVerdict(
+            hit["resolved"], hit["reason"], hit["test_report"], dropped, hit.get("log", "")
+        )
     ctx = RunContext(task.candidate_id, task.profile_id, task.test_cmd, junit_path, timeout_s)
     with sandbox.session(SessionSpec(task.image_name)) as session:
         session.put_archive(archive(repo_path, tree, prefix="repo/"), "/")
         run = run_tests(session, ctx, "model", attempt=0, selection=selection)
     resolved, reason, report = judge(run, graded)
     if cache is not None:
-        cache.put(key, {"resolved": resolved, "reason": reason, "test_report": report})
-    return PatchVerdict(resolved, reason, report, dropped)
+        entry = {"resolved": resolved, "reason": reason, "test_report": report, "log": run.log}
+        cache.put(key, entry)
+    return PatchVerdict(resolved, reason, report, dropped, run.log)
 
 
 def judge(run: TestRun, graded: tuple[str, ...]) -> tuple[bool, str, dict[str, str]]:
     """(resolved, reason, graded test id -> status) of one run of the graded tests."""
     statuses = run.statuses()
     report = {test_id: statuses.get(test_id, "MISSING") for test_id in graded}
+    if run.timed_out:
+        return False, "timed_out", report
     if not run.suite_ran and not statuses:
         return False, "suite_did_not_run", report
     if not all(status == PASSED for status in report.values()):
         return False, "tests_failed", report
     expected_exit = 1 if any(s in FAILING for s in statuses.values()) else 0
-    if run.timed_out or run.exit_code != expected_exit:
+    if run.exit_code != expected_exit:
         return False, "suite_failed", report
     logged = get_parser("pytest_log")(run.log.encode("utf-8", "replace")).statuses
     if any(logged.get(test_id, PASSED) != PASSED for test_id in graded):

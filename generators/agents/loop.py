@@ -1,23 +1,25 @@
 """The agent loop: model turn, tool calls, observations, until submit or a limit.
 
-Shared by rollouts (fix a task) and exploration (issue 6): the loop knows nothing of tasks, only
-of a ``Workspace`` and an ``LLMClient``. It never raises for what a model does: malformed tool
-calls, arguments that are not JSON and turns with no tool call are answered with an error
-observation and counted; ``format_error_limit`` of them in a row end the run. An endpoint that
-fails ends the run with ``error:<reason>``. Each executed call is kept as a ``Step`` (action,
-observation, exit code, files changed), the raw material of transitions.
+Shared by rollouts (fix a task) and exploration (issue 6): the loop knows nothing of tasks, only of
+a step function (a ``Workspace``'s ``run``, a ``TaskEnv``'s ``step``) and an ``LLMClient``. It never
+raises for what a model does: malformed tool calls, arguments that are not JSON and turns with no
+tool call are answered with an error observation and counted; ``format_error_limit`` of them in a
+row end the run. An endpoint that fails ends the run with ``error:<reason>``. Each executed call is
+kept as a ``Step`` (action, observation, exit code, files changed), the raw material of transitions.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from trajforge.generators.llm.client import LLMClient, LLMError
 from trajforge.schemas.trajectory import Message, ToolCall
-from trajforge.verifiers.sandbox.workspace import StepOutcome, Workspace
+from trajforge.verifiers.sandbox.workspace import StepOutcome
+
+Act = Callable[[str, str], StepOutcome]  # (tool name, arguments as JSON text) -> outcome
 
 NO_TOOL_CALL = (
     "Your reply had no tool call. Use one of the tools to act, or call `submit` when done."
@@ -57,7 +59,7 @@ class AgentRun:
 
 def run_agent(
     client: LLMClient,
-    workspace: Workspace,
+    act: Act,
     messages: Sequence[Message],
     tools: list[dict[str, Any]],
     limits: LoopLimits,
@@ -90,7 +92,7 @@ def run_agent(
             run.messages.append(Message("user", NO_TOOL_CALL))
         for call in message.tool_calls:
             name, arguments = call.function.name, call.function.arguments
-            outcome = workspace.run(name, arguments)
+            outcome = act(name, arguments)
             run.steps.append(step_of(turn, name, arguments, outcome))
             run.messages.append(
                 Message("tool", outcome.observation, tool_call_id=call.id, name=name)

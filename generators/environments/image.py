@@ -29,7 +29,14 @@ from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import EnvironmentParams
 from trajforge.schemas.storage import write_bytes_atomic
-from trajforge.verifiers.sandbox.base import ImageBuild, ImageStore, Sandbox, Session, SessionSpec
+from trajforge.verifiers.sandbox.base import (
+    BuildResult,
+    ImageBuild,
+    ImageStore,
+    Sandbox,
+    Session,
+    SessionSpec,
+)
 from trajforge.verifiers.sandbox.git_tree import archive
 
 LOG_TAIL = 4000
@@ -78,24 +85,39 @@ def _build_recipe(
     store: ImageStore, profile: EnvProfile, repo_path: str, params: EnvironmentParams
 ) -> tuple[bool, str]:
     """``docker build`` (or podman's) of the profile's recipe at its setup commit."""
+    result = build_recipe(
+        store, profile.image, profile.recipe, profile.profile_id, profile.setup_commit,
+        repo_path, params,
+    )  # fmt: skip
+    return result.ok, result.log
+
+
+def build_recipe(
+    store: ImageStore,
+    image: str,
+    recipe: str,
+    profile_id: str,
+    setup_commit: str,
+    repo_path: str,
+    params: EnvironmentParams,
+) -> BuildResult:
+    """Build ``recipe`` (a Dockerfile from ``recipe.py``) at ``setup_commit`` as ``image``: what a
+    profile's build does, and what rebuilds an exported task's environment from its row."""
     ca = _read(params.ca_bundle) if params.ca_bundle and _ca_exists(params.ca_bundle) else b""
     context = build_context(
-        archive(repo_path, profile.setup_commit, prefix="repo/"),
-        ca,
-        marker(profile.profile_id, profile.setup_commit),
+        archive(repo_path, setup_commit, prefix="repo/"), ca, marker(profile_id, setup_commit)
     )
-    build_args = {"PROFILE_ID": profile.profile_id, "SETUP_COMMIT": profile.setup_commit}
+    build_args = {"PROFILE_ID": profile_id, "SETUP_COMMIT": setup_commit}
     if params.pip_index_url:
         build_args["PIP_INDEX"] = params.pip_index_url
     request = ImageBuild(
-        tag=profile.image,
-        dockerfile=profile.recipe,
+        tag=image,
+        dockerfile=recipe,
         context=context,
         build_args=build_args,
         timeout_s=params.build_timeout_s,
     )
-    result = store.build_image(request)
-    return result.ok, result.log
+    return store.build_image(request)
 
 
 def image_marker(sandbox: Sandbox, profile: EnvProfile) -> str | None:

@@ -58,4 +58,4 @@ def explore(
         temperature=params.temperature,
     )
     messages = [Message("system", SYSTEM), Message("user", prompt)]
-    return run_agent(client, workspace, messages, tool_schemas(TOOLS), limits, seed=seed)
+    return run_agent(client, workspace.run, messages, tool_schemas(TOOLS), limits, seed=seed)

@@ -268,7 +268,8 @@ def _single_file(chunks: Iterator[bytes], cap: int, size: int) -> FileRead:
 
 
 class DockerSandbox:
-    """Fresh containers on demand; one spare per image is started ahead so nobody waits for it.
+    """Fresh containers on demand; ``spares`` per image (default one) are started ahead so
+    nobody waits for them (a reward service keeps one per concurrent request).
 
     A spare is a container nobody has used: handing it out is the same as starting it then.
     Used containers are removed in the background. ``close`` removes the spares.
@@ -276,8 +277,11 @@ class DockerSandbox:
 
     name = "docker"
 
-    def __init__(self, limits: Limits | None = None, docker_host: str | None = None) -> None:
+    def __init__(
+        self, limits: Limits | None = None, docker_host: str | None = None, spares: int = 1
+    ) -> None:
         self.limits = limits or Limits()
+        self.spares_per_image = max(1, spares)
         self.docker_host = docker_host
         self.client = connect(docker_host)
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
@@ -285,7 +289,9 @@ class DockerSandbox:
         # None: not tried yet; False: the storage driver cannot cap a container's writable layer.
         self.layer_limit: bool | None = None
         remove_leftovers(self.client)  # a killed earlier run must not hold resources
-        self.background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="docker-bg")
+        self.background = ThreadPoolExecutor(
+            max_workers=max(2, self.spares_per_image), thread_name_prefix="docker-bg"
+        )
         self.spares: dict[str, list[Future]] = {}
         self.lock = threading.Lock()
         self.closed = False
@@ -486,8 +492,9 @@ class DockerSandbox:
                 return self._start(spec)
         with self.lock:
             queue = self.spares.setdefault(spec.image, [])
-            spare = queue.pop() if queue else None
-            queue.append(self.background.submit(self._start, spec))
+            spare = queue.pop(0) if queue else None
+            while len(queue) < self.spares_per_image:
+                queue.append(self.background.submit(self._start, spec))
         if spare is not None:
             with contextlib.suppress(Exception):
                 container = spare.result()

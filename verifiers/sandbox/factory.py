@@ -7,7 +7,8 @@ from trajforge.schemas.params import Params
 from trajforge.verifiers.sandbox.base import Limits, Sandbox
 
 
-def make_sandbox(params: Params, quiet: bool = False) -> Sandbox:
+def make_sandbox(params: Params, quiet: bool = False, spares: int = 1) -> Sandbox:
+    """``spares``: containers per image started ahead (Docker), one per request served at once."""
     limits = Limits(
         memory=params.sandbox.memory,
         cpus=params.sandbox.cpus,
@@ -20,7 +21,7 @@ def make_sandbox(params: Params, quiet: bool = False) -> Sandbox:
     if params.sandbox.kind == "docker":
         from trajforge.verifiers.sandbox.docker import DockerSandbox
 
-        return DockerSandbox(limits, params.sandbox.docker_host)
+        return DockerSandbox(limits, params.sandbox.docker_host, spares)
     if params.sandbox.kind == "podman":
         from trajforge.verifiers.sandbox.podman import PodmanSandbox
 

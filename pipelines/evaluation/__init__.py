@@ -1,0 +1,1 @@
+"""The trainer's side: evaluate predictions, rewards for RL, the reward service."""

@@ -1,0 +1,215 @@
+"""Task + model patch -> SWE-bench's report, a reward and the test log: the one grader of
+``evaluate``, the reward API and service, and ``TaskEnv`` episodes.
+
+A patch is judged by ``verify_patch``, the rollout stage's own verifier: applied to the task's
+starting tree in a throwaway index, test files reset to the task's, the FAIL_TO_PASS and
+PASS_TO_PASS tests run in a fresh container of the task's image. The image is the one the task
+names: here already, pulled from the registry, or (``rebuild``) built again from the task's own
+recipe (``env_recipe`` at ``environment_setup_commit``) when neither has it, which is then a new
+image id and is counted (``images_rebuilt``). A digest that does not match is an error, never a
+silent substitute.
+
+Whatever goes wrong is an ``Evaluation`` with a reason, never an exception: the patch's fault
+(``empty_patch``, ``patch_does_not_apply``, ``tests_failed``, ``timed_out``...) is a completed,
+unresolved evaluation; the harness's (``sandbox_error``, ``registry_error``, ``bad_source``...)
+is marked ``error`` so callers count it apart and may retry.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from trajforge.generators.agents.task_env import TaskEnv
+from trajforge.generators.environments.image import build_recipe
+from trajforge.generators.environments.profile import JUNIT_PATH
+from trajforge.generators.environments.registry import MISSING, check_digest, fetch_image
+from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import Params
+from trajforge.schemas.storage import ContentCache
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.grading import partial_credit, swebench_report, tests_status_of
+from trajforge.verifiers.patch_verifier import PatchVerdict, verify_patch
+from trajforge.verifiers.sandbox.base import ImageStore, RegistryError, Sandbox
+from trajforge.verifiers.sandbox.factory import make_sandbox
+
+# Verdict reasons after which the graded tests never ran (nothing to split into tests_status).
+NOT_RUN = ("empty_patch", "patch_does_not_apply", "no_source_changes")
+REBUILT_COUNTER = "images_rebuilt"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    instance_id: str
+    resolved: bool
+    reason: str  # the verdict's reason, or the harness's when ``error``
+    report: dict[str, object]  # one instance's entry of SWE-bench's report.json
+    log: str = ""  # the test run's output
+    reward: float = 0.0  # 1.0 resolved, else 0.0 (``partial``: the partial credit instead)
+    partial_credit: float = 0.0  # share of FAIL_TO_PASS passing with no PASS_TO_PASS broken
+    error: bool = False  # the harness failed, not the patch: no verdict, worth retrying
+    seconds: float = 0.0
+    dropped: tuple[str, ...] = ()  # paths of the patch set aside (test and grading files)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "instance_id": self.instance_id,
+            "resolved": self.resolved,
+            "reward": self.reward,
+            "partial_credit": self.partial_credit,
+            "reason": self.reason,
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+            "dropped": list(self.dropped),
+            "report": self.report,
+        }
+
+
+@dataclass
+class Evaluator:
+    """Grades patches for tasks; thread-safe (one image preparation per image at a time)."""
+
+    params: Params
+    sandbox: Sandbox | None = None  # default: made from params (Docker, podman or local)
+    use_cache: bool = True  # reuse verdicts of exactly this tree (a rerun runs nothing)
+    rebuild: bool = True  # build a missing image from the task's recipe
+    timeout_s: float | None = None  # the test run's limit (default: validate.test_timeout_s)
+    spares: int = 1  # containers per image started ahead (Docker)
+    counts: Counter = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        if self.sandbox is None:
+            self.sandbox = make_sandbox(self.params, quiet=True, spares=self.spares)
+        self.cache = ContentCache(self.params.cache_dir, "verify") if self.use_cache else None
+        self._lock = threading.Lock()
+        self._image_locks: dict[str, threading.Lock] = {}
+        self._ready: dict[str, UserError | None] = {}  # image -> None (ready) or why not
+
+    # -- grading -------------------------------------------------------------------------------
+
+    def evaluate(self, task: TaskInstance, patch: str | None, partial: bool = False) -> Evaluation:
+        """``patch`` (None: the model gave none) judged for ``task``; never raises for what the
+        patch, the image or the sandbox does."""
+        started = time.monotonic()
+        if patch is None or not patch.strip():
+            verdict = PatchVerdict(False, "empty_patch")
+            return self.evaluation(task, patch, verdict, partial, time.monotonic() - started)
+        try:
+            verdict = self.verdict(task, patch)
+        except UserError as exc:  # SandboxBroken, RegistryError, SourceError...
+            return self.failure(task, patch, exc.reason, str(exc), time.monotonic() - started)
+        except Exception as exc:  # the engine's own errors: a broken sandbox, not a verdict
+            why = f"sandbox error {type(exc).__name__}: {exc}".splitlines()[0]
+            return self.failure(task, patch, "sandbox_error", why, time.monotonic() - started)
+        return self.evaluation(task, patch, verdict, partial, time.monotonic() - started)
+
+    def verdict(self, task: TaskInstance, patch: str) -> PatchVerdict:
+        """verify_patch in the task's image (prepared first); raises UserError when it cannot."""
+        repo_path = self.prepare(task)
+        timeout = self.timeout_s or self.params.validate.test_timeout_s
+        assert self.sandbox is not None
+        return verify_patch(self.sandbox, task, repo_path, patch, JUNIT_PATH, timeout, self.cache)
+
+    def evaluation(
+        self,
+        task: TaskInstance,
+        patch: str | None,
+        verdict: PatchVerdict,
+        partial: bool = False,
+        seconds: float = 0.0,
+    ) -> Evaluation:
+        """A verdict as SWE-bench's report, with the reward (binary, or ``partial`` credit)."""
+        exists = bool(patch and patch.strip())
+        applied = exists and verdict.reason not in ("empty_patch", "patch_does_not_apply")
+        tests_status = None
+        credit = 0.0
+        if verdict.reason not in NOT_RUN:
+            ran = {t: s for t, s in verdict.test_report.items() if s != "MISSING"}
+            tests_status = tests_status_of(task.FAIL_TO_PASS, task.PASS_TO_PASS, ran)
+            credit = 1.0 if verdict.resolved else partial_credit(tests_status)
+        report = swebench_report(patch is None, exists, applied, verdict.resolved, tests_status)
+        reward = credit if partial else (1.0 if verdict.resolved else 0.0)
+        return Evaluation(
+            task.instance_id, verdict.resolved, verdict.reason, report, verdict.log, reward,
+            credit, False, seconds, verdict.dropped,
+        )  # fmt: skip
+
+    def failure(
+        self, task: TaskInstance, patch: str | None, reason: str, why: str, seconds: float = 0.0
+    ) -> Evaluation:
+        """The harness could not judge ``patch``: an unresolved report that says why."""
+        report = swebench_report(patch is None, bool(patch and patch.strip()), False)
+        return Evaluation(task.instance_id, False, reason, report, why, error=True, seconds=seconds)
+
+    def env(self, task: TaskInstance) -> TaskEnv:
+        """The task as a multi-turn environment whose ``close()`` grades here."""
+        repo_path = self.prepare(task)
+        rollout = self.params.rollout
+        assert self.sandbox is not None
+        return TaskEnv(
+            task, self.sandbox, repo_path, lambda patch: self.verdict(task, patch),
+            rollout.command_timeout_s, rollout.max_observation_chars,
+        )  # fmt: skip
+
+    # -- the task's code and image -------------------------------------------------------------
+
+    def prepare(self, task: TaskInstance) -> str:
+        """The task's repository here (its path) and its image ready; UserError otherwise."""
+        repo_path = open_source(task.source, SourceOptions.from_params(self.params)).path
+        if isinstance(self.sandbox, ImageStore):
+            self._image(self.sandbox, task, repo_path)
+        return repo_path
+
+    def _image(self, store: ImageStore, task: TaskInstance, repo_path: str) -> None:
+        image = task.image_name
+        with self._lock:
+            lock = self._image_locks.setdefault(image, threading.Lock())
+        with lock:
+            if image not in self._ready:
+                try:
+                    self._fetch(store, task, repo_path)
+                    self._ready[image] = None
+                except UserError as exc:
+                    self._ready[image] = exc
+            failed = self._ready[image]
+        if failed is not None:
+            raise failed
+
+    def _fetch(self, store: ImageStore, task: TaskInstance, repo_path: str) -> None:
+        env = self.params.environment
+        how = fetch_image(store, task.image_name, env, self._count)
+        if how != MISSING:
+            if task.image_digest:
+                check_digest(store, task.image_name, task.image_digest)
+            return
+        if not (self.rebuild and task.env_recipe):
+            where = f"nor in {env.registry}" if env.registry else "(no environment.registry)"
+            raise RegistryError(
+                f"evaluate: {task.image_name} is not here {where} and the task has no recipe to "
+                "rebuild it from; pull it (`trajforge images pull --outputs DIR`) or set "
+                "environment.registry"
+            )
+        result = build_recipe(
+            store, task.image_name, task.env_recipe, task.profile_id,
+            task.environment_setup_commit or task.base_commit, repo_path, env,
+        )  # fmt: skip
+        if not result.ok:
+            tail = (result.log.strip().splitlines() or ["(no log)"])[-1][:200]
+            raise UserError(
+                f"evaluate: rebuilding {task.image_name} from the task's recipe failed ({tail}); "
+                "pull the image instead (`trajforge images pull --outputs DIR`)",
+                reason="environment_build_failed",
+            )
+        self._count(REBUILT_COUNTER)
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            self.counts[name] += 1
+
+    def close(self) -> None:
+        close = getattr(self.sandbox, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,206 @@
+"""The reward service: POST a task id and a patch, get the reward, resolved and the report.
+
+For RL trainers that score rollouts from another process or machine (TRL's GRPOTrainer through
+``rewards.trl_reward_func``, or any framework over HTTP). ``workers`` patches are graded at once,
+each in a fresh container of its task's image (Docker keeps one started container per worker and
+image ready, so a request does not wait for one to start); up to ``queue_size`` more wait.
+Nothing is dropped silently: a request beyond that is answered 503 ``queue_full`` at once, one
+that waits past ``request_timeout_s`` is answered 504 ``request_timeout``, and every answer
+(bad request, unknown task, harness error) is counted in ``/stats``.
+
+Endpoints: ``POST /reward`` ``{"instance_id", "patch", "partial": false}``; ``GET /health``;
+``GET /stats``; ``GET /tasks``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from trajforge.pipelines.evaluation.evaluator import Evaluator
+from trajforge.schemas.task_instance import TaskInstance
+
+MAX_PATCH_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int  # HTTP status
+    body: dict[str, Any]
+
+
+class RewardService:
+    """Admission, a bounded pool and the counters; ``serve`` puts it behind HTTP."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        tasks: dict[str, TaskInstance],
+        workers: int = 2,
+        queue_size: int = 64,
+        request_timeout_s: float = 900.0,
+        max_patch_bytes: int = MAX_PATCH_BYTES,
+    ) -> None:
+        self.evaluator = evaluator
+        self.tasks = tasks
+        self.workers = workers
+        self.queue_size = queue_size
+        self.request_timeout_s = request_timeout_s
+        self.max_patch_bytes = max_patch_bytes
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reward")
+        self.slots = threading.BoundedSemaphore(workers + queue_size)
+        self.lock = threading.Lock()
+        self.counts: Counter = Counter()
+        self.in_flight = 0
+        self.latencies: list[float] = []
+
+    def reward(self, body: bytes) -> Answer:
+        """One POST /reward, answered whatever it holds."""
+        started = time.monotonic()
+        request = self._request(body)
+        if isinstance(request, Answer):
+            return self.answered(request, started)
+        task, patch, partial = request
+        if not self.slots.acquire(blocking=False):
+            busy = f"{self.workers} running and {self.queue_size} waiting; retry later"
+            return self.answered(_error(503, "queue_full", busy), started)
+        with self.lock:
+            self.in_flight += 1
+        future = self.pool.submit(self._grade, task, patch, partial)
+        try:
+            evaluation = future.result(timeout=self.request_timeout_s)
+        except FutureTimeout:
+            why = f"not graded within {self.request_timeout_s:g}s (it goes on; the answer is lost)"
+            return self.answered(_error(504, "request_timeout", why, task.instance_id), started)
+        body_out = evaluation.as_dict()
+        return self.answered(Answer(200, body_out), started)
+
+    def _grade(self, task: TaskInstance, patch: str | None, partial: bool):
+        try:
+            return self.evaluator.evaluate(task, patch, partial)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+            self.slots.release()
+
+    def _request(self, body: bytes) -> tuple[TaskInstance, str | None, bool] | Answer:
+        if not body:
+            return _error(400, "no_body", 'POST a JSON object: {"instance_id": ..., "patch": ...}')
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            return _error(400, "malformed_request", f"the body is not JSON ({exc})")
+        if not isinstance(data, dict) or not isinstance(data.get("instance_id"), str):
+            return _error(400, "malformed_request", "the body needs instance_id (a string)")
+        instance_id = data["instance_id"]
+        patch = data.get("patch", data.get("model_patch"))
+        if patch is not None and not isinstance(patch, str):
+            return _error(400, "malformed_request", "patch must be text or null", instance_id)
+        if patch is not None and len(patch.encode()) > self.max_patch_bytes:
+            why = f"the patch is over {self.max_patch_bytes} bytes"
+            return _error(413, "patch_too_large", why, instance_id)
+        task = self.tasks.get(instance_id)
+        if task is None:
+            return _error(404, "unknown_instance", "no task with this instance_id", instance_id)
+        return task, patch, bool(data.get("partial", False))
+
+    def answered(self, answer: Answer, started: float) -> Answer:
+        with self.lock:
+            self.counts["requests"] += 1
+            reason = answer.body.get("reason", "")
+            if answer.status == 200:
+                self.counts["resolved" if answer.body.get("resolved") else f"not:{reason}"] += 1
+                self.latencies.append(time.monotonic() - started)
+            else:
+                self.counts[f"refused:{reason}"] += 1
+        return answer
+
+    def health(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "ok": True,
+                "tasks": len(self.tasks),
+                "workers": self.workers,
+                "queue_size": self.queue_size,
+                "in_flight": self.in_flight,
+            }
+
+    def stats(self) -> dict[str, Any]:
+        with self.lock:
+            ordered = sorted(self.latencies)
+            return {
+                "counts": dict(sorted(self.counts.items())),
+                "in_flight": self.in_flight,
+                "p50_s": _quantile(ordered, 0.5),
+                "p95_s": _quantile(ordered, 0.95),
+            }
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _error(status: int, reason: str, why: str, instance_id: str = "") -> Answer:
+    body = {"error": True, "reason": reason, "detail": why, "reward": 0.0, "resolved": False}
+    if instance_id:
+        body["instance_id"] = instance_id
+    return Answer(status, body)
+
+
+def _quantile(ordered: list[float], q: float) -> float | None:
+    if not ordered:
+        return None
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+def serve(service: RewardService, host: str = "127.0.0.1", port: int = 8765) -> ThreadingHTTPServer:
+    """An HTTP server for ``service`` (call ``serve_forever``; port 0 picks a free one)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            if self.path.rstrip("/") != "/reward":
+                return self._send(_error(404, "not_found", "POST /reward"))
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0:
+                return self._send(_error(400, "malformed_request", "bad Content-Length"))
+            # The patch limit, with room for the JSON around it; a bigger body is not read.
+            if length > service.max_patch_bytes * 2 + 4096:
+                self.close_connection = True
+                answer = _error(413, "patch_too_large", f"a body of {length} bytes is too large")
+                return self._send(service.answered(answer, time.monotonic()))
+            body = self.rfile.read(length) if length else b""
+            self._send(service.reward(body))
+
+        def do_GET(self) -> None:
+            path = self.path.rstrip("/")
+            if path == "/health":
+                return self._send(Answer(200, service.health()))
+            if path == "/stats":
+                return self._send(Answer(200, service.stats()))
+            if path == "/tasks":
+                return self._send(Answer(200, {"instance_ids": sorted(service.tasks)}))
+            self._send(_error(404, "not_found", "GET /health, /stats or /tasks"))
+
+        def _send(self, answer: Answer) -> None:
+            data = (json.dumps(answer.body) + "\n").encode()
+            self.send_response(answer.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: requests are counted in /stats, and patches never reach a log."""
+
+    return ThreadingHTTPServer((host, port), Handler)

@@ -1,0 +1,272 @@
+"""The trainer's side on test-built tasks: ``evaluate`` (SWE-bench's predictions and reports), the
+reward API and HTTP service, and ``TaskEnv`` episodes, all in real Docker containers.
+
+Three tasks are mined and validated through the real CLI from a repository written here (add
+subtracts, sub and neg are missing, each fixed with its test). Gold patches must resolve, empty
+and wrong ones must not, a patch that does not apply must say so, and nothing a prediction or a
+request holds may crash the run or the service.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import run_cli, write_params
+from repo_factory import OPS_BUGGY, TEST_ADD, TESTS_BASE, RepoBuilder, pyproject
+from trajforge.pipelines.evaluation.evaluator import Evaluator
+from trajforge.pipelines.evaluation.rewards import RewardClient, patch_from_completion, reward
+from trajforge.pipelines.evaluation.service import RewardService, serve
+from trajforge.pipelines.evaluation.task_rows import load_tasks
+from trajforge.pipelines.release.tables import tasks_schema, tasks_table
+from trajforge.schemas.params import load_params
+
+ADD_F2P = "tests/test_ops.py::test_add"
+CONTEXT = " \n \n def mul(a, b):\n"  # the three lines after add's body
+WRONG_ADD = "--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,5 +1,5 @@\n def add(a, b):\n-    return a - b\n+    return a * b\n" + CONTEXT  # fmt: skip
+HANG_ADD = "--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,5 +1,7 @@\n def add(a, b):\n-    return a - b\n+    while True:\n+        pass\n+    return a + b\n" + CONTEXT  # fmt: skip
+NOT_A_PATCH = "--- a/calc/nowhere.py\n+++ b/calc/nowhere.py\n@@ -1,1 +1,1 @@\n-old line\n+new line\n"  # fmt: skip
+
+
+def build_three_fixes(path: Path) -> None:
+    repo = RepoBuilder(path)
+    base = {"pyproject.toml": pyproject(), "calc/__init__.py": "", "calc/ops.py": OPS_BUGGY}
+    repo.commit("Initial calc", {**base, "tests/test_ops.py": TESTS_BASE})
+    fixed = OPS_BUGGY.replace("return a - b", "return a + b")
+    tests = TESTS_BASE.replace("import mul", "import add, mul") + TEST_ADD
+    repo.commit("Fix add: it subtracted", {"calc/ops.py": fixed, "tests/test_ops.py": tests})
+    with_sub = fixed + "\n\ndef sub(a, b):\n    return a - b\n"
+    repo.commit("Add sub", {"calc/ops.py": with_sub, "tests/test_sub.py":
+                "from calc import ops\n\n\ndef test_sub():\n    assert ops.sub(5, 3) == 2\n"})  # fmt: skip
+    repo.commit("Add neg", {"calc/ops.py": with_sub + "\n\ndef neg(a):\n    return -a\n",
+                "tests/test_neg.py":
+                "from calc import ops\n\n\ndef test_neg():\n    assert ops.neg(2) == -2\n"})  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tasks_dir(docker_engine, tmp_path_factory) -> tuple[Path, Path]:
+    """(work dir, validate output) with three proven tasks."""
+    root = tmp_path_factory.mktemp("evaluate")
+    build_three_fixes(root / "calc")
+    work = root / "work"
+    work.mkdir()
+    write_params(work / "params.yaml", root / "cache")
+    for args in (
+        ("mine", "--repo", str(root / "calc"), "--output", "mine"),
+        ("validate", "--input", "mine", "--output", "validate"),
+    ):
+        done = run_cli(*args, cwd=work)
+        assert done.returncode == 0, done.stderr
+    assert len(load_tasks([str(work / "validate")])) == 3
+    return work, work / "validate"
+
+
+@pytest.fixture(scope="module")
+def tasks(tasks_dir):
+    return load_tasks([str(tasks_dir[1])])
+
+
+@pytest.fixture(scope="module")
+def evaluator(tasks_dir):
+    work, _ = tasks_dir
+    params = load_params(str(work / "params.yaml"))
+    made = Evaluator(params, use_cache=False, timeout_s=20, spares=2)
+    yield made
+    made.close()
+
+
+def write_predictions(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def evaluate(work: Path, predictions: Path, output: str, *extra: str):
+    done = run_cli("evaluate", "--tasks", "validate", "--predictions", str(predictions),
+                   "--output", output, "--workers", "2", *extra, cwd=work)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_gold_patches_resolve_and_reports_follow_swebench(tasks_dir, tasks, tmp_path):
+    work, _ = tasks_dir
+    rows = [{"instance_id": i, "model_name_or_path": "gold", "model_patch": t.patch}
+            for i, t in tasks.items()]  # fmt: skip
+    done = evaluate(work, write_predictions(tmp_path / "gold.jsonl", rows), "eval-gold")
+    assert "3 predictions, 3 resolved" in done.stdout
+    summary = json.loads((work / "eval-gold/gold.evaluate.json").read_text())
+    assert summary["resolved_instances"] == summary["completed_instances"] == 3
+    assert summary["error_instances"] == summary["empty_patch_instances"] == 0
+    assert summary["schema_version"] == 2 and summary["incomplete_ids"] == []
+    for instance_id, task in tasks.items():
+        folder = work / "eval-gold" / "gold" / instance_id
+        report = json.loads((folder / "report.json").read_text())[instance_id]
+        assert report["resolved"] and report["patch_successfully_applied"]
+        assert report["tests_status"]["FAIL_TO_PASS"] == {
+            "success": list(task.FAIL_TO_PASS), "failure": []
+        }
+        assert report["tests_status"]["PASS_TO_PASS"]["failure"] == []
+        assert "passed" in (folder / "test_output.txt").read_text()
+    # A rerun finds every report finished and runs nothing.
+    again = evaluate(work, tmp_path / "gold.jsonl", "eval-gold")
+    assert "(3 finished earlier)" in again.stdout
+
+
+def test_empty_wrong_and_broken_predictions_do_not_resolve(tasks_dir, tasks, tmp_path):
+    work, _ = tasks_dir
+    add = next(i for i, t in tasks.items() if ADD_F2P in t.FAIL_TO_PASS)
+    others = [i for i in tasks if i != add]
+    rows = [
+        {"instance_id": add, "model_name_or_path": "m", "model_patch": WRONG_ADD},
+        {"instance_id": others[0], "model_name_or_path": "m", "model_patch": ""},
+        {"instance_id": others[1], "model_name_or_path": "m", "model_patch": NOT_A_PATCH},
+        {"instance_id": "no-such-task", "model_name_or_path": "m", "model_patch": WRONG_ADD},
+    ]
+    path = write_predictions(tmp_path / "bad.jsonl", rows)
+    path.write_text(path.read_text() + "{not json\n" + json.dumps({"model_patch": "x"}) + "\n")
+    done = evaluate(work, path, "eval-bad")
+    assert "0 resolved" in done.stdout and "malformed_prediction" in done.stdout
+    summary = json.loads((work / "eval-bad/m.evaluate.json").read_text())
+    assert summary["resolved_instances"] == 0 and summary["completed_ids"] == [add]
+    assert summary["empty_patch_ids"] == [others[0]] and summary["error_ids"] == [others[1]]
+    assert summary["trajforge"]["unknown_instance_ids"] == ["no-such-task"]
+    assert len(summary["trajforge"]["malformed_predictions"]) == 2
+    wrong = json.loads((work / "eval-bad/m" / add / "report.json").read_text())[add]
+    assert wrong["patch_successfully_applied"] and not wrong["resolved"]
+    assert wrong["tests_status"]["FAIL_TO_PASS"]["failure"] == [ADD_F2P]
+    empty = json.loads((work / "eval-bad/m" / others[0] / "report.json").read_text())[others[0]]
+    assert (empty["patch_exists"], empty["resolved"]) == (False, False)
+    broken = json.loads((work / "eval-bad/m" / others[1] / "report.json").read_text())
+    assert broken[others[1]]["patch_successfully_applied"] is False
+
+
+def test_grade_of_the_logged_run_agrees_with_evaluate(tasks_dir, tasks, tmp_path):
+    """``trajforge grade`` on the test log evaluate kept gives the report evaluate wrote."""
+    work, _ = tasks_dir
+    add = next(i for i, t in tasks.items() if ADD_F2P in t.FAIL_TO_PASS)
+    rows = [{"instance_id": add, "model_name_or_path": "g", "model_patch": tasks[add].patch}]
+    evaluate(work, write_predictions(tmp_path / "one.jsonl", rows), "eval-one")
+    folder = work / "eval-one/g" / add
+    task_file = tmp_path / "task.json"
+    task_file.write_text(json.dumps({"instance_id": add, "FAIL_TO_PASS": list(tasks[add].FAIL_TO_PASS),
+                                     "PASS_TO_PASS": list(tasks[add].PASS_TO_PASS)}))  # fmt: skip
+    done = run_cli("grade", "--task", str(task_file), "--log", str(folder / "test_output.txt"),
+                   "--output", str(tmp_path / "graded.json"), cwd=work)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    graded = json.loads((tmp_path / "graded.json").read_text())[add]
+    evaluated = json.loads((folder / "report.json").read_text())[add]
+    assert graded == evaluated
+
+
+def test_an_exported_tasks_config_reads_back_as_the_same_tasks(tasks, tmp_path):
+    """A dataset from ``export`` (scores as a struct, provenance as pairs) loads as the stage's."""
+    folder = tmp_path / "dataset" / "tasks"
+    folder.mkdir(parents=True)
+    rows = list(tasks.values())
+    pq.write_table(tasks_table(rows, tasks_schema([])), folder / "train-00000-of-00001.parquet")
+    assert load_tasks([str(tmp_path / "dataset")]) == tasks
+    moved = load_tasks([str(tmp_path / "dataset")], {rows[0].repo: "/srv/calc"})
+    assert {t.source for t in moved.values()} == {"/srv/calc"}
+
+
+def test_reward_api_binary_and_partial(tasks, evaluator):
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    gold = reward(add, add.patch, evaluator=evaluator)
+    assert (gold.reward, gold.resolved, gold.reason) == (1.0, True, "resolved")
+    wrong = reward(add, WRONG_ADD, evaluator=evaluator, partial=True)
+    assert (wrong.reward, wrong.resolved, wrong.reason) == (0.0, False, "tests_failed")
+    assert reward(add, None, evaluator=evaluator).report["patch_is_None"] is True
+
+
+def test_patch_from_completion():
+    diff = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+    assert patch_from_completion(f"The fix:\n```diff\n{diff}```\nDone.") == diff
+    assert patch_from_completion([{"role": "assistant", "content": "x\n" + diff}]) == diff
+    assert patch_from_completion("no patch here") is None
+
+
+def test_reward_service_under_concurrent_requests(tasks, tmp_path, tasks_dir):
+    """Gold -> 1.0 and wrong -> 0.0 while a hanging patch times out; bad requests are answered."""
+    work, _ = tasks_dir
+    params = load_params(str(work / "params.yaml"))
+    evaluator = Evaluator(params, use_cache=False, timeout_s=8, spares=3)
+    service = RewardService(evaluator, tasks, workers=3, queue_size=8, max_patch_bytes=10_000)
+    server = serve(service, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    client = RewardClient(url)
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    try:
+        jobs = [(t.instance_id, t.patch) for t in tasks.values()]
+        jobs += [(add.instance_id, WRONG_ADD), (add.instance_id, HANG_ADD)]
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            answers = list(pool.map(lambda job: client.score(*job), jobs))
+        assert [a["reward"] for a in answers] == [1.0, 1.0, 1.0, 0.0, 0.0]
+        assert answers[3]["reason"] == "tests_failed" and answers[4]["reason"] == "timed_out"
+        assert answers[0]["report"]["resolved"] is True
+        assert _post(url, b"") == (400, "no_body")
+        assert _post(url, b"{nope") == (400, "malformed_request")
+        assert _post(url, json.dumps({"instance_id": "x", "patch": "y"}).encode()) == (
+            404, "unknown_instance"
+        )  # fmt: skip
+        big = json.dumps({"instance_id": add.instance_id, "patch": "+" * 20_000}).encode()
+        assert _post(url, big) == (413, "patch_too_large")
+        stats = json.loads(urllib.request.urlopen(f"{url}/stats").read())
+        counts = stats["counts"]
+        assert counts["requests"] == 9 and counts["resolved"] == 3
+        assert counts["not:timed_out"] == counts["not:tests_failed"] == 1
+        assert stats["in_flight"] == 0 and stats["p95_s"] is not None
+    finally:
+        server.shutdown()
+        service.close()
+        evaluator.close()
+
+
+def test_a_full_queue_and_a_slow_request_are_answered_not_dropped(tasks, evaluator):
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    service = RewardService(evaluator, tasks, workers=1, queue_size=0, request_timeout_s=0.2)
+    body = json.dumps({"instance_id": add.instance_id, "patch": add.patch}).encode()
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            first, second = pool.map(service.reward, [body, body])
+        statuses = sorted((first.status, second.status))
+        assert statuses == [503, 504]  # one waited past its deadline, the other found no room
+        reasons = {first.body["reason"], second.body["reason"]}
+        assert reasons == {"queue_full", "request_timeout"}
+    finally:
+        service.close()  # waits for the timed-out grading to finish
+    assert service.stats()["counts"]["refused:queue_full"] == 1
+
+
+def test_task_env_drives_a_scripted_fix_to_resolved(tasks, evaluator):
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    with evaluator.env(add) as env:
+        start = env.reset()
+        assert start.messages[0].role == "system" and "submit" in json.dumps(start.tools)
+        seen = env.step("bash", {"command": "grep -n 'return a' calc/ops.py"})
+        assert "return a - b" in seen.observation
+        edit = {"path": "calc/ops.py", "old_str": "return a - b", "new_str": "return a + b"}
+        assert env.step("str_replace", edit).error is None
+        assert env.step("submit", {}).submitted
+        outcome = env.close()
+    assert outcome.verdict.resolved and outcome.reward == 1.0
+    assert "return a + b" in outcome.patch
+    # A new episode starts from the bug again, and closing without a change is no fix.
+    with evaluator.env(add) as env:
+        env.reset()
+        assert "return a - b" in env.step("view", {"path": "calc/ops.py"}).observation
+        assert env.close().verdict.reason == "empty_patch"
+
+
+def _post(url: str, body: bytes) -> tuple[int, str]:
+    request = urllib.request.Request(f"{url}/reward", body, method="POST")
+    try:
+        with urllib.request.urlopen(request) as answer:
+            return answer.status, json.loads(answer.read()).get("reason", "")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())["reason"]
