@@ -28,10 +28,18 @@ from trajforge.pipelines.release.tables import tasks_schema, tasks_table
 from trajforge.schemas.params import load_params
 
 ADD_F2P = "tests/test_ops.py::test_add"
+HEAD = "--- a/calc/ops.py\n+++ b/calc/ops.py\n"
 CONTEXT = " \n \n def mul(a, b):\n"  # the three lines after add's body
-WRONG_ADD = "--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,5 +1,5 @@\n def add(a, b):\n-    return a - b\n+    return a * b\n" + CONTEXT  # fmt: skip
-HANG_ADD = "--- a/calc/ops.py\n+++ b/calc/ops.py\n@@ -1,5 +1,7 @@\n def add(a, b):\n-    return a - b\n+    while True:\n+        pass\n+    return a + b\n" + CONTEXT  # fmt: skip
-NOT_A_PATCH = "--- a/calc/nowhere.py\n+++ b/calc/nowhere.py\n@@ -1,1 +1,1 @@\n-old line\n+new line\n"  # fmt: skip
+WRONG_ADD = (
+    HEAD + "@@ -1,5 +1,5 @@\n def add(a, b):\n-    return a - b\n+    return a * b\n" + CONTEXT
+)
+HANG_ADD = (
+    HEAD + "@@ -1,5 +1,7 @@\n def add(a, b):\n-    return a - b\n"
+    "+    while True:\n+        pass\n+    return a + b\n" + CONTEXT
+)
+NOT_A_PATCH = (
+    "--- a/calc/nowhere.py\n+++ b/calc/nowhere.py\n@@ -1,1 +1,1 @@\n-old line\n+new line\n"
+)
 
 
 def build_three_fixes(path: Path) -> None:
@@ -42,11 +50,11 @@ def build_three_fixes(path: Path) -> None:
     tests = TESTS_BASE.replace("import mul", "import add, mul") + TEST_ADD
     repo.commit("Fix add: it subtracted", {"calc/ops.py": fixed, "tests/test_ops.py": tests})
     with_sub = fixed + "\n\ndef sub(a, b):\n    return a - b\n"
-    repo.commit("Add sub", {"calc/ops.py": with_sub, "tests/test_sub.py":
-                "from calc import ops\n\n\ndef test_sub():\n    assert ops.sub(5, 3) == 2\n"})  # fmt: skip
-    repo.commit("Add neg", {"calc/ops.py": with_sub + "\n\ndef neg(a):\n    return -a\n",
-                "tests/test_neg.py":
-                "from calc import ops\n\n\ndef test_neg():\n    assert ops.neg(2) == -2\n"})  # fmt: skip
+    test_sub = "from calc import ops\n\n\ndef test_sub():\n    assert ops.sub(5, 3) == 2\n"
+    repo.commit("Add sub", {"calc/ops.py": with_sub, "tests/test_sub.py": test_sub})
+    with_neg = with_sub + "\n\ndef neg(a):\n    return -a\n"
+    test_neg = "from calc import ops\n\n\ndef test_neg():\n    assert ops.neg(2) == -2\n"
+    repo.commit("Add neg", {"calc/ops.py": with_neg, "tests/test_neg.py": test_neg})
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +116,8 @@ def test_gold_patches_resolve_and_reports_follow_swebench(tasks_dir, tasks, tmp_
         report = json.loads((folder / "report.json").read_text())[instance_id]
         assert report["resolved"] and report["patch_successfully_applied"]
         assert report["tests_status"]["FAIL_TO_PASS"] == {
-            "success": list(task.FAIL_TO_PASS), "failure": []
+            "success": list(task.FAIL_TO_PASS),
+            "failure": [],
         }
         assert report["tests_status"]["PASS_TO_PASS"]["failure"] == []
         assert "passed" in (folder / "test_output.txt").read_text()
@@ -153,8 +162,9 @@ def test_grade_of_the_logged_run_agrees_with_evaluate(tasks_dir, tasks, tmp_path
     evaluate(work, write_predictions(tmp_path / "one.jsonl", rows), "eval-one")
     folder = work / "eval-one/g" / add
     task_file = tmp_path / "task.json"
-    task_file.write_text(json.dumps({"instance_id": add, "FAIL_TO_PASS": list(tasks[add].FAIL_TO_PASS),
-                                     "PASS_TO_PASS": list(tasks[add].PASS_TO_PASS)}))  # fmt: skip
+    labels = {"FAIL_TO_PASS": list(tasks[add].FAIL_TO_PASS),
+              "PASS_TO_PASS": list(tasks[add].PASS_TO_PASS)}  # fmt: skip
+    task_file.write_text(json.dumps({"instance_id": add, **labels}))
     done = run_cli("grade", "--task", str(task_file), "--log", str(folder / "test_output.txt"),
                    "--output", str(tmp_path / "graded.json"), cwd=work)  # fmt: skip
     assert done.returncode == 0, done.stderr

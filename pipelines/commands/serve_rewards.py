@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     evaluator = Evaluator(params, timeout_s=args.timeout, spares=args.workers)
     service = RewardService(evaluator, tasks, args.workers, args.queue, args.request_timeout)
     server = serve(service, args.host, args.port)
-    host, port = server.server_address[:2]
+    host, port = args.host, server.server_address[1]
     print(f"serve-rewards: {len(tasks)} tasks, {args.workers} workers, "
           f"POST http://{host}:{port}/reward", flush=True)  # fmt: skip
     try:
