@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,8 @@ from trajforge.pipelines.evaluation.service import RewardService, serve
 from trajforge.pipelines.evaluation.task_rows import load_tasks
 from trajforge.pipelines.release.tables import tasks_schema, tasks_table
 from trajforge.schemas.params import load_params
+from trajforge.verifiers.sandbox.containers import OWNER_LABEL
+from trajforge.verifiers.sandbox.docker import DockerSandbox
 
 ADD_F2P = "tests/test_ops.py::test_add"
 HEAD = "--- a/calc/ops.py\n+++ b/calc/ops.py\n"
@@ -251,6 +254,30 @@ def test_a_full_queue_and_a_slow_request_are_answered_not_dropped(tasks, evaluat
     finally:
         service.close()  # waits for the timed-out grading to finish
     assert service.stats()["counts"]["refused:queue_full"] == 1
+
+
+def test_a_sandbox_killed_mid_run_is_a_harness_error_not_a_verdict(tasks, evaluator):
+    """The container dies under the tests: an error evaluation that says so, nothing raised."""
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    sandbox = evaluator.sandbox
+    assert isinstance(sandbox, DockerSandbox)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        running = pool.submit(evaluator.evaluate, add, HANG_ADD)
+        deadline = time.monotonic() + 60
+        killed = 0
+        while not killed and time.monotonic() < deadline:
+            time.sleep(1)
+            for container in sandbox.client.containers.list(
+                filters={"label": f"{OWNER_LABEL}={sandbox.owner}", "ancestor": add.image_name}
+            ):
+                top = container.top().get("Processes") or []
+                if any("pytest" in " ".join(p) for p in top):
+                    container.kill()
+                    killed += 1
+        evaluation = running.result(timeout=120)
+    assert killed
+    assert (evaluation.error, evaluation.reason, evaluation.reward) == (True, "sandbox_error", 0.0)
+    assert evaluation.report["resolved"] is False
 
 
 def test_task_env_drives_a_scripted_fix_to_resolved(tasks, evaluator):

@@ -1,0 +1,209 @@
+"""What evaluating a model costs: ``trajforge evaluate`` against SWE-bench's harness protocol, and
+the reward service under load.
+
+Both approaches grade the same predictions (each task's gold patch, so every one must resolve)
+with the same parallelism (``--workers``), in the same run, on the same Docker engine:
+
+- ``swebench_harness``: SWE-bench's ``run_evaluation`` way. Per instance an instance image is
+  built on top of the environment image (the repository at the task's commit, installed with
+  ``pip install -e .``, as its instance images do; offline and without build isolation here,
+  which only makes it cheaper), then a fresh container of that image gets the model patch and
+  the test patch and runs the test command on the test files the task's tests live in; the log
+  is graded by SWE-bench's rules (``trajforge grade``'s code) and the instance image removed
+  (its default ``cache_level=env`` keeps environment images, not instance images).
+- ``trajforge``: ``Evaluator.evaluate``, what ``trajforge evaluate`` runs: a fresh container of
+  the shared environment image (the editable install picks up the tree), the graded tests only.
+
+Then the reward service (``serve-rewards``' code, over HTTP on 127.0.0.1) with 1, 2 and 4
+concurrent clients, each sending gold and wrong patches in turn: p50/p95 latency, rewards per
+minute, and whether every request got its answer.
+
+Usage: ``python benchmarks/evaluate.py --tasks data/export [--limit 12] [--workers 2]``
+(``--tasks``: any stage output from validate on, or an exported dataset). The last line is
+``speedup_vs_swebench_harness: X``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import shlex
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from trajforge.generators.sources.specs import SourceOptions, open_source  # noqa: E402
+from trajforge.pipelines.evaluation.evaluator import Evaluator  # noqa: E402
+from trajforge.pipelines.evaluation.rewards import RewardClient  # noqa: E402
+from trajforge.pipelines.evaluation.service import RewardService, serve  # noqa: E402
+from trajforge.pipelines.evaluation.task_rows import load_tasks  # noqa: E402
+from trajforge.schemas.diff import parse_patch  # noqa: E402
+from trajforge.schemas.params import load_params  # noqa: E402
+from trajforge.schemas.task_instance import TaskInstance  # noqa: E402
+from trajforge.schemas.test_ids import test_file  # noqa: E402
+from trajforge.verifiers.grading import grade_log  # noqa: E402
+from trajforge.verifiers.sandbox.base import SessionSpec  # noqa: E402
+from trajforge.verifiers.sandbox.docker import DockerSandbox  # noqa: E402
+from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git  # noqa: E402
+
+INSTALL = "pip install -q --no-deps --no-build-isolation -e ."  # the instance image's install
+
+
+def harness_one(sandbox: DockerSandbox, task: TaskInstance, repo: str, timeout_s: float) -> bool:
+    """SWE-bench's way for one prediction (the gold patch): instance image, then a fresh
+    container of it running the test files. Returns resolved."""
+    start = apply_patches(repo, task.base_commit, [task.bug_patch])
+    tag = f"trajforge-bench-instance:{task.instance_id.lower()[:100]}"
+    with sandbox.session(SessionSpec(task.image_name)) as session:
+        session.put_archive(archive(repo, start, prefix="repo/"), "/")
+        installed = session.exec(INSTALL, timeout_s=600)
+        if installed.exit_code != 0:
+            raise SystemExit(f"{task.instance_id}: instance install failed: {installed.output}")
+        session.commit(tag)
+    try:
+        tree = apply_patches(repo, task.base_commit, [task.bug_patch, task.patch, task.test_patch])
+        files = sorted({test_file(t) for t in (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)})
+        command = f"{task.test_cmd} {' '.join(shlex.quote(f) for f in files)}"
+        with sandbox.session(SessionSpec(tag)) as session:
+            session.put_archive(archive(repo, tree, prefix="repo/"), "/")
+            result = session.exec(command, timeout_s=timeout_s)
+        graded = grade_log(task.FAIL_TO_PASS, task.PASS_TO_PASS, result.output.encode())
+        return bool(graded.report["resolved"])
+    finally:
+        sandbox.client.images.remove(tag, force=True)
+
+
+def wrong_patch(task: TaskInstance, repo: str) -> str:
+    """A patch that applies and fixes nothing: a comment atop the first file the fix changes
+    (the tests run, FAIL_TO_PASS still fails)."""
+    path = sorted(parse_patch(task.patch).files)[0]
+    start = apply_patches(repo, task.base_commit, [task.bug_patch])
+    old = git(repo, "show", f"{start}:{path}").decode().splitlines(keepends=True)
+    new = ["# reviewed\n", *old]
+    return "".join(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
+
+
+def timed(label: str, work, items: list, workers: int) -> tuple[float, list]:
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(work, items))
+    seconds = time.monotonic() - started
+    per_hour = len(items) / seconds * 3600
+    print(f"{label}: {len(items)} predictions in {seconds:.1f}s ({per_hour:.0f}/hour), "
+          f"{sum(results)} resolved")  # fmt: skip
+    return seconds, results
+
+
+def load(
+    url: str, tasks: list[TaskInstance], wrong: dict[str, str], clients: int, per_client: int
+) -> dict:
+    """``clients`` threads, each sending ``per_client`` requests (gold, then a wrong patch)."""
+    client = RewardClient(url)
+    latencies: list[float] = []
+    answers: list[dict] = []
+    lock = threading.Lock()
+
+    def one_client(index: int) -> None:
+        for k in range(per_client):
+            task = tasks[(index + k) % len(tasks)]
+            patch = task.patch if k % 2 == 0 else wrong[task.instance_id]
+            started = time.monotonic()
+            answer = client.score(task.instance_id, patch)
+            with lock:
+                latencies.append(time.monotonic() - started)
+                answers.append(answer)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=one_client, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.monotonic() - started
+    ordered = sorted(latencies)
+    answered = [a for a in answers if not a.get("error")]
+    return {
+        "clients": clients,
+        "sent": clients * per_client,
+        "answered": len(answered),
+        "p50_s": round(statistics.median(ordered), 2),
+        "p95_s": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+        "rewards_per_minute": round(len(answered) / seconds * 60, 1),
+        "gold_resolved": sum(1 for a in answered if a["reward"] == 1.0),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", action="append", required=True)
+    parser.add_argument("--params", default=os.path.join(ROOT, "params.yaml"))
+    parser.add_argument("--limit", type=int, default=12, help="tasks (one prediction each)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--requests", type=int, default=4, help="requests per load client")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+    params = load_params(args.params)
+    everything = load_tasks(args.tasks)
+    tasks = [everything[i] for i in sorted(everything)][: args.limit]
+    if not tasks:
+        raise SystemExit("no tasks in --tasks")
+    options = SourceOptions.from_params(params)
+    repos = {t.instance_id: open_source(t.source, options).path for t in tasks}
+    wrong = {t.instance_id: wrong_patch(t, repos[t.instance_id]) for t in tasks}
+    timeout = params.validate.test_timeout_s
+    sandbox = DockerSandbox(spares=args.workers)
+    evaluator = Evaluator(params, sandbox=sandbox, use_cache=False, spares=args.workers)
+    for task in tasks:  # images ready (pulled or present) before either side is timed
+        evaluator.prepare(task)
+
+    def harness(task: TaskInstance) -> bool:
+        return harness_one(sandbox, task, repos[task.instance_id], timeout)
+
+    def ours(task: TaskInstance) -> bool:
+        return evaluator.evaluate(task, task.patch).resolved
+
+    base_s, base = timed("swebench_harness", harness, tasks, args.workers)
+    ours_s, mine = timed("trajforge", ours, tasks, args.workers)
+    if not all(mine):
+        raise SystemExit("trajforge left a gold patch unresolved: the benchmark is void")
+    figures: dict = {
+        "tasks": len(tasks),
+        "workers": args.workers,
+        "swebench_harness_s": round(base_s, 1),
+        "trajforge_s": round(ours_s, 1),
+        "swebench_harness_resolved": sum(base),
+        "trajforge_resolved": sum(mine),
+        "speedup_vs_swebench_harness": round(base_s / ours_s, 2),
+    }
+    service = RewardService(evaluator, {t.instance_id: t for t in tasks}, workers=args.workers)
+    server = serve(service, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    figures["service"] = []
+    try:
+        for clients in (1, 2, 4):
+            row = load(url, tasks, wrong, clients, args.requests)
+            figures["service"].append(row)
+            lost = row["sent"] - row["answered"]
+            print(f"serve-rewards, {clients} client(s): p50 {row['p50_s']}s, p95 {row['p95_s']}s, "
+                  f"{row['rewards_per_minute']} rewards/min, {lost} lost")  # fmt: skip
+    finally:
+        server.shutdown()
+        service.close()
+        evaluator.close()
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(figures, handle, indent=2)
+    print(f"speedup_vs_swebench_harness: {figures['speedup_vs_swebench_harness']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
