@@ -10,6 +10,8 @@ request holds may crash the run or the service.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import threading
 import time
 import urllib.error
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_cli, write_params
+from conftest import TRAJFORGE, run_cli, write_params
 from repo_factory import OPS_BUGGY, TEST_ADD, TESTS_BASE, RepoBuilder, pyproject
 from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.pipelines.evaluation.rewards import RewardClient, patch_from_completion, reward
@@ -238,6 +240,26 @@ def test_reward_service_under_concurrent_requests(tasks, tmp_path, tasks_dir):
         server.shutdown()
         service.close()
         evaluator.close()
+
+
+def test_serve_rewards_command_answers_and_stops_with_a_summary(tasks_dir, tasks):
+    work, _ = tasks_dir
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    server = subprocess.Popen(
+        [TRAJFORGE, "serve-rewards", "--tasks", "validate", "--port", "0", "--workers", "1"],
+        cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        assert "serve-rewards: 3 tasks, 1 workers" in first, server.stderr
+        url = first.split("POST ")[1].strip().removesuffix("/reward")
+        answer = RewardClient(url).score(add.instance_id, add.patch)
+        assert (answer["reward"], answer["resolved"]) == (1.0, True)
+    finally:
+        server.send_signal(signal.SIGINT)
+        out, _ = server.communicate(timeout=60)
+    assert server.returncode == 0 and "stopped; requests 1, resolved 1" in out
 
 
 def test_a_full_queue_and_a_slow_request_are_answered_not_dropped(tasks, evaluator):
