@@ -6,8 +6,8 @@ with the same parallelism (``--workers``), in the same run, on the same Docker e
 
 - ``swebench_harness``: SWE-bench's ``run_evaluation`` way. Per instance an instance image is
   built on top of the environment image (the repository at the task's commit, installed with
-  ``pip install -e .``, as its instance images do; offline and without build isolation here,
-  which only makes it cheaper), then a fresh container of that image gets the model patch and
+  ``pip install --no-deps -e .`` with the network, as its instance images are; the
+  dependencies are already in the environment image), then a fresh container of that image gets the model patch and
   the test patch and runs the test command on the test files the task's tests live in; the log
   is graded by SWE-bench's rules (``trajforge grade``'s code) and the instance image removed
   (its default ``cache_level=env`` keeps environment images, not instance images).
@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import io
 import json
 import os
 import shlex
 import statistics
 import sys
+import tarfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,30 +41,38 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from trajforge.generators.environments.image import build_session_spec  # noqa: E402
+from trajforge.generators.environments.recipe import CA_FILE  # noqa: E402
 from trajforge.generators.sources.specs import SourceOptions, open_source  # noqa: E402
 from trajforge.pipelines.evaluation.evaluator import Evaluator  # noqa: E402
 from trajforge.pipelines.evaluation.rewards import RewardClient  # noqa: E402
 from trajforge.pipelines.evaluation.service import RewardService, serve  # noqa: E402
 from trajforge.pipelines.evaluation.task_rows import load_tasks  # noqa: E402
 from trajforge.schemas.diff import parse_patch  # noqa: E402
-from trajforge.schemas.params import load_params  # noqa: E402
+from trajforge.schemas.params import EnvironmentParams, load_params  # noqa: E402
 from trajforge.schemas.task_instance import TaskInstance  # noqa: E402
-from trajforge.schemas.test_ids import test_file  # noqa: E402
+from trajforge.schemas.test_ids import is_grading_path, test_file  # noqa: E402
 from trajforge.verifiers.grading import grade_log  # noqa: E402
 from trajforge.verifiers.sandbox.base import SessionSpec  # noqa: E402
 from trajforge.verifiers.sandbox.docker import DockerSandbox  # noqa: E402
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git  # noqa: E402
 
-INSTALL = "pip install -q --no-deps --no-build-isolation -e ."  # the instance image's install
+INSTALL = "pip install -q --no-deps -e ."  # the instance image's install (deps are in the env)
 
 
-def harness_one(sandbox: DockerSandbox, task: TaskInstance, repo: str, timeout_s: float) -> bool:
-    """SWE-bench's way for one prediction (the gold patch): instance image, then a fresh
-    container of it running the test files. Returns resolved."""
+def harness_one(
+    sandbox: DockerSandbox, task: TaskInstance, repo: str, env: EnvironmentParams, timeout_s: float
+) -> bool:
+    """SWE-bench's way for one prediction (the gold patch): instance image (built with the
+    network, as its instance images are), then a fresh container of it running the test files.
+    Returns resolved."""
     start = apply_patches(repo, task.base_commit, [task.bug_patch])
     tag = f"trajforge-bench-instance:{task.instance_id.lower()[:100]}"
-    with sandbox.session(SessionSpec(task.image_name)) as session:
+    with sandbox.session(build_session_spec(task.image_name, env)) as session:
         session.put_archive(archive(repo, start, prefix="repo/"), "/")
+        if env.ca_bundle and os.path.exists(env.ca_bundle):
+            with open(env.ca_bundle, "rb") as handle:
+                session.put_archive(one_file_tar(CA_FILE.lstrip("/"), handle.read()), "/")
         installed = session.exec(INSTALL, timeout_s=600)
         if installed.exit_code != 0:
             raise SystemExit(f"{task.instance_id}: instance install failed: {installed.output}")
@@ -80,14 +90,29 @@ def harness_one(sandbox: DockerSandbox, task: TaskInstance, repo: str, timeout_s
         sandbox.client.images.remove(tag, force=True)
 
 
+def one_file_tar(name: str, data: bytes) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
 def wrong_patch(task: TaskInstance, repo: str) -> str:
-    """A patch that applies and fixes nothing: a comment atop the first file the fix changes
-    (the tests run, FAIL_TO_PASS still fails)."""
-    path = sorted(parse_patch(task.patch).files)[0]
+    """A patch that applies and fixes nothing: a comment atop a source file the fix changes (the
+    tests run, FAIL_TO_PASS still fails), or a new module of one comment when none exists yet."""
     start = apply_patches(repo, task.base_commit, [task.bug_patch])
+    present = set(git(repo, "ls-tree", "-r", "--name-only", start).decode().splitlines())
+    sources = sorted(
+        p for p in parse_patch(task.patch).files
+        if p in present and p.endswith(".py") and not is_grading_path(p)
+    )  # fmt: skip
+    if not sources:
+        return "".join(difflib.unified_diff([], ["# reviewed\n"], "/dev/null", "b/noop_note.py"))
+    path = sources[0]
     old = git(repo, "show", f"{start}:{path}").decode().splitlines(keepends=True)
-    new = ["# reviewed\n", *old]
-    return "".join(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}"))
+    return "".join(difflib.unified_diff(old, ["# reviewed\n", *old], f"a/{path}", f"b/{path}"))
 
 
 def timed(label: str, work, items: list, workers: int) -> tuple[float, list]:
@@ -164,7 +189,7 @@ def main() -> int:
         evaluator.prepare(task)
 
     def harness(task: TaskInstance) -> bool:
-        return harness_one(sandbox, task, repos[task.instance_id], timeout)
+        return harness_one(sandbox, task, repos[task.instance_id], params.environment, timeout)
 
     def ours(task: TaskInstance) -> bool:
         return evaluator.evaluate(task, task.patch).resolved
