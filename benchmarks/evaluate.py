@@ -5,12 +5,13 @@ Both approaches grade the same predictions (each task's gold patch, so every one
 with the same parallelism (``--workers``), in the same run, on the same Docker engine:
 
 - ``swebench_harness``: SWE-bench's ``run_evaluation`` way. Per instance an instance image is
-  built on top of the environment image (the repository at the task's commit, installed with
-  ``pip install --no-deps -e .`` with the network, as its instance images are; the
-  dependencies are already in the environment image), then a fresh container of that image gets the model patch and
-  the test patch and runs the test command on the test files the task's tests live in; the log
-  is graded by SWE-bench's rules (``trajforge grade``'s code) and the instance image removed
-  (its default ``cache_level=env`` keeps environment images, not instance images).
+  built on top of the environment image, with the network, as its setup script does: clone the
+  repository (from a git bundle here, from GitHub there), reset to the commit, apply the bug,
+  ``pip install --no-deps -e .`` (the dependencies are in the environment image), commit. A
+  fresh container of it then ``git apply``s the model patch and the test patch and runs the test
+  command on the test files the task's tests live in; the log is graded by SWE-bench's rules
+  (``trajforge grade``'s code) and the instance image is removed (its default
+  ``cache_level=env`` keeps environment images, not instance images).
 - ``trajforge``: ``Evaluator.evaluate``, what ``trajforge evaluate`` runs: a fresh container of
   the shared environment image (the editable install picks up the tree), the graded tests only.
 
@@ -34,6 +35,7 @@ import shlex
 import statistics
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -55,47 +57,81 @@ from trajforge.schemas.test_ids import is_grading_path, test_file  # noqa: E402
 from trajforge.verifiers.grading import grade_log  # noqa: E402
 from trajforge.verifiers.sandbox.base import SessionSpec  # noqa: E402
 from trajforge.verifiers.sandbox.docker import DockerSandbox  # noqa: E402
-from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git  # noqa: E402
+from trajforge.verifiers.sandbox.git_tree import apply_patches, git  # noqa: E402
 
 INSTALL = "pip install -q --no-deps -e ."  # the instance image's install (deps are in the env)
+GIT_ID = "-c user.name=swebench -c user.email=setup@swebench.config"
 
 
 def harness_one(
-    sandbox: DockerSandbox, task: TaskInstance, repo: str, env: EnvironmentParams, timeout_s: float
+    sandbox: DockerSandbox,
+    task: TaskInstance,
+    bundle: bytes,
+    env: EnvironmentParams,
+    timeout_s: float,
 ) -> bool:
-    """SWE-bench's way for one prediction (the gold patch): instance image (built with the
-    network, as its instance images are), then a fresh container of it running the test files.
-    Returns resolved."""
-    start = apply_patches(repo, task.base_commit, [task.bug_patch])
+    """SWE-bench's way for one prediction: build the instance image, then grade in a fresh
+    container of it. Returns resolved.
+
+    The instance image, with the network as SWE-bench builds it: clone the repository (from a
+    git bundle of it, where SWE-bench clones from GitHub), reset to the task's commit, drop the
+    remote, apply the bug (SWE-smith's bug branch), ``pip install -e .`` (the dependencies are
+    in the environment image), undo what the install wrote into tracked files (a generated
+    ``_version.py``, so the patches apply; SWE-bench falls back to ``patch --fuzz`` there),
+    commit. The evaluation: ``git apply`` the model patch and the test patch, run the test
+    command on the test files, grade the log by SWE-bench's rules."""
     tag = f"trajforge-bench-instance:{task.instance_id.lower()[:100]}"
+    files = {"tmp/repo.bundle": bundle, "tmp/bug.diff": task.bug_patch.encode()}
+    if env.ca_bundle and os.path.exists(env.ca_bundle):
+        with open(env.ca_bundle, "rb") as handle:
+            files[CA_FILE.lstrip("/")] = handle.read()
+    setup = (
+        "git clone -q /tmp/repo.bundle /repo && cd /repo"
+        f" && git reset -q --hard {task.base_commit} && git remote remove origin"
+        " && { [ ! -s /tmp/bug.diff ] || git apply /tmp/bug.diff; }"
+        f" && {INSTALL} && git checkout -q -- ."
+        f" && git {GIT_ID} commit -q --allow-empty -am SWE-bench"
+    )
     with sandbox.session(build_session_spec(task.image_name, env)) as session:
-        session.put_archive(archive(repo, start, prefix="repo/"), "/")
-        if env.ca_bundle and os.path.exists(env.ca_bundle):
-            with open(env.ca_bundle, "rb") as handle:
-                session.put_archive(one_file_tar(CA_FILE.lstrip("/"), handle.read()), "/")
-        installed = session.exec(INSTALL, timeout_s=600)
+        session.put_archive(files_tar(files), "/")
+        installed = session.exec(f"rm -rf /repo && {setup}", timeout_s=600, workdir="/")
         if installed.exit_code != 0:
-            raise SystemExit(f"{task.instance_id}: instance install failed: {installed.output}")
+            raise SystemExit(f"{task.instance_id}: instance image failed: {installed.output}")
         session.commit(tag)
     try:
-        tree = apply_patches(repo, task.base_commit, [task.bug_patch, task.patch, task.test_patch])
-        files = sorted({test_file(t) for t in (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)})
-        command = f"{task.test_cmd} {' '.join(shlex.quote(f) for f in files)}"
+        tests = sorted({test_file(t) for t in (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)})
+        evaluation = (
+            "git apply /tmp/model.diff && git apply /tmp/test.diff && "
+            f"{task.test_cmd} {' '.join(shlex.quote(f) for f in tests)}"
+        )
+        patches = {"tmp/model.diff": task.patch.encode(), "tmp/test.diff": task.test_patch.encode()}
         with sandbox.session(SessionSpec(tag)) as session:
-            session.put_archive(archive(repo, tree, prefix="repo/"), "/")
-            result = session.exec(command, timeout_s=timeout_s)
+            session.put_archive(files_tar(patches), "/")
+            result = session.exec(evaluation, timeout_s=timeout_s)
         graded = grade_log(task.FAIL_TO_PASS, task.PASS_TO_PASS, result.output.encode())
+        if not graded.report["resolved"]:
+            print(f"{task.instance_id}: not resolved by the harness: {result.output[-600:]}")
         return bool(graded.report["resolved"])
     finally:
         sandbox.client.images.remove(tag, force=True)
 
 
-def one_file_tar(name: str, data: bytes) -> bytes:
+def git_bundle(repo: str) -> bytes:
+    """The repository's whole history as one file, what a clone reads."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "repo.bundle")
+        git(repo, "bundle", "create", path, "--all")
+        with open(path, "rb") as handle:
+            return handle.read()
+
+
+def files_tar(files: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w") as tar:
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
     return out.getvalue()
 
 
@@ -181,6 +217,7 @@ def main() -> int:
         raise SystemExit("no tasks in --tasks")
     options = SourceOptions.from_params(params)
     repos = {t.instance_id: open_source(t.source, options).path for t in tasks}
+    bundles = {path: git_bundle(path) for path in set(repos.values())}
     wrong = {t.instance_id: wrong_patch(t, repos[t.instance_id]) for t in tasks}
     timeout = params.validate.test_timeout_s
     sandbox = DockerSandbox(spares=args.workers)
@@ -189,10 +226,14 @@ def main() -> int:
         evaluator.prepare(task)
 
     def harness(task: TaskInstance) -> bool:
-        return harness_one(sandbox, task, repos[task.instance_id], params.environment, timeout)
+        bundle = bundles[repos[task.instance_id]]
+        return harness_one(sandbox, task, bundle, params.environment, timeout)
 
     def ours(task: TaskInstance) -> bool:
-        return evaluator.evaluate(task, task.patch).resolved
+        evaluation = evaluator.evaluate(task, task.patch)
+        if not evaluation.resolved:
+            print(f"{task.instance_id}: {evaluation.reason}: {evaluation.log[-300:]}")
+        return evaluation.resolved
 
     base_s, base = timed("swebench_harness", harness, tasks, args.workers)
     ours_s, mine = timed("trajforge", ours, tasks, args.workers)
