@@ -48,6 +48,36 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pypi", action="append", default=[], help="PyPI package name")
 
 
+def add_task_options(parser: argparse.ArgumentParser) -> None:
+    """What grading commands (evaluate, serve-rewards) share: the tasks, where their code is, the
+    test run's limit, the sandbox and the params."""
+    parser.add_argument(
+        "--tasks", action="append", required=True, metavar="DIR",
+        help="a stage output (validate or later) or an exported dataset (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--source", action="append", default=[], metavar="REPO=PATH_OR_URL",
+        help="where a task repo's code is on this machine (repeatable; default: the task's own)",
+    )  # fmt: skip
+    parser.add_argument("--timeout", type=float, help="seconds per test run (default: params)")
+    parser.add_argument(
+        "--sandbox", choices=("docker", "podman", "local"), help="default: sandbox.kind"
+    )
+    parser.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
+
+
+def load_for_tasks(args: argparse.Namespace) -> tuple[Params, dict]:
+    """Params with ``--sandbox`` applied and the ``--tasks`` by instance id (see
+    ``add_task_options``); one UserError line for bad params, sources or task directories."""
+    from trajforge.pipelines.evaluation.task_rows import load_tasks, parse_sources
+
+    params = load(args)
+    if args.sandbox:
+        params.sandbox.kind = args.sandbox
+    params.check()
+    return params, load_tasks(args.tasks, parse_sources(args.source))
+
+
 def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: llm.base_url)")
     parser.add_argument("--model", help="served model name (default: llm.model)")

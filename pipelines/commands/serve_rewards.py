@@ -11,41 +11,24 @@ HELP = "serve rewards over HTTP: POST a task id and a patch, get reward, resolve
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tasks", action="append", required=True, metavar="DIR",
-        help="a stage output (validate or later) or an exported dataset (repeatable)",
-    )  # fmt: skip
+    options.add_task_options(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8765, help="port (0: any free one)")
     parser.add_argument("--workers", type=options.positive_int, default=2,
                         help="patches graded at once (default 2)")  # fmt: skip
     parser.add_argument("--queue", type=options.count, default=64,
                         help="requests that may wait beyond the workers (default 64)")  # fmt: skip
-    parser.add_argument("--timeout", type=float, help="seconds per test run (default: params)")
     parser.add_argument(
         "--request-timeout", type=float, default=900.0,
         help="seconds a request may take, waiting included (default 900)",
     )  # fmt: skip
-    parser.add_argument(
-        "--source", action="append", default=[], metavar="REPO=PATH_OR_URL",
-        help="where a task repo's code is on this machine (repeatable)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--sandbox", choices=("docker", "podman", "local"), help="default: sandbox.kind"
-    )
-    parser.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.pipelines.evaluation.evaluator import Evaluator
     from trajforge.pipelines.evaluation.service import RewardService, serve
-    from trajforge.pipelines.evaluation.task_rows import load_tasks, parse_sources
 
-    params = options.load(args)
-    if args.sandbox:
-        params.sandbox.kind = args.sandbox
-    params.check()
-    tasks = load_tasks(args.tasks, parse_sources(args.source))
+    params, tasks = options.load_for_tasks(args)
     evaluator = Evaluator(params, timeout_s=args.timeout, spares=args.workers)
     service = RewardService(evaluator, tasks, args.workers, args.queue, args.request_timeout)
     server = serve(service, args.host, args.port)
