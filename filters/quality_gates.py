@@ -115,6 +115,15 @@ def profile(config: str, table: pa.Table) -> pd.DataFrame:
     frame = pd.DataFrame(columns)
     if config == "sft" and "tools" in table.column_names:
         frame["tools_is_json_list"] = [_is_tool_list(t) for t in table.column("tools").to_pylist()]
+    if "resolved" in table.column_names and config in ("sft", "sft_xml"):
+        resolved = table.column("resolved").to_pylist()
+        near = (
+            table.column("near_miss").to_pylist()
+            if "near_miss" in table.column_names
+            else [False] * len(resolved)
+        )
+        pairs = zip(resolved, near, strict=True)
+        frame["resolved_or_near_miss"] = [bool(r) or bool(n) for r, n in pairs]
     if "messages" in table.column_names and config in ("sft", "sft_xml"):
         frame["messages_has_assistant"] = _has_role(table.column("messages"), "assistant")
     if config == "transitions" and "action" in table.column_names:
@@ -207,7 +216,9 @@ def expectations(config: str, columns: Sequence[str]) -> list[Any]:
             ),
             e.ExpectColumnValuesToBeInSet(column="messages_has_assistant", value_set=[True]),
             e.ExpectColumnValuesToBeInSet(
-                column="resolved", value_set=[True], notes="SFT keeps resolved trajectories only"
+                column="resolved_or_near_miss",
+                value_set=[True],
+                notes="SFT keeps resolved trajectories and curate's near misses only",
             ),
         ]
     if config == "sft":

@@ -1,7 +1,11 @@
-"""Scores of one trajectory: verdict, effort, loops, tool errors, format validity and length.
+"""Scores of one trajectory: verdict, soft verification, effort, loops, tool errors, format
+validity and length.
 
 Pure functions of a ``Trajectory``, so curation can threshold on them and the SFT export carries
 them as its ``scores`` struct. Names are stable and disjoint from the task score names.
+``soft_reward`` and ``f2p_pass_rate`` come from the rollout's soft verification and exist only on
+runs that have them (rollouts). ``is_near_miss`` is curate's rule for unresolved runs it keeps
+for SFT.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ CHARS_PER_TOKEN = 4  # rough average for code and English with BPE tokenizers
 # name -> (lowest, highest) value the score can take; the quality gates check these bounds.
 TRAJECTORY_SCORE_RANGES: dict[str, tuple[float, float]] = {
     "resolved": (0.0, 1.0),  # 1 when the verified patch resolves the task; 0 otherwise or unknown
+    "soft_reward": (0.0, 1.0),  # share of the gold patch's touched lines the patch touches
+    "f2p_pass_rate": (0.0, 1.0),  # share of FAIL_TO_PASS tests passing after the patch
     "steps": (0.0, INF),  # assistant turns
     "tool_calls": (0.0, INF),  # tool calls over all assistant turns
     "repeated_actions": (0.0, INF),  # tool calls identical to the call just before them
@@ -117,16 +123,38 @@ def length_chars(messages: tuple[Message, ...]) -> int:
     )
 
 
+def is_near_miss(trajectory: Trajectory, min_soft_reward: float | None) -> bool:
+    """Unresolved but close: verified unresolved, submitted (not cut off by a limit or an error),
+    and ``soft_reward`` at least ``min_soft_reward`` (None: nothing is a near miss)."""
+    return (
+        min_soft_reward is not None
+        and trajectory.resolved is False
+        and trajectory.exit_status == "submitted"
+        and trajectory.soft_reward is not None
+        and trajectory.soft_reward >= min_soft_reward
+    )
+
+
 def trajectory_scores(trajectory: Trajectory) -> dict[str, float]:
-    """Every trajectory score (see ``TRAJECTORY_SCORE_RANGES``)."""
+    """Every trajectory score (see ``TRAJECTORY_SCORE_RANGES``); the soft verification scores
+    only where the run has them."""
     messages = trajectory.messages
     calls = len(_calls(messages))
     repeats = repeated_actions(messages)
     tool_messages = [m for m in messages if m.role == "tool"]
     errors = sum(1 for m in tool_messages if looks_like_error(m.content or ""))
     chars = length_chars(messages)
+    soft = {
+        name: float(value)
+        for name, value in (
+            ("soft_reward", trajectory.soft_reward),
+            ("f2p_pass_rate", trajectory.f2p_pass_rate),
+        )
+        if value is not None
+    }
     return {
         "resolved": 1.0 if trajectory.resolved else 0.0,
+        **soft,
         "steps": float(sum(1 for m in messages if m.role == "assistant")),
         "tool_calls": float(calls),
         "repeated_actions": float(repeats),

@@ -94,7 +94,8 @@ class InjectParams:
     seed: int = 0
     min_complexity: int = 2  # skip trivial functions (cyclomatic complexity below this)
     combos: int = 10  # harder tasks: combinations of 2-3 validated mutants per snapshot
-    mode: str = "procedural"  # procedural | llm (needs an endpoint)
+    mode: str = "procedural"  # procedural | llm | both (llm and both need an LLM endpoint)
+    llm_rewrites: int = 10  # mode llm|both: functions a model rewrites per snapshot (a call each)
 
 
 @dataclass
@@ -113,6 +114,9 @@ class CurateParams:
         default_factory=lambda: {"fail_to_pass": 1.0, "explore_score": 3.0}
     )
     max_scores: dict[str, float] = field(default_factory=dict)  # score name -> maximum kept
+    # Unresolved runs kept for SFT, marked near_miss: submitted, with soft_reward (the share of
+    # the gold patch's touched lines the patch touches) at least this; None: none kept.
+    near_miss_soft_reward: float | None = None
 
 
 @dataclass
@@ -164,6 +168,11 @@ class RolloutParams:
     temperature: float = 0.7  # k > 1 needs sampling to differ
     workers: int = 2  # runs in flight per Beam worker
     format_error_limit: int = 3  # consecutive turns without a usable tool call
+    # Guided retries (Agent-RLVR): a task none of whose ``attempts`` resolved gets up to this many
+    # more, one after another until one resolves, each shown the failing tests' output of the
+    # attempt before it and the files the gold patch changes (never their content).
+    guided_attempts: int = 0
+    max_guidance_chars: int = 4000  # failing-test output kept for guidance (head and tail)
 
 
 @dataclass
@@ -227,6 +236,10 @@ class Params:
             high_ok = value < 1 if interval.endswith(")") else value <= 1
             if not (low_ok and high_ok):
                 raise ParamsError(f"params: {key} must be in {interval}, got {value}")
+        for key in OPTIONAL_FRACTIONS:  # None: off
+            value = self._value(key)
+            if value is not None and not 0 < value <= 1:
+                raise ParamsError(f"params: {key} must be in (0, 1] or null, got {value}")
         for key in NOT_EMPTY:
             if not self._value(key):
                 raise ParamsError(f"params: {key} must not be empty")
@@ -282,6 +295,7 @@ AT_LEAST_ONE = (
     "validate.max_log_bytes",
     "inject.max_candidates",
     "inject.min_complexity",
+    "inject.llm_rewrites",
     "curate.shingle_size",
     "curate.num_perm",
     "curate.bands",
@@ -300,6 +314,7 @@ AT_LEAST_ONE = (
     "rollout.max_observation_chars",
     "rollout.workers",
     "rollout.format_error_limit",
+    "rollout.max_guidance_chars",
     "explore.explorations",
     "explore.max_steps",
     "explore.max_tokens",
@@ -310,7 +325,9 @@ AT_LEAST_ONE = (
     "explore.max_labels",
     "pipeline.shards",
 )
-AT_LEAST_ZERO = ("validate.reruns", "inject.combos", "llm.max_retries")  # 0: none of them
+AT_LEAST_ZERO = (  # 0: none of them
+    "validate.reruns", "inject.combos", "llm.max_retries", "rollout.guided_attempts",
+)  # fmt: skip
 ABOVE_ZERO = ("sandbox.cpus", "llm.timeout_s")
 NOT_NEGATIVE = ("llm.temperature", "rollout.temperature", "explore.temperature")
 FRACTIONS = {
@@ -320,6 +337,7 @@ FRACTIONS = {
     # 1 would hold out every repository and leave no training split.
     "export.validation_fraction": "[0, 1)",
 }
+OPTIONAL_FRACTIONS = ("curate.near_miss_soft_reward",)  # (0, 1] when set
 NOT_EMPTY = (
     "cache_dir",
     "curate.dedup_fields",
@@ -332,7 +350,7 @@ URLS = ("sources.pypi_url", "llm.base_url")  # None: not configured
 CHOICES = {
     "sandbox.kind": ("docker", "podman", "local"),
     "validate.rerun_scope": ("changed", "suite"),
-    "inject.mode": ("procedural", "llm"),  # see generators/bugs/injector.py
+    "inject.mode": ("procedural", "llm", "both"),  # see generators/bugs/injector.py
 }
 # What params.yaml runs on rather than a default: the code defaults process nothing, so a params
 # file that names its own sources never also mines, injects into or explores these.

@@ -137,6 +137,13 @@ class Trajectory:
     test_report: dict[str, str] = field(default_factory=dict)  # test id -> status after the patch
     usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens, ...
     origin: str = "rollout"  # rollout | explore | import/<format>
+    # Soft verification (SERA), rollouts only (None elsewhere): the share of the gold patch's
+    # touched lines the model patch touches too, and the share of FAIL_TO_PASS tests it passes.
+    soft_reward: float | None = None
+    f2p_pass_rate: float | None = None
+    test_output: str = ""  # failing tests' output of the verification run ("" when resolved)
+    guidance: str = ""  # the guidance the prompt carried (a guided retry); "" when unguided
+    near_miss: bool = False  # set by curate: unresolved, but kept for SFT by its soft_reward
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -152,5 +159,10 @@ class Trajectory:
             ("test_report", pa.map_(pa.string(), pa.string())),
             ("usage", pa.map_(pa.string(), pa.int64())),
             ("origin", pa.string()),
+            ("soft_reward", pa.float64()),
+            ("f2p_pass_rate", pa.float64()),
+            ("test_output", pa.large_string()),
+            ("guidance", pa.large_string()),
+            ("near_miss", pa.bool_()),
         ]
     )

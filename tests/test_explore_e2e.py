@@ -25,6 +25,22 @@ print(mul(3, 4))
 ```python
 from calc.ops import missing_function
 ```
+
+## Adding
+
+Import it with from calc.ops import add, then call it:
+
+```python
+from calc.ops import add
+print(add(2, 5))
+```
+
+## Bare
+
+```python
+from calc.ops import mul
+print(mul(6, 7))
+```
 """
 
 SCRIPT = "from calc.ops import add\nprint(add(2, 3))\n"
@@ -84,10 +100,17 @@ def test_template_explorer_runs_doc_examples_without_endpoint(work):
     assert "no endpoint configured" in done.stderr
     (task,) = _table(work / "template/explore_tasks")
     assert task["origin"] == "explore/template" and task["score"] == 4.0
-    assert "README.md" in task["instruction"] and "mul(3, 4)" in task["instruction"]
+    # written from the section's prose and the example's inputs, never its code
+    instruction = task["instruction"]
+    assert instruction.startswith('Try what the "calc" section of README.md describes:')
+    assert "> Small arithmetic helpers." in instruction
+    assert "uses `calc.ops.mul` with the inputs `3`, `4`, run it" in instruction
+    assert "print(mul(3, 4))" not in instruction and "import" not in instruction
     assert dict(task["provenance"])["labeler"] == "template"
-    reasons = {r["reason"] for r in _table(work / "template/rejections")}
-    assert reasons == {"example_fails"}  # the example importing a missing function
+    reasons = sorted(r["reason"] for r in _table(work / "template/rejections"))
+    # the example importing a missing function fails; "Adding"'s prose quotes its code; "Bare"
+    # has no prose to write an instruction from (and is never run)
+    assert reasons == ["example_fails", "leaks_code", "no_prose"]
     (trajectory,) = _table(work / "template/trajectories")
     assert trajectory["resolved"] is True and trajectory["instance_id"] == task["task_id"]
     assert trajectory["messages"][1]["content"] == task["instruction"]

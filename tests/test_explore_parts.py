@@ -226,6 +226,10 @@ def test_examples_found_in_docs_docstrings_and_console_scripts(repo):
     assert examples[4].code.startswith("from calc.ops import *\n")
     assert "mul(2, 0)" not in examples[5].code  # +SKIP
     assert examples[6].code == "calc --help"
+    # the prose each was found with: "Quick start", "In the REPL" and "Multiplying" have none
+    assert [e.prose for e in examples] == [
+        "", "", "", "Adding in the REPL:", "Arithmetic on two numbers.", "", ""
+    ]  # fmt: skip
     assert find_examples(str(path), sha) == examples  # deterministic
     assert len(find_examples(str(path), sha, max_examples=2)) == 2
 
@@ -247,10 +251,11 @@ def test_template_run_replays_in_a_fresh_container(repo, sandbox, start_tar):
     repl_output = explore(sandbox, start_tar, template_actions(examples[1], 1))[0][1]
     error = "TypeError: can't multiply sequence by non-int of type 'NoneType'"
     assert repl_output.observation.split("\n")[:4] == ["12", "0", "1", error]
-    instruction = template_instruction(examples[0], [repl_output.observation])
-    assert instruction.startswith('Run the usage example from README.md ("Quick start")')
-    assert "print(add(2, 3))" in instruction
-    assert template_instruction(examples[6], []) == "Show the command-line help of `calc`."
+    assert template_instruction(examples[0], 0) is None  # no prose in "Quick start"
+    instruction = template_instruction(examples[4], 4)
+    assert instruction is not None and "> Arithmetic on two numbers." in instruction
+    assert "`calc.ops.add` with the inputs `2`," in instruction and "add(2, 2)" not in instruction
+    assert template_instruction(examples[6], 6) == "Show the command-line help of `calc`."
 
 
 def test_memory_addresses_are_normalized_and_the_check_still_replays(sandbox, start_tar):

@@ -206,6 +206,7 @@ def test_card_documents_the_new_configs_and_their_gates_passed(released):
     card = (root / "ds" / "README.md").read_text()
     assert "### `explore`" in card and "### `transitions`" in card
     assert "`expected_files`" in card and "`action`" in card
+    assert "Explore tasks: 2, of which 2 template-made (no model" in card
     for suite in ("explore", "transitions"):
         assert f"- `{suite}`: " in card and "great-expectations checks passed" in card
     assert (root / "ds" / "data_docs" / "index.html").is_file()

@@ -65,7 +65,7 @@ def test_corrupted_tables_fail_naming_the_expectations(tmp_path):
         assert "expect_column_values_to_be_between(FAIL_TO_PASS): 1 of 8 rows" in joined
     assert sorted(f.split(":")[1].strip() for f in failures["sft"]) == [
         "expect_column_values_to_be_between(scores.tool_error_rate)",
-        "expect_column_values_to_be_in_set(resolved)",
+        "expect_column_values_to_be_in_set(resolved_or_near_miss)",
     ]
     with pytest.raises(QualityGateError, match=r"quality gates failed.*Data Docs: D") as caught:
         enforce(results, "D")

@@ -211,16 +211,18 @@ def test_swesmith_rendering_matches_the_xml_format():
                                   "timeout": 5})), _call("b", "bash", "{}"))),
         Message("tool", "", tool_call_id="a"),
         Message("tool", "OBSERVATION:\nx", tool_call_id="b"),
+        Message("assistant", "Done."),
     )  # fmt: skip
     assert swesmith_messages(parallel, system_prompt="S") == [
         {
             "role": "assistant",
-            "content": "<function=bash>\n<parameter=command>ls</parameter>\n"
+            "content": "\n\n<function=bash>\n<parameter=command>ls</parameter>\n"
             "<parameter=timeout>5</parameter>\n</function>\n<function=bash>\n</function>",
         },
         {
             "role": "user",
-            "content": "OBSERVATION:\nYour command ran successfully and did not produce any "
+            "content": "Your command ran successfully and did not produce any "
             "output.\n\nOBSERVATION:\nx",
         },
+        {"role": "assistant", "content": "Done."},
     ]

@@ -385,6 +385,8 @@ def test_rollout_tasks_runs_and_verifies_the_agent(docker_engine, fix_add, share
 README = """\
 # calc
 
+Small arithmetic helpers.
+
 ```python
 from calc.ops import mul
 print(mul(3, 4))
@@ -424,7 +426,8 @@ def test_explore_repos_replays_the_doc_examples(docker_engine, docs_repo, shared
         (task,) = tasks
         assert task.origin == "explore/template" and task.score == 4.0
         assert task.base_commit == head and task.repo == "local/calc"
-        assert "README.md" in task.instruction and "mul(3, 4)" in task.instruction
+        assert "README.md" in task.instruction and "`calc.ops.mul`" in task.instruction
+        assert "print(mul(3, 4))" not in task.instruction  # the code is the trajectory
         assert task.provenance["labeler"] == "template"
         assert task.expected_outputs and task.image_name.startswith("trajforge-env:")
 
@@ -437,7 +440,7 @@ def test_explore_repos_replays_the_doc_examples(docker_engine, docs_repo, shared
         assert sorted(t.step for t in transitions) == [0, 1]
         assert {t.origin for t in transitions} == {"explore/template"}
 
-    failing_example = f"local/calc@{head[:12]}:README.md:9"  # the second code block
+    failing_example = f"local/calc@{head[:12]}:README.md:11"  # the second code block
     with beam_pipeline() as p:
         out = p | beam.Create([str(path), missing]) | ExploreRepos(params)
         assert_that(out["explore_tasks"], the_working_example, label="explore_tasks")

@@ -39,6 +39,13 @@ USER = """\
 
 The repository ({repo}) is checked out at /repo. Fix the issue."""
 
+# A guided retry (Agent-RLVR) gets this after the issue: what an earlier, failed attempt left.
+GUIDANCE = """
+
+<guidance>
+{guidance}
+</guidance>"""
+
 
 @dataclass(frozen=True)
 class Observation:
@@ -60,11 +67,12 @@ class Outcome:
         return 1.0 if self.verdict.resolved else 0.0
 
 
-def prompt(task: TaskInstance) -> list[Message]:
-    return [
-        Message("system", SYSTEM),
-        Message("user", USER.format(statement=task.problem_statement, repo=task.repo)),
-    ]
+def prompt(task: TaskInstance, guidance: str = "") -> list[Message]:
+    """The system and user messages; ``guidance`` (a guided retry's) follows the issue."""
+    user = USER.format(statement=task.problem_statement, repo=task.repo)
+    if guidance:
+        user += GUIDANCE.format(guidance=guidance)
+    return [Message("system", SYSTEM), Message("user", user)]
 
 
 class TaskEnv:
@@ -78,6 +86,7 @@ class TaskEnv:
         grade: Callable[[str], PatchVerdict],
         command_timeout_s: float = 60.0,
         max_observation_chars: int = 10_000,
+        guidance: str = "",
     ) -> None:
         self.task = task
         self.sandbox = sandbox
@@ -85,6 +94,7 @@ class TaskEnv:
         self.grade = grade
         self.command_timeout_s = command_timeout_s
         self.max_observation_chars = max_observation_chars
+        self.guidance = guidance  # shown after the issue (a guided retry); "" for none
         self.tools = tool_schemas(TOOLS)
         self._stack: ExitStack | None = None
         self._workspace: Workspace | None = None
@@ -104,7 +114,7 @@ class TaskEnv:
             stack.close()
             raise
         self._stack, self._workspace = stack, workspace
-        return Observation(prompt(self.task), self.tools)
+        return Observation(prompt(self.task, self.guidance), self.tools)
 
     def step(self, name: str, arguments: str | dict[str, Any]) -> StepOutcome:
         """Run one tool call; ``arguments`` as the model wrote them (JSON text) or a dict."""

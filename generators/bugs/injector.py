@@ -1,21 +1,26 @@
 """A repository snapshot -> bug candidates: sampled mutants of its source files, as patches.
 
-The task starts at ``base_commit + bug_patch`` (the injection) and ``patch`` is the fix that gives
-back the original bytes. Nothing executes here; ``validate`` proves each candidate (coverage-guided,
-see verifiers/validation/mutants.py) and decides which become tasks.
+``inject.mode`` says who writes the bugs: ``procedural`` (the operators of bugs/operators.py),
+``llm`` (a model rewrites whole functions, bugs/llm_rewrite.py) or ``both``. The task starts at
+``base_commit + bug_patch`` (the injection) and ``patch`` is the fix that gives back the original
+bytes. Nothing executes here; ``validate`` proves each candidate (coverage-guided, see
+verifiers/validation/mutants.py) and decides which become tasks, whoever wrote it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
-from trajforge.generators.bugs.mutations import OPERATORS, Mutant, sample_mutants
+from trajforge.generators.bugs.llm_rewrite import ACCEPTED, rewrite_functions
+from trajforge.generators.bugs.mutations import OPERATORS, Mutant, pick_functions, sample_mutants
+from trajforge.generators.llm.client import LLMClient
 from trajforge.generators.mining.diff_split import is_skipped, is_test_path
 from trajforge.generators.sources.specs import RepoRef
 from trajforge.schemas.candidate import Candidate, CandidateMeta
 from trajforge.schemas.diff import unified_diff
 from trajforge.schemas.errors import ParamsError, SourceError, UserError
-from trajforge.schemas.params import InjectParams
+from trajforge.schemas.params import CHOICES, InjectParams
 from trajforge.schemas.records import content_id
 from trajforge.schemas.rejection import Rejection
 from trajforge.verifiers.sandbox.git_tree import git, resolve_commit
@@ -23,6 +28,7 @@ from trajforge.verifiers.sandbox.git_tree import git, resolve_commit
 STAGE = "inject"
 # Packaging and test plumbing: a bug there breaks the install or collection, never a test.
 NOT_LIBRARY = ("setup.py", "noxfile.py", "conftest.py", "__main__.py")
+MODES = CHOICES["inject.mode"]  # who writes the bugs: the operators, a model, or both
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,7 @@ class InjectionResult:
     candidates: list[Candidate]
     rejections: list[Rejection]
     files: int  # source files looked at
+    rewrites: int = 0  # functions the model was asked to rewrite
 
 
 def check_operators(names: list[str]) -> list[str]:
@@ -43,12 +50,28 @@ def check_operators(names: list[str]) -> list[str]:
     return names or sorted(OPERATORS)
 
 
-def inject_snapshot(repo: RepoRef, params: InjectParams, skip_globs: list[str]) -> InjectionResult:
-    """Sampled mutants of the library code at ``params.commit`` (default: the newest commit)."""
-    if params.mode == "llm":
+def uses_llm(params: InjectParams) -> bool:
+    return params.mode in ("llm", "both")
+
+
+def inject_snapshot(
+    repo: RepoRef,
+    params: InjectParams,
+    skip_globs: list[str],
+    client: LLMClient | None = None,
+    workers: int = 1,
+) -> InjectionResult:
+    """Bugs in the library code at ``params.commit`` (default: the newest commit): sampled
+    mutants, model rewrites (through ``client``, ``workers`` requests at a time), or both."""
+    if params.mode not in MODES:
+        raise ParamsError(
+            f"params: inject.mode must be one of {', '.join(MODES)}, got {params.mode!r}"
+        )
+    if uses_llm(params) and client is None:
         raise UserError(
-            "inject: mode llm rewrites functions with a language model, but no endpoint is "
-            "configured; set inject.mode: procedural (or configure the LLM endpoint)",
+            f"inject: mode {params.mode} has a language model rewrite functions, but no endpoint "
+            "is configured; set llm.base_url and llm.model (or --base-url and --model), or "
+            "inject.mode: procedural",
             reason="no_llm_endpoint",
         )
     operators = check_operators(params.operators)
@@ -71,30 +94,75 @@ def inject_snapshot(repo: RepoRef, params: InjectParams, skip_globs: list[str]) 
             reason="no_tests",
         )
     files, rejections = _library_sources(repo, commit, paths, skip_globs)
-    mutants, unparsable = sample_mutants(
-        files,
-        seed=params.seed,
-        max_mutants=params.max_candidates,
-        operators=operators,
-        min_complexity=params.min_complexity,
-    )
+    snapshot = f"{repo.name}@{commit[:12]}"
+    mutants: list[Mutant] = []
+    unparsable: list[tuple[str, str, str]] = []
+    if params.mode in ("procedural", "both"):
+        mutants, unparsable = sample_mutants(
+            files,
+            seed=params.seed,
+            max_mutants=params.max_candidates,
+            operators=operators,
+            min_complexity=params.min_complexity,
+        )
+    rewrites = 0
+    if client is not None and uses_llm(params):
+        functions, unpicked = pick_functions(
+            files, seed=params.seed, count=params.llm_rewrites, min_complexity=params.min_complexity
+        )
+        unparsable = unparsable or unpicked  # the same files fail either way: count them once
+        rewrites = len(functions)
+        tests = _test_sources(repo, commit, paths)
+        outcomes = rewrite_functions(
+            client, functions, files, tests, seed=params.seed, workers=workers
+        )
+        seen = {_digest(m.mutated) for m in mutants}
+        for outcome in outcomes:
+            target = outcome.function.target
+            where = f"{snapshot}:{target.path}::{target.qualname}"
+            if outcome.mutant is None or outcome.reason != ACCEPTED:
+                rejections.append(Rejection(where, STAGE, outcome.reason, outcome.detail))
+            elif _digest(outcome.mutant.mutated) in seen:
+                detail = f"{target.qualname}: the model's bug is one the operators made too"
+                rejections.append(Rejection(where, STAGE, "rewrite_duplicate", detail))
+            else:
+                seen.add(_digest(outcome.mutant.mutated))
+                mutants.append(outcome.mutant)
     for path, reason, detail in unparsable:
         if reason == "no_targets":  # constants, __init__.py: nothing to mutate, nothing lost
             continue
-        rejections.append(Rejection(f"{repo.name}@{commit[:12]}:{path}", STAGE, reason, detail))
+        rejections.append(Rejection(f"{snapshot}:{path}", STAGE, reason, detail))
     created_at = git(repo.path, "show", "-s", "--format=%cI", commit).decode().strip()
     candidates = [_candidate(repo, commit, created_at, m) for m in mutants]
-    if not candidates:
+    if not candidates and not rewrites:  # a rejected rewrite is counted as itself
         rejections.append(
             Rejection(
-                f"{repo.name}@{commit[:12]}",
+                snapshot,
                 STAGE,
                 "no_mutants",
-                f"{repo.name}: no function with complexity >= {params.min_complexity} offers a "
-                f"mutation of {', '.join(operators)}",
+                f"{repo.name}: no function with complexity >= {params.min_complexity} "
+                + (
+                    f"offers a mutation of {', '.join(operators)}"
+                    if params.mode == "procedural"
+                    else "to mutate or rewrite"
+                ),
             )
         )
-    return InjectionResult(candidates, rejections, len(files))
+    return InjectionResult(candidates, rejections, len(files), rewrites)
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _test_sources(repo: RepoRef, commit: str, paths: list[str]) -> dict[str, str]:
+    """The snapshot's test files (the model is told which tests exist, never which will fail)."""
+    tests = {}
+    for path in paths:
+        if is_test_path(path) and path.endswith(".py"):
+            raw = git(repo.path, "cat-file", "blob", f"{commit}:{path}")
+            tests[path] = raw.decode("utf-8", "replace")
+    return tests
 
 
 def _library_sources(

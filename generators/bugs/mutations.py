@@ -34,11 +34,13 @@ from trajforge.schemas.records import content_id
 
 __all__ = [
     "OPERATORS",
+    "FunctionSource",
     "FunctionTarget",
     "Mutant",
     "MutationSourceError",
     "function_targets",
     "mutants_of_file",
+    "pick_functions",
     "replace_function",
     "sample_mutants",
 ]
@@ -64,7 +66,7 @@ class Mutant:
     mutant_id: str  # content hash of path, operator and mutated text
     path: str
     qualname: str  # the innermost function mutated
-    operator: str  # a key of OPERATORS; the task's origin is ``bug/<operator>``
+    operator: str  # a key of OPERATORS, or llm; the task's origin is ``bug/<operator>``
     original: str  # whole original file text
     mutated: str  # whole mutated file text
     lines: tuple[int, ...]  # lines of the original the mutated node covers (select tests)
@@ -551,15 +553,21 @@ def _materialize(batch: list[_Site], files: Mapping[str, str]) -> dict[_Site, Mu
     return made
 
 
-def replace_function(source: str, qualname: str, new_function_source: str) -> str:
+def replace_function(
+    source: str, qualname: str, new_function_source: str, index: int | None = None
+) -> str:
     """``source`` with the function ``qualname`` swapped for ``new_function_source``.
 
     The new text may be indented or not; it is re-indented to the old function's place. The old
     function's comments above it stay, and so do its decorators unless the new text has its own.
-    With two functions of the same qualname (a property and its setter) the first is replaced.
+    With two functions of the same qualname (a property and its setter) the first is replaced,
+    unless ``index`` (the function's position, ``FunctionSource.index``) says which.
     """
     file = _File("<source>", source)
-    index = next((i for i, f in enumerate(file.functions) if f.qualname == qualname), None)
+    if index is None:
+        index = next((i for i, f in enumerate(file.functions) if f.qualname == qualname), None)
+    elif not (0 <= index < len(file.functions) and file.functions[index].qualname == qualname):
+        index = None
     if index is None:
         raise MutationSourceError(f"no function {qualname!r} in the file", "function_not_found")
     old = file.functions[index].node
@@ -581,6 +589,65 @@ def replace_function(source: str, qualname: str, new_function_source: str) -> st
             f"the rewrite of {qualname} breaks the file: {exc}", "bad_rewrite"
         ) from exc
     return file.bom + result
+
+
+@dataclass(frozen=True)
+class FunctionSource:
+    """A function to rewrite whole (model-written bugs), with its text."""
+
+    target: FunctionTarget
+    index: int  # its position among the file's functions (``replace_function``'s ``index``)
+    code: str  # the def with its decorators, at column 0, without the comments above it
+
+
+def pick_functions(
+    files: Mapping[str, str],
+    *,
+    seed: int,
+    count: int,
+    min_complexity: int = 2,
+    max_chars: int = 6000,
+) -> tuple[list[FunctionSource], list[tuple[str, str, str]]]:
+    """Up to ``count`` distinct functions across files, reproducible from ``seed``.
+
+    The procedural operators' choice, one pick per function: functions with complexity >=
+    ``min_complexity``, drawn with weight = complexity, so complex functions are favoured. A
+    function longer than ``max_chars`` is left out (a model could not write it back whole).
+    Returns ``(functions, rejected)`` with ``(path, reason, detail)`` like ``sample_mutants``.
+    """
+    rejected: list[tuple[str, str, str]] = []
+    eligible: dict[tuple[str, int], int] = {}
+    parsed: dict[str, _File] = {}
+    for path in sorted(files):
+        try:
+            file = _File(path, files[path])
+        except MutationSourceError as exc:
+            rejected.append((path, exc.reason, str(exc)))
+            continue
+        parsed[path] = file
+        found = False
+        for index in range(len(file.functions)):
+            score = file.complexity(index)
+            if score >= min_complexity and len(_function_code(file, index)) <= max_chars:
+                eligible[(path, index)] = score
+                found = True
+        if not found:
+            detail = f"{path}: no function with complexity >= {min_complexity} to rewrite"
+            rejected.append((path, "no_targets", detail))
+    rng = random.Random(seed)
+    chosen: list[FunctionSource] = []
+    while eligible and len(chosen) < count:
+        keys = list(eligible)
+        key = rng.choices(keys, [eligible[k] for k in keys])[0]
+        del eligible[key]
+        file = parsed[key[0]]
+        chosen.append(FunctionSource(file.target(key[1]), key[1], _function_code(file, key[1])))
+    return chosen, rejected
+
+
+def _function_code(file: _File, index: int) -> str:
+    node = file.functions[index].node.with_changes(leading_lines=())
+    return file.module.code_for_node(node)
 
 
 def _one_function(text: str) -> cst.FunctionDef:

@@ -6,7 +6,8 @@ Python and ``>>>`` blocks of README and docs/ pages (``generators.explore.doc_bl
 in the package's docstrings (tests excluded), and ``NAME --help`` for each console script. Doctests
 become scripts that print what the REPL would (``generators.explore.doctest_script``). Examples
 that need the network or hold placeholders are skipped, identical code is kept once, and the order
-is fixed: README, docs/ pages, docstrings, console scripts, each by path.
+is fixed: README, docs/ pages, docstrings, console scripts, each by path. Each example keeps the
+prose around it (``generators.explore.doc_prose``), which a template instruction is written from.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trajforge.generators.explore.doc_blocks import markdown_blocks, rst_blocks
+from trajforge.generators.explore.doc_blocks import Block, markdown_blocks, rst_blocks
+from trajforge.generators.explore.doc_prose import docstring_prose
 from trajforge.generators.explore.doctest_script import doctest_script
 from trajforge.verifiers.sandbox.git_tree import GitError, git, read_file_at
 
@@ -43,6 +45,7 @@ class DocExample:
     title: str  # the nearest heading, the documented object, or the script's name
     code: str  # a Python script (python, doctest) or a shell command (command)
     expected: str = ""  # a doctest's expected output, as written
+    prose: str = ""  # the docs' text around it, plain; empty when there is none
 
 
 def find_examples(repo_path: str, rev: str, max_examples: int = 20) -> list[DocExample]:
@@ -68,7 +71,7 @@ def _all_examples(repo: str, rev: str, files: list[str]) -> Iterator[DocExample]
         text = read_file_at(repo, rev, path)
         blocks = markdown_blocks(path, text) if path.endswith(".md") else rst_blocks(path, text)
         for block in blocks:
-            yield from _from_block(path, block.lang, block.line, block.title, block.code)
+            yield from _from_block(path, block)
     for path in _python_files(repo, rev):
         yield from _docstring_examples(path, read_file_at(repo, rev, path))
     yield from _console_scripts(repo, rev, files)
@@ -78,15 +81,15 @@ def _runnable(code: str) -> bool:
     return bool(code.strip()) and not NETWORK.search(code) and not NOT_RUNNABLE.search(code)
 
 
-def _from_block(path: str, lang: str, line: int, title: str, code: str) -> Iterator[DocExample]:
+def _from_block(path: str, block: Block) -> Iterator[DocExample]:
     """A doctest if the block has prompts, Python if it is marked so and parses, else nothing."""
-    where = f"{path}:{line}"
+    where, lang, code = f"{path}:{block.line}", block.lang, block.code
     prompts = any(row.lstrip().startswith(">>>") for row in code.splitlines())
     if prompts and lang in PY_LANGS | DOCTEST_LANGS:
         if (script := doctest_script(code)) is not None:
-            yield DocExample("doctest", where, title, script[0], script[1])
+            yield DocExample("doctest", where, block.title, script[0], script[1], block.prose)
     elif not prompts and lang in PY_LANGS and _parses(code):
-        yield DocExample("python", where, title, code.strip() + "\n")
+        yield DocExample("python", where, block.title, code.strip() + "\n", prose=block.prose)
 
 
 def _parses(code: str) -> bool:
@@ -135,7 +138,8 @@ def _docstring_examples(path: str, text: str) -> Iterator[DocExample]:
             doc = first.value.value
             if isinstance(doc, str) and ">>>" in doc and (script := doctest_script(doc, preface)):
                 line = first.lineno + script[2]
-                example = DocExample("doctest", f"{path}:{line}", name, script[0], script[1])
+                prose = docstring_prose(doc)
+                example = DocExample("doctest", f"{path}:{line}", name, *script[:2], prose)
                 found.append((line, example))
         for child in body:
             if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and (

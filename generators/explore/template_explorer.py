@@ -5,22 +5,26 @@ so the checkout stays clean; the check records that absolute path) and run from 
 checkout first on ``PYTHONPATH``, which works both where the package is installed into the image's
 venv and where it is not; ``python3`` because bare images have no ``python`` (a venv has both,
 first on PATH). A console script is run as written. The calls are exactly what
-``verifiers.sandbox.workspace.Workspace.run`` takes, so a replay is the same calls again; the
-instruction is a template over the example, marked ``explore/template`` by the caller.
+``verifiers.sandbox.workspace.Workspace.run`` takes, so a replay is the same calls again.
+
+The instruction (marked ``explore/template`` by the caller) is written from the prose around the
+example (``doc_prose``), the names it uses and the values it passes in (``example_inputs``): the
+code is what the trajectory writes, so the instruction never holds it. An example without prose
+gets no instruction.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Sequence
 
 from trajforge.generators.explore.doc_examples import DocExample
+from trajforge.generators.explore.doc_prose import has_prose
+from trajforge.generators.explore.example_inputs import example_parts
 from trajforge.schemas.explore_task import ReplayAction
 
 SCRIPT_DIR = "/tmp/explore"
 RUN_PYTHON = "cd /repo && PYTHONPATH=/repo${{PYTHONPATH:+:$PYTHONPATH}} python3 {script}"
-ERROR_MARK = "Traceback (most recent call last)"
 
 
 def script_path(index: int) -> str:
@@ -37,24 +41,34 @@ def template_actions(example: DocExample, index: int) -> list[ReplayAction]:
     ]
 
 
-def template_instruction(example: DocExample, observations: Sequence[str]) -> str:
-    """What the run accomplishes, from the example alone; the observations only say whether it
-    ended in an error, so the answer the task asks for is never written into the instruction."""
+def template_instruction(example: DocExample, index: int) -> str | None:
+    """What the run accomplishes, written from the docs' prose around the example, what the
+    example uses and the values it passes in, never its code (the code is the trajectory) nor its
+    output (the answer). None when the example has no prose to write from."""
     if example.kind == "command":
         return f"Show the command-line help of `{example.title}`."
+    if not has_prose(example.prose):
+        return None
     where = example.source.rsplit(":", 1)[0]
     if example.kind == "doctest" and where.endswith(".py"):
-        what = f"the doctest example of `{example.title}` ({where})"
+        head = f"Try `{example.title}` ({where}) as its docstring describes it:"
     elif example.title and example.title != where:
-        what = f'the usage example from {where} ("{example.title}")'
+        head = f'Try what the "{example.title}" section of {where} describes:'
     else:
-        what = f"the usage example from {where}"
-    failed = bool(observations) and ERROR_MARK in observations[-1]
-    report = "report the error it ends with" if failed else "report what it prints"
+        head = f"Try what {where} describes:"
+    quote = "\n".join(f"> {paragraph}" for paragraph in example.prose.splitlines())
+    parts = example_parts(example.code)
+    uses = ", ".join(_code(name) for name in parts.names) or "the package"
+    given = f" with the inputs {', '.join(_code(v) for v in parts.inputs)}" if parts.inputs else ""
     return (
-        f"Run {what} with the installed package and {report}.\n\n"
-        f"```python\n{example.code.rstrip()}\n```"
+        f"{head}\n\n{quote}\n\n"
+        f"Write a Python script at `{script_path(index)}` that uses {uses}{given}, run it from "
+        "/repo with the installed package, and report what it prints."
     )
+
+
+def _code(text: str) -> str:
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def _call(tool: str, **arguments: str) -> ReplayAction:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from trajforge.filters.task_scores import leaks_patch, leaks_test
 from trajforge.generators.issues.context import IssueContext
+from trajforge.generators.issues.leaks import statement_leak
 from trajforge.generators.issues.template import template_statement
 from trajforge.generators.llm.client import LLMClient, LLMError
 from trajforge.schemas.diff import parse_patch
@@ -186,10 +186,8 @@ def check_statement(text: str, task: TaskInstance, context: IssueContext, min_ch
     stats = parse_patch(task.patch)
     if len(text.strip()) < min_chars:
         return "empty"
-    if leaks_patch(text, stats) or _quotes_removed_line(text, stats.removed):
-        return "leaks_patch"
-    if leaks_test(text, task.FAIL_TO_PASS):
-        return "leaks_test"
+    if (leak := statement_leak(text, stats, task.FAIL_TO_PASS)) is not None:
+        return leak
     if not _reads_as_prose(text):
         return "not_prose"
     if context.anchors and not any(
@@ -208,10 +206,6 @@ def _reads_as_prose(text: str) -> bool:
         return False
     plain = [t.strip("`*()\"'[],.:;!?").lower() for t in tokens]
     return sum(t in FUNCTION_WORDS for t in plain) / len(plain) >= MIN_FUNCTION_WORDS
-
-
-def _quotes_removed_line(text: str, removed: list[str]) -> bool:
-    return any(len(line.strip()) >= 10 and line.strip() in text for line in removed)
 
 
 def write_statement(

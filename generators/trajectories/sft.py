@@ -7,21 +7,31 @@ text the model wrote (OpenAI's convention); templates that want a dict must ``js
 
 ``swesmith_messages`` follows SWE-smith's ``transform_traj_xml`` (swesmith/train/traj_mgr/utils.py),
 the format SWE-agent-LM was fine-tuned on: an assistant turn is its thought, a blank line, then one
-block per call::
+block per call (the blank line stays when the thought is empty)::
 
     <function=NAME>
     <parameter=KEY>VALUE</parameter>
     </function>
 
-with ``old_str``, ``new_str`` and ``file_text`` values wrapped in newlines; tool results become user
-turns. Where trajforge differs (SWE-smith reads SWE-agent's own files, we read OpenAI messages):
+with ``old_str``, ``new_str`` and ``file_text`` values wrapped in newlines and other values written
+as Python's ``str`` writes them (SWE-smith's f-string: ``[85, 105]``, ``True``); tool results
+become user turns; the conversation ends on the assistant's last turn (SWE-smith drops the last
+message of the run, the output of ``submit``; we drop the tool results after the last assistant
+turn, the same message for every SWE-agent run, which always ends on an observation).
 
-- SWE-agent's template already starts observations with ``OBSERVATION:``; we add that prefix to raw
-  tool output (and SWE-agent's no-output sentence to empty output); consecutive tool results (one
-  turn with several calls) merge into one user turn so roles keep alternating.
-- SWE-smith writes non-string argument values with Python's ``str``; we write them as JSON
-  (identical for numbers and lists of numbers such as ``view_range``; ``true`` not ``True``).
-- SWE-smith swaps in its own inference system prompt; we keep the trajectory's unless
+For a SWE-agent run (origin ``import/swe-agent``) the text is SWE-smith's byte for byte, system
+turn aside: its observations are kept as SWE-agent's templates wrote them (``OBSERVATION:`` and
+the output, or the no-output sentence alone), a turn without calls is its thought and a blank
+line, and SWE-agent's ``Exit due to cost limit`` turn becomes SWE-smith's stand-in submit. Where
+other runs differ (they are OpenAI messages, not SWE-agent's files):
+
+- raw tool output gets SWE-agent's template: ``OBSERVATION:`` and the output, or the no-output
+  sentence where it is empty (output that already starts with ``OBSERVATION:`` is kept as is);
+  consecutive tool results (one turn with several calls, which SWE-agent never makes) merge into
+  one user turn so roles keep alternating;
+- a turn without calls (a text-action agent's, a final answer) is its text as written, with no
+  blank line after it;
+- SWE-smith swaps in its own inference system prompt for every run; we keep the trajectory's unless
   ``system_prompt`` is given.
 """
 
@@ -30,11 +40,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trajforge.generators.trajectories.formats.swe_agent import ORIGIN as SWE_AGENT_ORIGIN
 from trajforge.schemas.trajectory import Message, ToolCall, Trajectory
 
 BLOCK_PARAMETERS = ("old_str", "new_str", "file_text")  # SWE-smith's XML_STR_REPLACES
+# SWE-agent's next_step_template and next_step_no_output_template (SWE-smith's configs).
 OBSERVATION_PREFIX = "OBSERVATION:\n"
 NO_OUTPUT = "Your command ran successfully and did not produce any output."
+# SWE-agent's assistant turn when a run hits its cost limit, and what SWE-smith writes instead.
+COST_LIMIT_EXIT = "Exit due to cost limit"
+COST_LIMIT_SUBMIT = (
+    "Since we have successfully fixed the issue and verified it works, "
+    "let's submit the changes:\n\n<function=submit>\n</function>"
+)
 
 
 def trl_message(message: Message) -> dict[str, Any]:
@@ -48,7 +66,7 @@ def trl_messages(trajectory: Trajectory) -> list[dict[str, Any]]:
 
 
 def _parameter_value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return str(value)  # SWE-smith's f"{v}" of the parsed JSON value
 
 
 def swesmith_action(call: ToolCall) -> str:
@@ -69,20 +87,42 @@ def swesmith_action(call: ToolCall) -> str:
 
 
 def _observation(content: str) -> str:
+    """Raw tool output as SWE-agent's templates write it."""
+    if not content.strip():
+        return NO_OUTPUT
     if content.startswith(OBSERVATION_PREFIX.rstrip("\n")):
         return content
-    return OBSERVATION_PREFIX + (content if content.strip() else NO_OUTPUT)
+    return OBSERVATION_PREFIX + content
+
+
+def _trained_part(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """The run up to its last assistant turn: what the environment answered last is dropped."""
+    end = len(messages)
+    while end and messages[end - 1].role == "tool":
+        end -= 1
+    return messages[:end]
+
+
+def _assistant(message: Message, from_swe_agent: bool) -> str:
+    if from_swe_agent and message.content == COST_LIMIT_EXIT:
+        return COST_LIMIT_SUBMIT
+    if not message.tool_calls and not from_swe_agent:
+        return message.content
+    actions = "\n".join(swesmith_action(call) for call in message.tool_calls)
+    return f"{message.content}\n\n{actions}"
 
 
 def swesmith_messages(
     trajectory: Trajectory, system_prompt: str | None = None
 ) -> list[dict[str, str]]:
     """The conversation as SWE-smith's ``xml`` fine-tuning messages (role and content only)."""
+    from_swe_agent = trajectory.origin == SWE_AGENT_ORIGIN
     rendered: list[dict[str, str]] = []
     after_tool = False  # the last rendered turn holds tool output
-    for message in trajectory.messages:
+    for message in _trained_part(trajectory.messages):
         if message.role == "tool":
-            observation = _observation(message.content or "")
+            content = message.content or ""
+            observation = content if from_swe_agent else _observation(content)
             if after_tool:
                 rendered[-1]["content"] += "\n\n" + observation
             else:
@@ -91,10 +131,7 @@ def swesmith_messages(
             continue
         after_tool = False
         if message.role == "assistant":
-            actions = "\n".join(swesmith_action(call) for call in message.tool_calls)
-            rendered.append(
-                {"role": "assistant", "content": f"{message.content}\n\n{actions}".strip()}
-            )
+            rendered.append({"role": "assistant", "content": _assistant(message, from_swe_agent)})
         elif message.role == "system" and system_prompt is not None:
             rendered.append({"role": "system", "content": system_prompt})
         else:

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.pipelines.commands import stage_command
     from trajforge.pipelines.runtime import tables as t
     from trajforge.pipelines.runtime.readers import read_records, record_tables, table_rows
-    from trajforge.pipelines.stages.rollout import RolloutTasks
+    from trajforge.pipelines.stages.rollout import RolloutTasks, rollout_figures
     from trajforge.schemas.task_instance import TaskInstance
 
     params = options.load(args)
@@ -67,4 +67,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         unit="run",
         total=table_rows(task_tables) * params.rollout.attempts if configured else 0,
         set_aside=set_aside,
+        measure=rollout_figures,
     )  # fmt: skip

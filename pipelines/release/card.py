@@ -63,15 +63,30 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "`tasks.instance_id`, or with `explore.task_id` for explore runs)",
         "model, origin": "the model that produced the run; rollout, explore or import/<format>",
         "resolved, reward, exit_status": "verdict of the final patch in a fresh container: only "
-        "resolved runs are exported",
+        "resolved runs are exported, and the near misses curate kept (see near_miss)",
+        "near_miss": "true for an unresolved run kept for SFT: it submitted a patch touching at "
+        "least `curate.near_miss_soft_reward` of the gold patch's touched lines (soft "
+        "verification, SERA); false for resolved runs",
+        "guidance": "for a guided retry (Agent-RLVR), what its prompt was told after the issue: "
+        "the failing tests' output of the attempt before it and the files the gold patch "
+        "changes (never their content); empty for an unguided run",
         "scores": "computed at export: "
         + ", ".join(f"{n} in [{lo:g}, {hi:g}]" for n, (lo, hi) in TRAJECTORY_SCORE_RANGES.items()),
     },
     "sft_xml": {
-        "messages": "role/content turns: assistant turns hold the thought and "
+        "messages": "role/content turns: assistant turns hold the thought, a blank line and "
         "`<function=NAME><parameter=P>value</parameter></function>` blocks, tool results are "
-        "user turns starting with `OBSERVATION:`",
+        "user turns (`OBSERVATION:` and the output, or SWE-agent's no-output sentence), and the "
+        "run ends on the assistant's last turn. For runs imported from SWE-agent (`origin` "
+        "import/swe-agent) the text is byte for byte what SWE-smith's converter "
+        "(`transform_traj_xml`) writes, except the system turn, which is the run's own where "
+        "SWE-smith swaps in its inference prompt; SWE-agent's demonstrations are left out, and "
+        "SWE-agent >= 1.1 files are read from `history` where SWE-smith reads the last step's "
+        "`query`. Other origins are not SWE-agent's text: raw tool output is put in SWE-agent's "
+        "templates, the results of one turn's several calls share one user turn, and a turn "
+        "without calls is kept as written (SWE-smith adds a blank line)",
         "trajectory_id, instance_id, repo, model, origin, resolved": "as in sft",
+        "near_miss": "as in sft",
     },
     "rl": {
         "prompt": "system message (the agent's role and the repository) and user message (the "
@@ -83,6 +98,9 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "PASS_TO_PASS still passes",
         "repo, base_commit, bug_patch, environment_setup_commit": "where the rollout starts",
         "instance_id, origin, difficulty": "as in tasks",
+        "hint": "optional: the guidance a guided retry of the task was given (the failing "
+        "tests' output of a failed attempt and the files the gold patch changes), for "
+        "guidance-assisted RL; null when no guided retry ran",
     },
     "explore": {
         "task_id": "content hash of the task, stable across reruns; `instance_id` of its run in "
@@ -90,7 +108,10 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "repo, base_commit, image_name": "the repository, the commit the actions start from and "
         "the container image they ran in",
         "instruction": "what the actions accomplish, written after the fact (by an LLM or a "
-        "template; see origin and provenance)",
+        "template; see origin and provenance). A template instruction is written from the docs' "
+        "prose around a documentation example, the names it uses and the values it passes in, "
+        "never its code (the code is the trajectory); any instruction quoting a line of the "
+        "trajectory's code or of the output its check holds was dropped",
         "actions": "the replayable tool calls in order: `tool` (bash, view, create, str_replace) "
         "and `arguments` (JSON text)",
         "expected_files": "the check: `{key: path under the repo, value: sha256 of its content "
@@ -147,6 +168,9 @@ class CardFacts:
     gates: dict[str, int]  # suite -> expectations passed
     inputs: list[str] = field(default_factory=list)
     environments: int = 0  # recipes under environments/
+    near_misses: int = 0  # sft rows of unresolved runs curate kept by soft_reward
+    near_miss_low: float | None = None  # the lowest soft_reward among them
+    guided_runs: int = 0  # sft rows of guided retries
 
 
 def size_category(rows: int) -> str:
@@ -214,6 +238,29 @@ def _environments_section(count: int) -> list[str]:
     ]
 
 
+def _soft_verification_section(facts: CardFacts) -> list[str]:
+    """How many SFT rows are near misses or guided retries, and why they are there."""
+    if not facts.near_misses and not facts.guided_runs:
+        return []
+    lines = ["## Near misses and guided retries", ""]
+    if facts.near_misses:
+        low = f" (the lowest: {facts.near_miss_low:g})" if facts.near_miss_low is not None else ""
+        lines.append(
+            f"- {facts.near_misses} `sft` row(s) are unresolved runs kept as near misses "
+            "(`near_miss` true): each submitted a patch that touches at least "
+            "`curate.near_miss_soft_reward` of the lines the gold patch touches, on the gold "
+            f"patch's files (`scores.soft_reward`{low}), but did not pass every test. Filter "
+            "them out with `near_miss == False` to train on verified solutions only."
+        )
+    if facts.guided_runs:
+        lines.append(
+            f"- {facts.guided_runs} `sft` row(s) are guided retries: their user turn ends with "
+            "a `<guidance>` block (the failing tests' output of an earlier failed attempt and "
+            "the files the gold patch changes, never its content); `guidance` holds it."
+        )
+    return [*lines, ""]
+
+
 def render_card(facts: CardFacts) -> str:
     """README.md: front matter, contents, loading, provenance, columns, quality."""
     lines = [
@@ -263,6 +310,7 @@ def render_card(facts: CardFacts) -> str:
         "",
         "Task origins: " + _counts(facts.task_origins),
         "",
+        *_explore_origins(facts.task_origins),
         "Trajectory origins: " + _counts(facts.trajectory_origins),
         "",
         "Models: " + _counts(facts.models),
@@ -275,6 +323,7 @@ def render_card(facts: CardFacts) -> str:
         lines += [f"### `{config}`", ""]
         lines += [f"- `{cols}`: {doc}" for cols, doc in COLUMN_DOCS.get(config, {}).items()]
         lines.append("")
+    lines += _soft_verification_section(facts)
     lines += ["## Quality", ""]
     lines += [
         f"- `{suite}`: {count} great-expectations checks passed"
@@ -288,3 +337,18 @@ def render_card(facts: CardFacts) -> str:
 
 def _counts(counter: Counter) -> str:
     return ", ".join(f"{key} ({count})" for key, count in sorted(counter.items())) or "-"
+
+
+def _explore_origins(origins: Counter) -> list[str]:
+    """How many explore tasks a template made (no model) and how many a model labeled."""
+    explore = {o: n for o, n in origins.items() if o.startswith("explore/")}
+    if not explore:
+        return []
+    template, total = explore.get("explore/template", 0), sum(explore.values())
+    return [
+        f"Explore tasks: {total}, of which {template} template-made (no model: each runs a "
+        "documentation example as written, and its instruction is written from the docs' prose "
+        "around the example and the example's inputs, never its code) and "
+        f"{total - template} labeled by a model from a recorded exploration.",
+        "",
+    ]

@@ -18,11 +18,18 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 from trajforge.generators.trajectories.sft import trl_message
-from trajforge.pipelines.release.scan import CONVERSATION, Inputs, scan, trajectory_drop
+from trajforge.pipelines.release.scan import (
+    CONVERSATION,
+    HINT_COLUMNS,
+    Inputs,
+    scan,
+    trajectory_drop,
+)
 from trajforge.pipelines.release.shards import ShardWriter, WrittenSplit, batches, route
 from trajforge.pipelines.release.split import assign_splits
 from trajforge.pipelines.release.tables import (
     Conversation,
+    choose_hints,
     explore_table,
     rl_table,
     sft_table,
@@ -107,10 +114,11 @@ def source_of(config: str, plan: Plan, system_prompt: str, batch_rows: int) -> S
     repo_of = found.repo_of
     if config in ("tasks", "rl"):
         schema = tasks_schema(found.score_names)
+        hints = _hints(found, batch_rows) if config == "rl" else {}
         render: Callable[[list[Any]], pa.Table] = (
             (lambda ts: tasks_table(ts, schema))
             if config == "tasks"
-            else (lambda ts: rl_table(ts, system_prompt))
+            else (lambda ts: rl_table(ts, system_prompt, hints))
         )
         return Source("tasks", TaskInstance, lambda _: True, attrgetter("repo"), render)
     if config == "explore":
@@ -127,7 +135,7 @@ def source_of(config: str, plan: Plan, system_prompt: str, batch_rows: int) -> S
         return Source(
             "trajectories",
             Trajectory,
-            lambda t: not trajectory_drop(t.instance_id, t.resolved, repo_of),
+            lambda t: not trajectory_drop(t.instance_id, t.resolved, repo_of, t.near_miss),
             lambda t: repo_of[t.instance_id],
             lambda ts: table(ts, repo_of),
         )
@@ -160,6 +168,18 @@ def write_config(
         records = [r for r in from_table(made.cls, batch) if made.keep(r)]
         route(records, lambda r: plan.split_of[made.repo(r)], {config: made.render}, writers)
     return [writer.written() for writer in writers.values()]
+
+
+def _hints(found: Inputs, batch_rows: int) -> dict[str, str]:
+    """instance id -> the guidance of a guided retry of it (the rl rows' optional hint)."""
+    runs = (
+        row
+        for batch in batches(
+            found.files["trajectories"], Trajectory.ARROW_SCHEMA, batch_rows, HINT_COLUMNS
+        )
+        for row in batch.filter(pc.greater(pc.utf8_length(batch["guidance"]), 0)).to_pylist()
+    )
+    return choose_hints(runs)
 
 
 def _conversations(found: Inputs, batch_rows: int) -> dict[str, Conversation]:

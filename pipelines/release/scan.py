@@ -37,7 +37,8 @@ ROW_SOURCE = {  # config -> the rows it is made of (one config row per such row)
 }
 TASK_INDEX = ["instance_id", "repo", "origin", "scores"]
 EXPLORE_INDEX = ["task_id", "repo", "origin", "trajectory_id"]
-RUN_INDEX = ["instance_id", "resolved", "origin", "model"]
+RUN_INDEX = ["instance_id", "resolved", "origin", "model", "near_miss", "soft_reward", "guidance"]
+HINT_COLUMNS = ["trajectory_id", "instance_id", "resolved", "guidance"]  # an rl row's hint
 TRANSITION_INDEX = ["instance_id"]
 CONVERSATION = ["trajectory_id", "messages", "tools"]  # what an explore row takes of its run
 INDEX_ROWS = 4096
@@ -63,6 +64,9 @@ class Inputs:
     task_origins: Counter = field(default_factory=Counter)  # tasks and explore tasks
     trajectory_origins: Counter = field(default_factory=Counter)
     models: Counter = field(default_factory=Counter)
+    near_misses: int = 0  # SFT rows of unresolved runs curate kept (near_miss)
+    near_miss_low: float | None = None  # the lowest soft_reward among them
+    guided_runs: int = 0  # SFT rows of guided retries (their prompt holds guidance)
     dropped: Counter = field(default_factory=Counter)  # reason -> input rows left out
     read: Counter = field(default_factory=Counter)  # table -> rows read
 
@@ -117,6 +121,8 @@ def _columns_read(configs: Sequence[str]) -> dict[str, list[str]]:
         reads["trajectories"] = SCHEMAS["trajectories"].names
     elif "explore" in configs:
         reads["trajectories"] = CONVERSATION
+    if "rl" in configs:
+        reads["trajectories"] = list(dict.fromkeys([*reads.get("trajectories", []), *HINT_COLUMNS]))
     if "transitions" in configs:
         reads["transitions"] = SCHEMAS["transitions"].names
     if "tasks" in configs or "rl" in configs:
@@ -146,13 +152,15 @@ def scan(inputs: Sequence[str], configs: Sequence[str]) -> Inputs:
     return found
 
 
-def trajectory_drop(instance_id: str, resolved: bool | None, repo_of: dict[str, str]) -> str:
-    """Why a trajectory is not an SFT row ("" when it is one)."""
+def trajectory_drop(
+    instance_id: str, resolved: bool | None, repo_of: dict[str, str], near_miss: bool = False
+) -> str:
+    """Why a trajectory is not an SFT row ("" when it is one: resolved, or a near miss)."""
     if instance_id not in repo_of:
         return "trajectory_without_task"
     if resolved is None:
         return "trajectory_unverified"
-    return "" if resolved else "trajectory_unresolved"
+    return "" if resolved or near_miss else "trajectory_unresolved"
 
 
 def _rows(found: Inputs, table: str, schema, columns: list[str]):
@@ -180,10 +188,18 @@ def _scan_explore(found: Inputs) -> None:
 
 def _scan_trajectories(found: Inputs) -> None:
     for row in _rows(found, "trajectories", Trajectory.ARROW_SCHEMA, RUN_INDEX):
-        reason = trajectory_drop(row["instance_id"], row["resolved"], found.repo_of)
+        reason = trajectory_drop(
+            row["instance_id"], row["resolved"], found.repo_of, bool(row["near_miss"])
+        )
         if reason:
             found.dropped[reason] += 1
             continue
+        if row["near_miss"] and not row["resolved"]:
+            found.near_misses += 1
+            low, soft = found.near_miss_low, row["soft_reward"]
+            if soft is not None:
+                found.near_miss_low = soft if low is None else min(low, soft)
+        found.guided_runs += bool(row["guidance"])
         found.repo_rows["sft"][found.repo_of[row["instance_id"]]] += 1
         found.trajectory_origins[row["origin"]] += 1
         found.models[row["model"]] += 1

@@ -5,6 +5,12 @@ types that do: ``scores`` becomes a struct with one float field per score name (
 record has no such score), which also makes ``row["scores"]["difficulty"]`` work in a filter;
 ``provenance`` (and an explore task's ``expected_files`` / ``expected_outputs``) becomes a list of
 ``{key, value}`` pairs (their keys are open-ended).
+
+Soft verification and guided retries show in three places: ``sft`` rows carry ``near_miss`` (an
+unresolved run curate kept by its soft reward) and ``guidance`` (what a guided retry's prompt was
+told; "" for an unguided run), ``sft_xml`` rows ``near_miss``, and ``rl`` rows an optional
+``hint``: the guidance of a guided retry of the task (null where it had none), which a trainer
+may add to the prompt (Agent-RLVR) or leave out.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ RL_SCHEMA = pa.schema(
         ("environment_setup_commit", pa.string()),
         ("origin", pa.string()),
         ("difficulty", pa.float64()),
+        ("hint", pa.large_string()),  # guidance of a guided retry of the task; null: none
     ]
 )
 _TRAJECTORY_META = [
@@ -59,11 +66,18 @@ SFT_SCHEMA = pa.schema(
         ("resolved", pa.bool_()),
         ("reward", pa.float64()),
         ("exit_status", pa.string()),
+        ("near_miss", pa.bool_()),
+        ("guidance", pa.large_string()),
         ("scores", TRAJECTORY_SCORES),
     ]
 )
 SFT_XML_SCHEMA = pa.schema(
-    [*_TRAJECTORY_META, ("messages", pa.list_(CHAT_MESSAGE)), ("resolved", pa.bool_())]
+    [
+        *_TRAJECTORY_META,
+        ("messages", pa.list_(CHAT_MESSAGE)),
+        ("resolved", pa.bool_()),
+        ("near_miss", pa.bool_()),
+    ]
 )
 EXPLORE_COLUMNS = (  # ExploreTask's, less where it ran from (source, profile_id)
     "task_id", "repo", "base_commit", "image_name", "image_digest", "instruction", "actions",
@@ -138,7 +152,34 @@ def transitions_table(transitions: Iterable[Transition], repo_of: Mapping[str, s
     return pa.Table.from_pylist(rows, schema=TRANSITIONS_SCHEMA)
 
 
-def rl_table(tasks: Iterable[TaskInstance], system_prompt: str) -> pa.Table:
+class HintChoice(NamedTuple):
+    """Which guidance becomes a task's ``hint``: a resolved guided run's first, then the lowest
+    trajectory id, so the choice does not depend on the order runs are read in."""
+
+    unresolved: bool
+    trajectory_id: str
+    guidance: str
+
+
+def choose_hints(runs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """instance id -> the hint of its guided runs (rows with ``instance_id``, ``trajectory_id``,
+    ``resolved``, ``guidance``); runs without guidance are passed over."""
+    best: dict[str, HintChoice] = {}
+    for run in runs:
+        if not run.get("guidance"):
+            continue
+        choice = HintChoice(not run.get("resolved"), run["trajectory_id"], run["guidance"])
+        known = best.get(run["instance_id"])
+        if known is None or choice < known:
+            best[run["instance_id"]] = choice
+    return {instance_id: choice.guidance for instance_id, choice in best.items()}
+
+
+def rl_table(
+    tasks: Iterable[TaskInstance], system_prompt: str, hints: Mapping[str, str] | None = None
+) -> pa.Table:
+    """RL rows; ``hints``: instance id -> guidance of a guided retry (``choose_hints``)."""
+    hints = hints or {}
     rows = [
         {
             "instance_id": t.instance_id,
@@ -154,6 +195,7 @@ def rl_table(tasks: Iterable[TaskInstance], system_prompt: str) -> pa.Table:
             "environment_setup_commit": t.environment_setup_commit,
             "origin": t.origin,
             "difficulty": t.difficulty,
+            "hint": hints.get(t.instance_id),
         }
         for t in tasks
     ]
@@ -179,6 +221,8 @@ def sft_table(trajectories: Iterable[Trajectory], repo_of: Mapping[str, str]) ->
             "resolved": t.resolved,
             "reward": t.reward,
             "exit_status": t.exit_status,
+            "near_miss": t.near_miss,
+            "guidance": t.guidance,
             "scores": trajectory_scores(t),
         }
         for t in trajectories
@@ -188,7 +232,12 @@ def sft_table(trajectories: Iterable[Trajectory], repo_of: Mapping[str, str]) ->
 
 def sft_xml_table(trajectories: Iterable[Trajectory], repo_of: Mapping[str, str]) -> pa.Table:
     rows = [
-        {**_meta(t, repo_of), "messages": swesmith_messages(t), "resolved": t.resolved}
+        {
+            **_meta(t, repo_of),
+            "messages": swesmith_messages(t),
+            "resolved": t.resolved,
+            "near_miss": t.near_miss,
+        }
         for t in trajectories
     ]
     return pa.Table.from_pylist(rows, schema=SFT_XML_SCHEMA)

@@ -23,6 +23,11 @@ PATCH_LABELS = ["0", "1-5", "6-10", "11-25", "26-50", "51-100", "101-250", "251-
 PATCH_LABELS += [">1k"]  # one label per bin: len(PATCH_BREAKS) + 1
 
 
+TRAJECTORY_COLUMNS = [
+    "instance_id", "resolved", "exit_status", "origin", "model", "soft_reward", "guidance",
+    "near_miss",
+]  # fmt: skip
+
 # What validate and explore summaries say of their environment images (generators/.../disk.py).
 DISK_FIGURES = ("image MB per task", "image MB (unique layers)", "environment images")
 
@@ -63,9 +68,7 @@ def load_run(stage_dirs: Mapping[str, str]) -> RunData:
     tasks, tasks_stage = _last_table(
         stage_dirs, "tasks", ["repo", "origin", "difficulty", "patch"], bad
     )
-    trajectories, traj_stage = _last_table(
-        stage_dirs, "trajectories", ["resolved", "exit_status", "origin", "model"], bad
-    )
+    trajectories, traj_stage = _last_table(stage_dirs, "trajectories", TRAJECTORY_COLUMNS, bad)
     return RunData(
         stages, tasks, tasks_stage, trajectories, traj_stage, _version(stage_dirs.values()), bad
     )
@@ -238,3 +241,58 @@ def outcomes(frame: pl.DataFrame | None) -> list[tuple[str, int]]:
         ("unresolved", int((resolved == False).sum())),  # noqa: E712
         ("not verified", int(resolved.is_null().sum())),
     ]
+
+
+def _guided(frame: pl.DataFrame) -> pl.Series:
+    """Per run: was it a guided retry (its prompt carried guidance)?"""
+    if "guidance" not in frame.columns:
+        return pl.Series([False] * frame.height, dtype=pl.Boolean)
+    return frame.get_column("guidance").cast(pl.String).fill_null("").str.len_chars() > 0
+
+
+def guidance_figures(frame: pl.DataFrame | None) -> dict[str, object]:
+    """Solve rate with and without guidance: runs, resolved runs and their share for unguided and
+    guided runs (a rate only where there were runs), and the tasks only a guided run solved."""
+    if frame is None or "resolved" not in frame.columns or frame.height == 0:
+        return {}
+    guided = _guided(frame)
+    resolved = frame.get_column("resolved").fill_null(False)
+    figures: dict[str, object] = {}
+    for label, mask in (("unguided", ~guided), ("guided", guided)):
+        runs, solved = int(mask.sum()), int((resolved & mask).sum())
+        figures[f"{label} runs"] = runs
+        figures[f"{label} resolved"] = solved
+        if runs:
+            figures[f"{label} solve rate"] = round(solved / runs, 4)
+    if figures["guided runs"] and "instance_id" in frame.columns:
+        ids = frame.get_column("instance_id")
+        by_guided = set(ids.filter(resolved & guided).to_list())
+        by_unguided = set(ids.filter(resolved & ~guided).to_list())
+        figures["tasks solved only with guidance"] = len(by_guided - by_unguided)
+    return figures
+
+
+def soft_reward_bins(
+    frame: pl.DataFrame | None, bins: int = 10
+) -> tuple[list[tuple[str, int]], int]:
+    """Soft rewards of the unresolved runs in equal bins over [0, 1] (the last one closed), and
+    how many unresolved runs have none (not rollouts, or a task without a gold patch)."""
+    if frame is None or "soft_reward" not in frame.columns or frame.height == 0:
+        return [], 0
+    unresolved = frame.filter(pl.col("resolved").fill_null(False).not_())
+    values = unresolved.get_column("soft_reward").cast(pl.Float64)
+    scored = values.drop_nulls().drop_nans()
+    if scored.len() == 0:
+        return [], values.len()
+    index = (scored * bins).floor().clip(0, bins - 1).cast(pl.Int64)
+    tally = {int(i): int(n) for i, n in index.value_counts().iter_rows()}
+    edges = [f"{i / bins:.1f}" for i in range(bins + 1)]
+    pairs = [(f"{edges[i]}-{edges[i + 1]}", tally.get(i, 0)) for i in range(bins)]
+    return pairs, values.len() - scored.len()
+
+
+def near_misses(frame: pl.DataFrame | None) -> int:
+    """Unresolved runs curate kept for SFT (``near_miss``)."""
+    if frame is None or "near_miss" not in frame.columns:
+        return 0
+    return int(frame.get_column("near_miss").fill_null(False).sum())

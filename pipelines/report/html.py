@@ -317,14 +317,54 @@ def _trajectories(run: data.RunData) -> str:
         ("exit statuses", "trajectories"),
         share_of=total,
     )
+    soft, unscored = data.soft_reward_bins(frame)
+    near = data.near_misses(frame)
+    soft_note = " ".join(
+        part
+        for part in (
+            f"{number(unscored)} unresolved run(s) without a soft reward." if unscored else "",
+            f"{number(near)} unresolved run(s) kept for SFT as near misses." if near else "",
+        )
+        if part
+    )
     return (
         "<section id=trajectories><h2>Trajectories</h2>"
         f"<p class=note>{number(total)} trajectories from the "
         f"{escape(run.trajectories_stage)} stage.</p><div class=grid2>"
         + _panel("Outcomes", hbar_chart(outcome_bars, label="Trajectory outcomes"))
         + _panel("Exit status", status)
+        + _panel("Solve rate with and without guidance", _guidance_table(frame))
+        + _panel(
+            "Soft reward of unresolved runs",
+            _columns(soft, "share of the gold patch's lines touched", AMBER),
+            soft_note,
+        )
         + "</div></section>"
     )
+
+
+def _guidance_table(frame) -> str:
+    """Runs, resolved and solve rate of unguided and guided runs (guided retries)."""
+    figures = data.guidance_figures(frame)
+    head = (
+        "<tr><th>Prompt</th><th class=n>Runs</th><th class=n>Resolved</th>"
+        "<th class=n>Solve rate</th></tr>"
+    )
+    rows = []
+    for label in ("unguided", "guided"):
+        runs = int(str(figures.get(f"{label} runs", 0)))
+        solved = int(str(figures.get(f"{label} resolved", 0)))
+        rate = percent(solved, runs) if runs else "\u2013"
+        rows.append(
+            f"<tr><td>{label}</td><td class=n>{number(runs)}</td>"
+            f"<td class=n>{number(solved)}</td><td class=n>{rate}</td></tr>"
+        )
+    only = figures.get("tasks solved only with guidance")
+    if only is not None:
+        note = f"{number(int(str(only)))} task(s) solved only with guidance."
+    else:
+        note = "No guided retries in these runs (rollout.guided_attempts)."
+    return f"<table class=stages>{head}{''.join(rows)}</table><p class=note>{escape(note)}</p>"
 
 
 def _top_bars(

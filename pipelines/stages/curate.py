@@ -7,6 +7,11 @@ same steps except near-dedup: their check is exact, so only the same instruction
 actions is the same task. Trajectories are scored, thresholded and decontaminated, but not
 deduplicated: several correct solutions of one task are worth keeping. Transitions follow their
 trajectory: a step of a run curate did not keep goes with it.
+
+Soft verification: with ``curate.near_miss_soft_reward`` set, an unresolved, submitted run whose
+``soft_reward`` reaches it is marked ``near_miss`` (``filters.trajectory_scores.is_near_miss``),
+which the export keeps for SFT beside the resolved runs; the summary counts them (``near_misses``).
+The mark is decided again on every run of curate, so a threshold taken away unmarks them.
 """
 
 from __future__ import annotations
@@ -29,13 +34,15 @@ from trajforge.filters.explore_scores import (
 from trajforge.filters.minhash_dedup import MinHashConfig
 from trajforge.filters.task_scores import task_scores
 from trajforge.filters.thresholds import apply_thresholds
-from trajforge.filters.trajectory_scores import trajectory_scores
+from trajforge.filters.trajectory_scores import is_near_miss, trajectory_scores
 from trajforge.pipelines.runtime import progress
 from trajforge.pipelines.runtime.stage_fn import REJECTED
+from trajforge.pipelines.runtime.stage_run import SUMMARY
 from trajforge.pipelines.stages.dedup import Decontaminate, ExactDedup, NearDedup
 from trajforge.schemas.params import CurateParams
 from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.trajectory import Trajectory
 from trajforge.schemas.transition import Transition
 
 TRAJECTORY_TEXTS = ("model_patch", "messages")
@@ -176,10 +183,21 @@ class CurateTrajectories(beam.PTransform):
         rejections = [orphans[REJECTED], scored[REJECTED]]
         key = partial(decontam_key, fields=TRAJECTORY_TEXTS, id_field="trajectory_id")
         kept = _decontaminate("DecontaminateTrajectories", scored.kept, key, params, rejections)
+        kept = kept | "MarkNearMisses" >> beam.Map(_mark_near_miss, params.near_miss_soft_reward)
         return {
             "trajectories": kept,
             "rejections": rejections | "TrajectoryRejections" >> beam.Flatten(),
         }
+
+
+def _mark_near_miss(trajectory: Trajectory, min_soft_reward: float | None) -> Trajectory:
+    """``near_miss`` set by the curate rule (and cleared where it no longer holds)."""
+    near = is_near_miss(trajectory, min_soft_reward)
+    if near:
+        Metrics.counter(SUMMARY, "near_misses").inc()
+    if near == trajectory.near_miss:
+        return trajectory
+    return dataclasses.replace(trajectory, near_miss=near)
 
 
 def _decontaminate(

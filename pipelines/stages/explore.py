@@ -4,9 +4,12 @@ Per repository snapshot: its environment image is detected and built as for vali
 ``BuildEnvironments``), its doc examples are found, then runs are recorded in containers of that
 image: with an endpoint, ``explore.explorations`` seeded model explorations labeled backward
 (prefixes included, the unlabelable ones pruned); without one, each doc example run as written and
-labeled from a template. Every labeled run is replayed in a fresh container; one whose end state
-differs is a rejection with the reason. Kept runs leave as ``explore_tasks``, ``trajectories``
-(origin ``explore/*``) and ``transitions``.
+labeled from a template written from the prose around the example (an example without prose is
+a ``no_prose`` rejection, never run). An instruction that quotes its trajectory's code or the
+output its check holds is a ``leaks_code`` / ``leaks_output`` rejection, whoever wrote it. Every
+other labeled run is replayed in a fresh container; one whose end state differs is a rejection
+with the reason. Kept runs leave as ``explore_tasks``, ``trajectories`` (origin ``explore/*``)
+and ``transitions``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 import apache_beam as beam
 from trajforge.generators.explore.backward_labeler import label_prefix, prefix_ends
 from trajforge.generators.explore.doc_examples import DocExample, find_examples
+from trajforge.generators.explore.instruction_check import instruction_leak
 from trajforge.generators.explore.labeled_runs import ExplorationSite, Labeled, explore_records
 from trajforge.generators.explore.model_explorer import exploration_prompt, explore
 from trajforge.generators.explore.recording import RecordingWorkspace
@@ -121,13 +125,19 @@ class ExploreRepoFn(SandboxFn):
     def _template_runs(
         self, where: ExplorationSite, examples: list[DocExample], start: bytes
     ) -> Iterator[LabeledRun | Rejection]:
-        """Each doc example as written; one that ends in an error teaches nothing and is dropped."""
+        """Each doc example as written; one that ends in an error teaches nothing and is dropped,
+        and one without prose to write its instruction from is not run."""
         for index, example in enumerate(examples):
+            name = f"{where.repo}@{where.commit[:12]}:{example.source}"
+            instruction = template_instruction(example, index)
+            if instruction is None:
+                detail = f"{name}: no prose around the example to write an instruction from"
+                yield Rejection(name, STAGE, "no_prose", detail)
+                continue
             actions = template_actions(example, index)
             recorded = self._record(
                 where, start, lambda ws, todo=actions: [ws.run(a.tool, a.arguments) for a in todo]
             )
-            name = f"{where.repo}@{where.commit[:12]}:{example.source}"
             if len(recorded.actions) < len(actions):
                 yield Rejection(name, STAGE, "example_timed_out", f"{name}: a step timed out")
                 continue
@@ -140,14 +150,15 @@ class ExploreRepoFn(SandboxFn):
             expected = example.expected.strip()
             matches = bool(expected) and expected in observations[-1]
             label = Labeled(
-                template_instruction(example, observations),
+                instruction,
                 score=5.0 if matches else 4.0 if observations[-1].strip() else 3.0,
                 origin="explore/template",
                 model="template",
                 provenance={
                     "labeler": "template",
                     "example": example.source,
-                    "note": "no endpoint configured (llm.base_url): doc examples run as written",
+                    "note": "no endpoint configured (llm.base_url): doc examples run as written, "
+                    "instructions written from the prose around them",
                 },
             )
             yield explore_records(
@@ -198,6 +209,11 @@ class ExploreRepoFn(SandboxFn):
         name = f"{where.repo}@{where.commit[:12]}:{task.task_id}"
         if not task.expected_files and not task.expected_outputs:
             yield self.reject(name, "empty_check", f"{name}: the run leaves nothing to check")
+            return
+        observations = [m.content or "" for m in trajectory.messages if m.role == "tool"]
+        leak = instruction_leak(task.instruction, task.actions, observations, task.expected_outputs)
+        if leak is not None:
+            yield self.reject(name, leak[0], f"{name}: the instruction quotes {leak[1][:200]!r}")
             return
         assert self.sandbox is not None
         ex = self.params.explore

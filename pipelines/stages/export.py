@@ -203,6 +203,9 @@ def write_card(
         gates={g.suite: g.expectations for g in gates},
         inputs=[os.path.basename(os.path.normpath(i)) for i in plan.inputs],
         environments=sum(1 for path in environments if path.endswith("/Dockerfile")),
+        near_misses=found.near_misses,
+        near_miss_low=found.near_miss_low,
+        guided_runs=found.guided_runs,
     )
     write_bytes_atomic(os.path.join(root, "README.md"), render_card(facts).encode())
     manifest = {

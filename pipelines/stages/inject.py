@@ -1,31 +1,55 @@
 """The ``inject`` stage: source specs -> bug candidates (+ rejections), as one composite PTransform.
 
 Each source is one snapshot; its mutants are sampled in one place so the seed alone decides them.
-The candidates go to ``validate`` like mined ones, which groups them by snapshot again.
+With ``inject.mode`` llm or both, a model rewrites functions of the snapshot too
+(``llm.concurrency`` requests at a time, answers cached by request), and each answer it cannot use
+is a counted rejection. The candidates go to ``validate`` like mined ones, which groups them by
+snapshot again.
 """
 
 from __future__ import annotations
 
 import apache_beam as beam
-from trajforge.generators.bugs.injector import STAGE, inject_snapshot
+from apache_beam.metrics import Metrics
+from trajforge.generators.bugs.injector import STAGE, inject_snapshot, uses_llm
+from trajforge.generators.llm.client import LLMClient, endpoint_configured
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime.stage_fn import REJECTED, StageFn
+from trajforge.pipelines.runtime.stage_run import SUMMARY
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 
 
 class InjectSnapshotFn(StageFn):
-    """A source spec -> its snapshot's sampled mutants as candidates."""
+    """A source spec -> its snapshot's sampled mutants and model rewrites as candidates."""
 
     STAGE = STAGE
 
+    def setup(self) -> None:
+        llm = self.params.llm
+        wanted = uses_llm(self.params.inject) and endpoint_configured(llm)
+        self.client = LLMClient(llm, self.params.cache_dir) if wanted else None
+
     def process(self, spec: str):
+        before = (self.client.calls, self.client.cache_hits) if self.client else (0, 0)
         try:
             repo = open_source(spec, SourceOptions.from_params(self.params))
-            result = inject_snapshot(repo, self.params.inject, self.params.mine.skip_globs)
+            result = inject_snapshot(
+                repo,
+                self.params.inject,
+                self.params.mine.skip_globs,
+                self.client,
+                workers=self.params.llm.concurrency,
+            )
         except UserError as exc:
             yield self.reject_error(spec, exc)
             return
+        finally:
+            if self.client is not None:
+                self.count("llm_calls", self.client.calls - before[0])
+                self.count("llm_cache_hits", self.client.cache_hits - before[1])
+        if result.rewrites:  # the summary's "functions a model rewrote" line
+            Metrics.counter(SUMMARY, "llm_rewrites").inc(result.rewrites)
         for rejection in result.rejections:
             yield self.rejection(rejection)
         for candidate in result.candidates:

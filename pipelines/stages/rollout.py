@@ -5,7 +5,16 @@ run ``rollout.workers`` at a time, each in its own container, each patch verifie
 Finished runs are cached by everything that decides them (the task, the model, the endpoint, the
 limits), so a rerun after a crash redoes only the runs that had not finished; runs that ended
 because the endpoint failed are not cached and are retried. Tasks leave the stage with
-``scores["solve_rate"]`` set, so curate can keep tasks of the wanted difficulty.
+``scores["solve_rate"]`` set (from the unguided attempts only), so curate can keep tasks of the
+wanted difficulty.
+
+Guided retries (Agent-RLVR, ``rollout.guided_attempts``): a task none of whose attempts resolved
+gets more attempts, one after another until one resolves, each told what the attempt before it
+left (``generators.agents.guidance``: the failing tests' output, the files the gold patch
+changes). The first is guided by the task's failed attempt with test output (else any failed
+attempt; the lowest trajectory id decides, so reruns agree). Guidance without test output is
+counted (``guidance_without_test_output``), never an error. The summary gives the solve rate
+with and without guidance (``rollout_figures``).
 """
 
 from __future__ import annotations
@@ -15,13 +24,18 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
+from apache_beam.metrics import Metrics
+from trajforge.generators.agents.guidance import guidance_for
 from trajforge.generators.agents.rollout import rollout_id, run_rollout
 from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.generators.environments.registry import require_image
 from trajforge.generators.llm.client import LLMClient
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.generators.trajectories.transitions import transitions_of
+from trajforge.pipelines.report.data import guidance_figures
+from trajforge.pipelines.runtime.outputs import read_frame, table_files
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, sandbox_error
+from trajforge.pipelines.runtime.stage_run import SUMMARY
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.records import content_id, from_row, to_row
@@ -34,13 +48,13 @@ from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.base import ImageStore
 
 STAGE = "rollout"
-CACHE_VERSION = "rollout-v3"  # v3: verification ignores test files and checks the exit code
+CACHE_VERSION = "rollout-v4"  # v4: soft verification, failing-test output, guidance
 TRANSITIONS = "transitions"
 Run = tuple[Trajectory, list[Transition]]
 
 
-class RolloutBatchFn(SandboxFn):
-    """[(task, attempt)] -> trajectories (verified) or rejections, ``rollout.workers`` at once."""
+class _RolloutFn(SandboxFn):
+    """What both rollout DoFns share: the client, the caches, the pool and one (cached) run."""
 
     STAGE = STAGE
 
@@ -55,20 +69,7 @@ class RolloutBatchFn(SandboxFn):
         self.pool.shutdown(wait=True)
         super().teardown()
 
-    def process(self, batch: list[tuple[TaskInstance, int]]):
-        before = self.client.calls
-        for result in self.pool.map(lambda pair: self._one(*pair), batch):
-            if isinstance(result, Rejection):
-                yield self.rejection(result)
-                continue
-            trajectory, transitions = result
-            self.tick("resolved" if trajectory.resolved else "unresolved")
-            yield trajectory
-            for transition in transitions:
-                yield beam.pvalue.TaggedOutput(TRANSITIONS, transition)
-        self.count("llm_calls", self.client.calls - before)
-
-    def _one(self, task: TaskInstance, attempt: int) -> Run | Rejection:
+    def _one(self, task: TaskInstance, attempt: int, guidance: str = "") -> Run | Rejection:
         name = f"{task.instance_id}#{attempt}"
         if self.unavailable is not None:
             return Rejection(name, STAGE, self.unavailable.reason, str(self.unavailable))
@@ -76,13 +77,13 @@ class RolloutBatchFn(SandboxFn):
             return Rejection(
                 name, STAGE, "no_problem_statement", f"{name}: run `trajforge describe` first"
             )
-        key = self._key(task, attempt)
+        key = self._key(task, attempt, guidance)
         if (hit := self.runs.get(key)) is not None:
             self.count("cache_hits")
             steps = [from_row(Transition, row) for row in hit["transitions"]]
             return from_row(Trajectory, hit["trajectory"]), steps
         try:
-            trajectory, transitions = self._run(task, attempt)
+            trajectory, transitions = self._run(task, attempt, guidance)
         except UserError as exc:
             return Rejection(name, STAGE, exc.reason, f"{name}: {exc}")
         except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
@@ -92,7 +93,7 @@ class RolloutBatchFn(SandboxFn):
             self.runs.put(key, {"trajectory": to_row(trajectory), "transitions": rows})
         return trajectory, transitions
 
-    def _run(self, task: TaskInstance, attempt: int) -> Run:
+    def _run(self, task: TaskInstance, attempt: int, guidance: str) -> Run:
         repo_path = open_source(task.source, SourceOptions.from_params(self.params)).path
         assert self.sandbox is not None
         if isinstance(self.sandbox, ImageStore):  # the image the task was proven in, or none
@@ -107,7 +108,14 @@ class RolloutBatchFn(SandboxFn):
             )
 
         result = run_rollout(
-            self.client, self.sandbox, task, repo_path, self.params.rollout, attempt, verify
+            self.client,
+            self.sandbox,
+            task,
+            repo_path,
+            self.params.rollout,
+            attempt,
+            verify,
+            guidance,
         )
         trajectory = result.trajectory
         steps = transitions_of(
@@ -115,10 +123,10 @@ class RolloutBatchFn(SandboxFn):
         )
         return trajectory, steps
 
-    def _key(self, task: TaskInstance, attempt: int) -> str:
+    def _key(self, task: TaskInstance, attempt: int, guidance: str) -> str:
         llm = self.params.llm
         decides = (
-            rollout_id(task, self.client.model, attempt),
+            rollout_id(task, self.client.model, attempt, guidance),
             task.image_name,
             task.base_commit,
             task.bug_patch,
@@ -127,8 +135,80 @@ class RolloutBatchFn(SandboxFn):
             task.FAIL_TO_PASS,
             task.PASS_TO_PASS,
         )
-        settings = (llm.base_url, llm.temperature, dataclasses.asdict(self.params.rollout))
+        limits = dataclasses.asdict(self.params.rollout)
+        limits.pop("guided_attempts")  # how many retries run, not how one runs
+        settings = (llm.base_url, llm.temperature, limits)
         return content_id(CACHE_VERSION, *decides, *settings, length=32)
+
+
+class RolloutBatchFn(_RolloutFn):
+    """[(task, attempt)] -> trajectories (verified) or rejections, ``rollout.workers`` at once."""
+
+    def process(self, batch: list[tuple[TaskInstance, int]]):
+        before = self.client.calls
+        for result in self.pool.map(lambda pair: self._one(*pair), batch):
+            if isinstance(result, Rejection):
+                yield self.rejection(result)
+                continue
+            trajectory, transitions = result
+            self.tick("resolved" if trajectory.resolved else "unresolved")
+            yield trajectory
+            for transition in transitions:
+                yield beam.pvalue.TaggedOutput(TRANSITIONS, transition)
+        self.count("llm_calls", self.client.calls - before)
+
+
+class GuidedRolloutFn(_RolloutFn):
+    """[(task, its failed attempt)] -> guided retries, each task's one after another until one
+    resolves (``rollout.guided_attempts`` at most), tasks ``rollout.workers`` at once."""
+
+    def process(self, batch: list[tuple[TaskInstance, Trajectory]]):
+        before = self.client.calls
+        for results, without_output in self.pool.map(lambda pair: self._retries(*pair), batch):
+            if without_output:  # counted here: Beam's metrics do not reach the pool's threads
+                Metrics.counter(SUMMARY, "guidance_without_test_output").inc(without_output)
+            for result in results:
+                if isinstance(result, Rejection):
+                    yield self.rejection(result)
+                    continue
+                trajectory, transitions = result
+                self.tick("guided_resolved" if trajectory.resolved else "guided_unresolved")
+                yield trajectory
+                for transition in transitions:
+                    yield beam.pvalue.TaggedOutput(TRANSITIONS, transition)
+        self.count("llm_calls", self.client.calls - before)
+
+    def _retries(self, task: TaskInstance, failed: Trajectory) -> tuple[list[Run | Rejection], int]:
+        """The task's guided retries, and how many were guided without failing-test output."""
+        rollout = self.params.rollout
+        results: list[Run | Rejection] = []
+        without_output = 0
+        for retry in range(rollout.guided_attempts):
+            guidance = guidance_for(task, failed)
+            without_output += not guidance.has_test_output
+            result = self._one(task, rollout.attempts + retry, guidance.text)
+            results.append(result)
+            if isinstance(result, Rejection) or result[0].resolved:
+                break
+            failed = result[0]
+        return results, without_output
+
+
+def _to_guide(element: tuple[str, dict[str, Iterable]]):
+    """(task, the failed attempt to guide from) for a task none of whose attempts resolved."""
+    _, grouped = element
+    runs = list(grouped["runs"])
+    if not runs or any(run.resolved for run in runs):
+        return
+    failed = min(runs, key=lambda run: (not run.test_output, run.trajectory_id))
+    for task in grouped["tasks"]:
+        yield task, failed
+
+
+def rollout_figures(output: str) -> dict[str, object]:
+    """The summary's solve rates with and without guidance, read from the written runs."""
+    files = table_files(output, "trajectories")
+    return guidance_figures(read_frame(files, ["instance_id", "resolved", "guidance"]))
 
 
 def _with_solve_rate(element: tuple[str, dict[str, Iterable]]):
@@ -150,7 +230,8 @@ class RolloutTasks(beam.PTransform):
         self.params = params
 
     def expand(self, tasks):
-        attempts, workers = self.params.rollout.attempts, self.params.rollout.workers
+        rollout = self.params.rollout
+        attempts, workers = rollout.attempts, rollout.workers
         runs = (
             tasks
             | "Attempts" >> beam.FlatMap(lambda t: [(t, k) for k in range(attempts)])
@@ -165,6 +246,29 @@ class RolloutTasks(beam.PTransform):
             lambda t: (t.instance_id, float(bool(t.resolved)))
         )
         keyed = tasks | "KeyTasks" >> beam.Map(lambda t: (t.instance_id, t))
+        trajectories, transitions, rejections = (
+            runs.trajectories,
+            runs[TRANSITIONS],
+            runs[REJECTED],
+        )
+        if rollout.guided_attempts:
+            guided = (
+                {
+                    "tasks": keyed,
+                    "runs": runs.trajectories | "KeyRuns" >> beam.Map(lambda t: (t.instance_id, t)),
+                }
+                | "JoinRuns" >> beam.CoGroupByKey()
+                | "ToGuide" >> beam.FlatMap(_to_guide)
+                | "SpreadGuided" >> beam.Reshuffle()
+                | "BatchGuided" >> beam.BatchElements(min_batch_size=1, max_batch_size=workers)
+                | "GuidedRollout"
+                >> beam.ParDo(GuidedRolloutFn(self.params)).with_outputs(
+                    REJECTED, TRANSITIONS, main="trajectories"
+                )
+            )
+            trajectories = (trajectories, guided.trajectories) | "AllRuns" >> beam.Flatten()
+            transitions = (transitions, guided[TRANSITIONS]) | "AllSteps" >> beam.Flatten()
+            rejections = (rejections, guided[REJECTED]) | "AllRejections" >> beam.Flatten()
         rated = (
             {"tasks": keyed, "outcomes": outcomes}
             | "JoinOutcomes" >> beam.CoGroupByKey()
@@ -172,7 +276,7 @@ class RolloutTasks(beam.PTransform):
         )
         return {
             "tasks": rated,
-            "trajectories": runs.trajectories,
-            "transitions": runs[TRANSITIONS],
-            "rejections": runs[REJECTED],
+            "trajectories": trajectories,
+            "transitions": transitions,
+            "rejections": rejections,
         }

@@ -174,7 +174,12 @@ def build_task(
         flaky_tests=verdict.flaky,
         difficulty=None,
         scores={},
-        provenance={"validated_by": validated_by, "commit": candidate.meta.commit},
+        provenance={
+            "validated_by": validated_by,
+            "commit": candidate.meta.commit,
+            # a model-written bug: who wrote it and what it meant to break (never the statement)
+            **({"bug_intent": candidate.meta.message} if candidate.origin == "bug/llm" else {}),
+        },
         validation=Validation(
             base_exit_code=base_runs[0].exit_code,
             gold_exit_code=gold_runs[0].exit_code,

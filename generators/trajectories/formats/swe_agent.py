@@ -44,6 +44,7 @@ from trajforge.generators.trajectories.formats.common import (
 from trajforge.schemas.trajectory import Message, Trajectory
 
 FORMAT = "swe-agent"
+ORIGIN = f"import/{FORMAT}"  # how sft.py knows a run is SWE-agent's own
 USAGE = {
     "tokens_sent": "prompt_tokens",
     "tokens_received": "completion_tokens",
@@ -98,7 +99,7 @@ def _trajectory(path: str, doc: dict[str, Any], digest: str, attempt: int | None
         resolved=None,
         reward=None,
         usage=usage_from(info.get("model_stats"), USAGE),
-        origin=f"import/{FORMAT}",
+        origin=ORIGIN,
     )
 
 
