@@ -75,10 +75,10 @@ def harness_one(
 
     The instance image, with the network as SWE-bench builds it: clone the repository (from a
     git bundle of it, where SWE-bench clones from GitHub), reset to the task's commit, drop the
-    remote, apply the bug (SWE-smith's bug branch), ``pip install -e .`` (the dependencies are
-    in the environment image), undo what the install wrote into tracked files (a generated
-    ``_version.py``, so the patches apply; SWE-bench falls back to ``patch --fuzz`` there),
-    commit. The evaluation: ``git apply`` the model patch and the test patch, run the test
+    remote, apply and commit the bug (SWE-smith's bug branch), ``pip install -e .`` (the
+    dependencies are in the environment image), undo what the install wrote into tracked files
+    (a generated ``_version.py``, so the patches apply; SWE-bench falls back to ``patch --fuzz``
+    there), commit. The evaluation: ``git apply`` the model patch and the test patch, run the test
     command on the test files, grade the log by SWE-bench's rules."""
     tag = f"trajforge-bench-instance:{task.instance_id.lower()[:100]}"
     files = {"tmp/repo.bundle": bundle, "tmp/bug.diff": task.bug_patch.encode()}
@@ -88,7 +88,8 @@ def harness_one(
     setup = (
         "git clone -q /tmp/repo.bundle /repo && cd /repo"
         f" && git reset -q --hard {task.base_commit} && git remote remove origin"
-        " && { [ ! -s /tmp/bug.diff ] || git apply /tmp/bug.diff; }"
+        " && { [ ! -s /tmp/bug.diff ] || "
+        f"{{ git apply /tmp/bug.diff && git {GIT_ID} commit -qam bug; }}; }}"
         f" && {INSTALL} && git checkout -q -- ."
         f" && git {GIT_ID} commit -q --allow-empty -am SWE-bench"
     )
