@@ -102,7 +102,8 @@ def harness_one(
     try:
         tests = sorted({test_file(t) for t in (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)})
         evaluation = (
-            "git apply /tmp/model.diff && git apply /tmp/test.diff && "
+            "git apply /tmp/model.diff"
+            " && { [ ! -s /tmp/test.diff ] || git apply /tmp/test.diff; } && "
             f"{task.test_cmd} {' '.join(shlex.quote(f) for f in tests)}"
         )
         patches = {"tmp/model.diff": task.patch.encode(), "tmp/test.diff": task.test_patch.encode()}
