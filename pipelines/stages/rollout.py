@@ -140,6 +140,17 @@ class _RolloutFn(SandboxFn):
         settings = (llm.base_url, llm.temperature, limits)
         return content_id(CACHE_VERSION, *decides, *settings, length=32)
 
+    def _emit(self, result: Run | Rejection, outcome_prefix: str = ""):
+        """A run's trajectory and its transitions (tagged), or its rejection; one tick."""
+        if isinstance(result, Rejection):
+            yield self.rejection(result)
+            return
+        trajectory, transitions = result
+        self.tick(outcome_prefix + ("resolved" if trajectory.resolved else "unresolved"))
+        yield trajectory
+        for transition in transitions:
+            yield beam.pvalue.TaggedOutput(TRANSITIONS, transition)
+
 
 class RolloutBatchFn(_RolloutFn):
     """[(task, attempt)] -> trajectories (verified) or rejections, ``rollout.workers`` at once."""
@@ -147,14 +158,7 @@ class RolloutBatchFn(_RolloutFn):
     def process(self, batch: list[tuple[TaskInstance, int]]):
         before = self.client.calls
         for result in self.pool.map(lambda pair: self._one(*pair), batch):
-            if isinstance(result, Rejection):
-                yield self.rejection(result)
-                continue
-            trajectory, transitions = result
-            self.tick("resolved" if trajectory.resolved else "unresolved")
-            yield trajectory
-            for transition in transitions:
-                yield beam.pvalue.TaggedOutput(TRANSITIONS, transition)
+            yield from self._emit(result)
         self.count("llm_calls", self.client.calls - before)
 
 
@@ -168,14 +172,7 @@ class GuidedRolloutFn(_RolloutFn):
             if without_output:  # counted here: Beam's metrics do not reach the pool's threads
                 Metrics.counter(SUMMARY, "guidance_without_test_output").inc(without_output)
             for result in results:
-                if isinstance(result, Rejection):
-                    yield self.rejection(result)
-                    continue
-                trajectory, transitions = result
-                self.tick("guided_resolved" if trajectory.resolved else "guided_unresolved")
-                yield trajectory
-                for transition in transitions:
-                    yield beam.pvalue.TaggedOutput(TRANSITIONS, transition)
+                yield from self._emit(result, outcome_prefix="guided_")
         self.count("llm_calls", self.client.calls - before)
 
     def _retries(self, task: TaskInstance, failed: Trajectory) -> tuple[list[Run | Rejection], int]:
