@@ -9,7 +9,9 @@ request holds may crash the run or the service.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -196,6 +198,32 @@ def test_reward_api_binary_and_partial(tasks, evaluator):
     wrong = reward(add, WRONG_ADD, evaluator=evaluator, partial=True)
     assert (wrong.reward, wrong.resolved, wrong.reason) == (0.0, False, "tests_failed")
     assert reward(add, None, evaluator=evaluator).report["patch_is_None"] is True
+
+
+def test_a_missing_image_is_rebuilt_from_the_tasks_recipe_or_reported(tasks, tasks_dir):
+    """On a machine without the image (and no registry): rebuilt from the row's env_recipe at its
+    setup commit, counted, and the gold patch resolves; with rebuilds off, one error line."""
+    work, _ = tasks_dir
+    params = load_params(str(work / "params.yaml"))
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    elsewhere = dataclasses.replace(add, image_name=f"trajforge-env:rebuild-{os.getpid()}")
+    refusing = Evaluator(params, use_cache=False, rebuild=False)
+    try:
+        refused = refusing.evaluate(elsewhere, add.patch)
+    finally:
+        refusing.close()
+    assert (refused.error, refused.reason) == (True, "registry_error")
+    assert "rebuilds are off" in refused.log and "pull it" in refused.log
+    rebuilding = Evaluator(params, use_cache=False)
+    try:
+        rebuilt = rebuilding.evaluate(elsewhere, add.patch)
+        assert (rebuilt.resolved, rebuilt.reason) == (True, "resolved"), rebuilt.log
+        assert rebuilding.counts["images_rebuilt"] == 1
+    finally:
+        sandbox = rebuilding.sandbox
+        rebuilding.close()
+        assert isinstance(sandbox, DockerSandbox)
+        sandbox.client.images.remove(elsewhere.image_name, force=True)
 
 
 def test_patch_from_completion():

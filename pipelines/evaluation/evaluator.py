@@ -187,10 +187,10 @@ class Evaluator:
             return
         if not (self.rebuild and task.env_recipe):
             where = f"nor in {env.registry}" if env.registry else "(no environment.registry)"
+            why = "rebuilds are off" if not self.rebuild else "the task has no recipe to rebuild"
             raise RegistryError(
-                f"evaluate: {task.image_name} is not here {where} and the task has no recipe to "
-                "rebuild it from; pull it (`trajforge images pull --outputs DIR`) or set "
-                "environment.registry"
+                f"evaluate: {task.image_name} is not here {where} and {why}; pull it "
+                "(`trajforge images pull --outputs DIR`) or set environment.registry"
             )
         result = build_recipe(
             store, task.image_name, task.env_recipe, task.profile_id,
