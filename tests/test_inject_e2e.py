@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 from pathlib import Path
 
@@ -168,6 +169,10 @@ def test_inject_then_validate_yields_proven_bug_tasks(tmp_path: Path, shapes_rep
         assert task["bug_patch"] and task["patch"]
         assert task["validation"]["test_runs"] == 4  # targeted + full on the bug, 2 clean runs
         _assert_fix_restores(shapes_repo, task["bug_patch"], task["patch"], tmp_path)
+    # The bar counts each bug and each combination once: it ends at its total, which grew by the
+    # combinations validate made (judged = tasks + rejections of this run).
+    done, total = map(int, re.findall(r"(\d+)/(\d+) \[", validate.stderr)[-1])
+    assert done == total == tasks.height + rejections.height
     reasons = set(rejections["reason"])
     expected = {"not_covered", "equivalent", "mutant_timeout", "breaks_collection"}
     assert reasons <= expected | {"combo_masks_bug"}

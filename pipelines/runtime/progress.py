@@ -31,6 +31,15 @@ def tick(outcome: str, n: int = 1) -> None:
             _bar.set_postfix_str(outcome, refresh=False)
 
 
+def grow(n: int) -> None:
+    """``n`` more units than the bar started with: work the stage makes itself (validate's bug
+    combinations), so the bar never counts past its total."""
+    with _lock:
+        if _bar is not None and _bar.total is not None:
+            _bar.total += n
+            _bar.refresh()
+
+
 def say(line: str) -> None:
     """One line on stderr, above the bar when one is showing (never glued to it)."""
     with _lock:

@@ -40,6 +40,11 @@ class StageFn(beam.DoFn):
         self.count(outcome)
         progress.tick(outcome)
 
+    def more_units(self, n: int) -> None:
+        """The stage made ``n`` inputs of its own (each ticks once later): the bar's total grows."""
+        self.count("units_made", n)
+        progress.grow(n)
+
     def reject(self, input_id: str, reason: str, detail: str) -> beam.pvalue.TaggedOutput:
         return self.rejection(Rejection(input_id, self.STAGE, reason, detail))
 

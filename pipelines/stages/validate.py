@@ -173,6 +173,7 @@ class ValidateMutantsFn(ValidateFn):
         combos = combine_bugs(repo_path, kept, count=inject.combos, seed=inject.seed)
         if not combos:
             return
+        self.more_units(len(combos))
         try:
             mutations = [mutation_of(repo_path, c.candidate, clean.tree_id) for c in combos]
             batch = self._validate(profile, clean, mutations)
@@ -181,7 +182,7 @@ class ValidateMutantsFn(ValidateFn):
                 yield self.reject_sandbox_error(combo.candidate.candidate_id, exc)
             return
         for combo, result in zip(combos, batch.results, strict=True):
-            self.tick("combination")
+            self.count("combinations")  # the bar moves once, in _emit (kept or rejected)
             yield from self._emit(combo.candidate, check_combination(result, combo.signatures))
 
 
