@@ -32,7 +32,7 @@ base-image: venv docker
 
 # podman keeps its own images: Docker's base image is copied in (the same image, not a rebuild).
 podman-base-image: venv podman base-image
-	$(BIN)/trajforge base-image --sandbox podman
+	$(BIN)/trajforge base-image --sandbox podman --python 3.11
 
 test: lint
 	$(BIN)/pytest -q tests

@@ -25,6 +25,14 @@ class EnvProfile:
     setup_commit: str  # the commit the image was built at (SWE-bench's environment_setup_commit)
     recipe: str = ""  # the Dockerfile the image is built from (hashed into profile_id)
     image_digest: str = ""  # registry digest once pushed or pulled, else the local image id
+    # How the environment was found (generators/environments/prepare.py):
+    install_set: str = ""  # the ranked install set that built ("tests+tox", "package", ...)
+    attempts: tuple[str, ...] = ()  # "<set>: why it failed", one per set tried before it
+    repairs: tuple[str, ...] = ()  # "<module> -> <requirement> (<where declared>)", or a -W flag
+    excluded: tuple[str, ...] = ()  # "<test module>: <error>", left out of test_cmd (--ignore)
+    origin: str = "rules"  # rules | agent (a model's recipe) | legacy (the pre-ranking detector)
+    alternatives: tuple[str, ...] = ()  # the other ranked sets, "<name>\t<cmd>\n<cmd>..."
+    declared: tuple[str, ...] = ()  # every requirement the project declares: what repairs use
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -39,5 +47,12 @@ class EnvProfile:
             ("setup_commit", pa.string()),
             ("recipe", pa.large_string()),
             ("image_digest", pa.string()),
+            ("install_set", pa.string()),
+            ("attempts", pa.list_(pa.string())),
+            ("repairs", pa.list_(pa.string())),
+            ("excluded", pa.list_(pa.string())),
+            ("origin", pa.string()),
+            ("alternatives", pa.list_(pa.large_string())),
+            ("declared", pa.list_(pa.string())),
         ]
     )

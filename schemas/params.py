@@ -53,10 +53,14 @@ class MineParams:
 @dataclass
 class EnvironmentParams:
     default_python: str = "3.11"
-    pythons: list[str] = field(default_factory=lambda: ["3.11"])  # base images that may be built
+    # base images that may be used; requires-python picks among them (offline: 3.9, 3.11, 3.13)
+    pythons: list[str] = field(default_factory=lambda: ["3.9", "3.11", "3.13"])
     ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"  # mounted at build time
     pip_index_url: str | None = None
     build_timeout_s: int = 1200
+    repair_rounds: int = 3  # collect, repair from the errors, rebuild: at most this many times
+    setup_agent: bool = False  # with an llm endpoint: a model proposes installs the rules missed
+    agent_rounds: int = 3  # proposals the setup agent may try
     registry: str | None = None  # host[:port]/path ("localhost:5000/trajforge"): images live there
     push: bool = False  # push each image built here to the registry (needs registry)
 
@@ -289,6 +293,7 @@ AT_LEAST_ONE = (
     "mine.max_file_bytes",
     "mine.max_bytes",
     "environment.build_timeout_s",
+    "environment.agent_rounds",
     "sandbox.pids",
     "validate.workers",
     "validate.test_timeout_s",

@@ -17,6 +17,7 @@ import re
 import shlex
 import tomllib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -37,11 +38,30 @@ TEST_CMD = (
     f"python -m pytest -rA -p no:cacheprovider -o junit_family=xunit1 --rootdir={REPO_DIR} "
     f"--junitxml={JUNIT_PATH}"
 )
-PROFILE_FORMAT = "profile-v3"  # v3: the rendered Dockerfile, not the bare install commands
+PROFILE_FORMAT = "profile-v4"  # v4: ranked install sets, the runner pinned by era
 UPGRADE_PIP = "pip install --upgrade pip setuptools wheel"
 INSTALL_PYTEST = "pip install pytest coverage"  # coverage: per-test contexts (bug injection)
+# The first day of each pytest major: a commit older than a major gets the one before it, so a
+# suite written for pytest 8 with filterwarnings=error does not meet pytest 9's new deprecations.
+# The floor per Python is the oldest major that runs on it at all.
+PYTEST_MAJORS = (("2020-07-28", 6), ("2022-02-03", 7), ("2024-01-27", 8), ("2025-11-05", 9))
+PYTEST_FLOOR = {"3.9": 6, "3.10": 7, "3.11": 7, "3.12": 8, "3.13": 8, "3.14": 9}
 
 TEST_NAMES = ("test", "tests", "testing", "dev")  # extras and dependency groups worth installing
+# Groups (and requirements files) for docs, lint, type checking and releases: the tests need none
+# of them, and their newest pins are what most often fails to install (sphinx>=9.1 on 3.11).
+_TOOL_WORDS = frozenset(
+    {"doc", "docs", "documentation", "sphinx", "lint", "linting", "linters", "style", "fix"}
+    | {"format", "formatting", "type", "types", "typing", "typecheck", "mypy", "release"}
+    | {"publish", "pkg-meta", "meta", "build", "dist", "pre-commit", "precommit", "bench"}
+)
+_TOOL_DISTS = frozenset(
+    {"sphinx", "furo", "towncrier", "twine", "ty", "mypy", "pyright", "ruff", "black", "isort"}
+    | {"flake8", "pylint", "pre-commit", "codespell", "check-manifest", "build", "pyroma"}
+    | {"myst-parser", "mkdocs", "pydocstyle", "pycodestyle", "autopep8", "yapf", "bandit"}
+    | {"tox", "nox", "interrogate", "pyupgrade", "readme-renderer", "docformatter"}
+)
+_TOOL_PREFIXES = ("sphinx", "types-", "mkdocs", "flake8-", "furo")
 _TEST_WORDS = frozenset({"test", "tests", "testing", "dev", "develop", "development", "ci"})
 _DOC_WORDS = frozenset({"doc", "docs", "documentation", "sphinx"})
 _MAIN_REQUIREMENTS = ("requirements.txt", "requirements/base.txt", "requirements/requirements.txt")
@@ -642,17 +662,202 @@ def _parse_install_args(args: Sequence[str], paths: set[str]) -> tuple[list[str]
     return _dedupe(files), _first_per_name(requirements)
 
 
+# --- ranked install sets --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstallSet:
+    """One way to install the project for its tests; detection ranks several, widest first."""
+
+    name: str
+    commands: tuple[str, ...]
+
+
+def _is_direct_reference(requirement: str) -> bool:
+    """A VCS or URL requirement (``git+https://...``, ``pkg @ https://...``): offline builds and
+    private hosts make these the requirements most likely to fail."""
+    return "://" in requirement or requirement.startswith(("git+", "hg+", "svn+", "bzr+"))
+
+
+def _is_tool(requirement: str) -> bool:
+    """A docs, lint, type-checking or release tool: what no test imports."""
+    name = _requirement_name(requirement)
+    return name in _TOOL_DISTS or name.startswith(_TOOL_PREFIXES)
+
+
+def _for_tests(requirements: Iterable[str]) -> list[str]:
+    """Requirements worth installing for the tests: no tools, no VCS or URL references."""
+    return [r for r in requirements if not _is_tool(r) and not _is_direct_reference(r)]
+
+
+def _is_tool_name(name: str) -> bool:
+    words = set(re.split(r"[^a-z0-9]+", name.lower())) | {canonicalize_name(name)}
+    return bool(words & _TOOL_WORDS)
+
+
+def _test_group_requirements(pyproject: dict[str, Any] | None) -> list[str]:
+    """The test groups' requirements (``dev`` only when no test group exists), with included
+    docs/lint/type/release groups left out."""
+    groups = {
+        str(canonicalize_name(k)): v for k, v in _table(pyproject, "dependency-groups").items()
+    }
+    names: list[str] = [n for n in ("test", "tests", "testing") if n in groups] or ["dev"]
+    tools = frozenset(n for n in groups if _is_tool_name(n))
+    found: list[str] = []
+    for name in names:
+        found += _expand_group(groups, name, tools)
+    return _for_tests(_dedupe(found))
+
+
+def _requirements_step(path: str, texts: dict[str, str]) -> list[str]:
+    """``pip install -r path``, or its plain requirements inline when the file also names VCS or
+    URL requirements or another index (which would fail the whole file)."""
+    text = texts.get(path)
+    if text is None:
+        return [_pip_r(path)]
+    lines = [re.sub(r"(^|\s)#.*$", "", line).strip() for line in text.splitlines()]
+    risky = [
+        line
+        for line in lines
+        if _is_direct_reference(line) or line.startswith(("-i", "--index-url", "--extra-index"))
+    ]
+    if not risky:
+        return [_pip_r(path)]
+    steps: list[str] = []
+    plain: list[str] = []
+    for line in lines:
+        if line.startswith(("-r", "--requirement")):
+            included = _repo_file(re.sub(r"^(-r|--requirement)=?", "", line), set(texts))
+            steps += [_pip_r(included)] if included else []
+        elif line and not line.startswith("-") and not _is_direct_reference(line):
+            plain += _split_requirements(line)
+    return steps + ([_pip(_for_tests(plain))] if _for_tests(plain) else [])
+
+
+def runner_requirement(python: str, committed: str | None) -> str:
+    """The test runner to install: pytest of the commit's era, never below what runs on Python."""
+    floor = PYTEST_FLOOR.get(python, 7)
+    later = [major for day, major in PYTEST_MAJORS if committed and committed < day]
+    if not later:
+        return INSTALL_PYTEST
+    below = max(later[0], floor + 1)
+    if below > PYTEST_MAJORS[-1][1]:
+        return INSTALL_PYTEST
+    return f"pip install 'pytest<{below}' coverage"
+
+
+def _install_sets(
+    texts: dict[str, str],
+    paths: set[str],
+    python: str,
+    pyproject: dict[str, Any] | None,
+    setup_cfg: configparser.ConfigParser | None,
+    runner: str,
+) -> tuple[list[InstallSet], list[str]]:
+    """The ranked install sets (widest first, each narrower one a retry when a wider one fails to
+    install) and the requirements files they name."""
+    main_files = [p for p in _MAIN_REQUIREMENTS if p in texts]
+    test_files = [
+        p for p in _requirement_files(texts) if p not in main_files and not _is_tool_name(p)
+    ]
+    main = [step for path in main_files for step in _requirements_step(path, texts)]
+    tests_files = [step for path in test_files for step in _requirements_step(path, texts)]
+    installable = _installable(paths, pyproject, setup_cfg)
+    extras = _test_extras(pyproject, setup_cfg, texts.get("setup.py", ""))
+    package = [_editable_command(extras)] if installable else []
+    bare = [_editable_command([])] if installable else []
+    group_reqs = _test_group_requirements(pyproject)
+    groups = [_pip(group_reqs)] if group_reqs else []
+    runners: list[str] = []
+    runner_files: list[str] = []
+    for files, requirements in (
+        _tox_deps(texts.get("tox.ini", ""), python, paths),
+        _nox_installs(texts.get("noxfile.py", ""), paths),
+    ):
+        files = [f for f in files if not _is_tool_name(f)]
+        runner_files += files
+        runners += [step for path in files for step in _requirements_step(path, texts)]
+        kept = _for_tests(requirements)
+        runners += [_pip(kept)] if kept else []
+    candidates = [
+        ("tests+tox/nox", main + package + groups + tests_files + runners),
+        ("tests", main + package + groups + tests_files),
+        ("extras", main + package),
+        ("package", main + bare),
+        ("package-only", bare),
+    ]
+    sets: list[InstallSet] = []
+    for name, steps in candidates:
+        commands = tuple(_dedupe([UPGRADE_PIP, *steps, runner]))
+        if all(commands != s.commands for s in sets) and (steps or not sets):
+            sets.append(InstallSet(name, commands))
+    return sets, _dedupe(main_files + test_files + runner_files)
+
+
+def _declared_requirements(
+    texts: dict[str, str],
+    pyproject: dict[str, Any] | None,
+    setup_cfg: configparser.ConfigParser | None,
+) -> list[str]:
+    """Every requirement the project names anywhere (all extras, groups, tox deps, requirements
+    files): the pool a repair draws from when a test imports something not installed."""
+    found: list[str] = []
+    for values in _table(pyproject, "project", "optional-dependencies").values():
+        found += [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+    groups = {
+        str(canonicalize_name(k)): v for k, v in _table(pyproject, "dependency-groups").items()
+    }
+    for name in groups:
+        found += _expand_group(groups, name, frozenset())
+    for value in _ini_section(setup_cfg, "options.extras_require").values():
+        found += [line.strip() for line in value.splitlines() if line.strip()]
+    for path, text in texts.items():
+        if path.endswith(".txt"):
+            found += [
+                line.split("#")[0].strip()
+                for line in text.splitlines()
+                if line.strip() and not line.strip().startswith(("-", "#"))
+            ]
+    parser = _load_ini(texts.get("tox.ini", ""))
+    for line in (_ini_get(parser, "testenv", "deps") or "").splitlines():
+        dep = _split_factors(re.sub(r"(^|\s)#.*$", "", line).strip())[1]
+        if dep and not dep.startswith(("-", ".", "/")) and "{" not in dep:
+            found += _split_requirements(dep)
+    return [r for r in _dedupe(found) if _parses(r) and not _is_direct_reference(r)]
+
+
+def _commit_date(repo_path: str, commit: str) -> str | None:
+    """The commit's date (YYYY-MM-DD, committer's), or None when git cannot say."""
+    try:
+        out = git(repo_path, "show", "-s", "--format=%cs", commit)
+    except (GitError, OSError):
+        return None
+    text = out.decode("ascii", "replace").strip()
+    return text if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) else None
+
+
+def encode_set(install_set: InstallSet) -> str:
+    """An install set as one string (``name<TAB>cmd<LF>cmd...``) for the profile's row."""
+    return install_set.name + "\t" + "\n".join(install_set.commands)
+
+
+def decode_set(encoded: str) -> InstallSet:
+    name, _, commands = encoded.partition("\t")
+    return InstallSet(name, tuple(commands.split("\n")) if commands else ())
+
+
 # --- assembling the profile ------------------------------------------------------------------
 
 
-def _install_commands(
+def _legacy_install_commands(
     texts: dict[str, str],
     paths: set[str],
     python: str,
     pyproject: dict[str, Any] | None,
     setup_cfg: configparser.ConfigParser | None,
 ) -> tuple[list[str], list[str]]:
-    """The install commands in order, and the requirements files they name."""
+    """The pre-ranking detector's one install (everything at once, newest pytest), kept as the
+    baseline ``benchmarks/environments.py`` measures the ranked sets against."""
     req_files = _requirement_files(texts)
     commands = [UPGRADE_PIP, *(_pip_r(p) for p in req_files)]
     if _installable(paths, pyproject, setup_cfg):
@@ -790,6 +995,7 @@ def detect_profile(
     pythons: Sequence[str] = ("3.11",),
     source: str | None = None,
     registry: str | None = None,
+    legacy: bool = False,
 ) -> EnvProfile:
     """How to install and test ``repo`` at ``commit``, read from its packaging files alone.
 
@@ -810,11 +1016,18 @@ def detect_profile(
     setup_cfg = _load_ini(texts["setup.cfg"]) if "setup.cfg" in texts else None
     spec = _python_spec(pyproject, setup_cfg, texts.get("setup.py", ""))
     python = choose_python(spec, default_python, pythons, f"{repo}@{commit}")
-    install, req_files = _install_commands(texts, paths, python, pyproject, setup_cfg)
+    if legacy:
+        commands, req_files = _legacy_install_commands(texts, paths, python, pyproject, setup_cfg)
+        sets = [InstallSet("legacy", tuple(commands))]
+    else:
+        runner = runner_requirement(python, _commit_date(repo_path, commit))
+        sets, req_files = _install_sets(texts, paths, python, pyproject, setup_cfg, runner)
     used = _read_includes(repo_path, commit, tree, texts, req_files)
     declared = _declarations(texts, used, pyproject, setup_cfg)
+    install = list(sets[0].commands)
     recipe = render_dockerfile(python, install)
-    profile_id = content_id(PROFILE_FORMAT, identity, repo, recipe, declared, length=16)
+    recipes = [render_dockerfile(python, s.commands) for s in sets]
+    profile_id = content_id(PROFILE_FORMAT, identity, repo, recipes, declared, length=16)
     return EnvProfile(
         profile_id=profile_id,
         repo=repo,
@@ -826,4 +1039,8 @@ def detect_profile(
         log="",
         setup_commit=commit,
         recipe=recipe,
+        install_set=sets[0].name,
+        origin="legacy" if legacy else "rules",
+        alternatives=tuple(encode_set(s) for s in sets[1:]),
+        declared=tuple(_declared_requirements(texts, pyproject, setup_cfg)),
     )

@@ -2,23 +2,24 @@
 
 Shared by validate (candidates) and explore (repository snapshots). Items are keyed by the profile
 detected at their commit (a GroupByKey), so each profile's image is built once, at the oldest
-commit among its items, and shared by all of them. A profile is keyed by the source's identity
+commit among its items, and shared by all of them. ``prepare_environment`` picks the install set
+that builds, repairs what the suite's collection shows missing and leaves out what still cannot
+collect (generators/environments/prepare.py). A profile is keyed by the source's identity
 (``RepoRef.identity``: its real path or redacted URL), never its display name, so every item of a
 profile comes from one repository and the image's setup commit is a commit of that repository.
-A failed build is remembered (by profile and recipe) so a rerun does not try it again; its items
-are rejected with the install log's tail.
+The outcome, failed or not, is cached by the detected profile's id, so a rerun neither builds nor
+probes again; a failed profile's items are rejected with the reason and the install log's tail.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from trajforge.generators.environments.image import build_env_image
+from trajforge.generators.environments.prepare import Prepared, prepare_environment
 from trajforge.generators.environments.profile import detect_profile
 from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
 from trajforge.generators.sources.specs import SourceOptions, open_source
@@ -27,8 +28,6 @@ from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, StageFn
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
-from trajforge.schemas.records import from_row, to_row
-from trajforge.schemas.storage import ContentCache
 from trajforge.verifiers.sandbox.base import ImageStore, RegistryError
 
 PROFILES = "profiles"
@@ -77,12 +76,8 @@ class BuildEnvironmentFn(SandboxFn):
         self.STAGE = stage
         self.locate = locate
 
-    def setup(self) -> None:
-        super().setup()
-        self.failures = ContentCache(self.params.cache_dir, "build-failures")
-
     def process(self, element: tuple[str, Iterable[tuple[EnvProfile, Any]]]):
-        profile_id, members = element
+        _, members = element
         pairs = sorted(members, key=lambda pair: self.locate(pair[1]).order)
         profile, first = pairs[0]
         items = [item for _, item in pairs]
@@ -92,44 +87,47 @@ class BuildEnvironmentFn(SandboxFn):
                 yield self.reject_unavailable(site.input_id)
             return
         try:
-            built = self._build(profile, self.locate(first))
+            prepared = self._prepare(profile, self.locate(first))
         except UserError as exc:
             for site in sites:
                 yield self.reject_error(site.input_id, exc)
             return
+        built = prepared.profile
         yield beam.pvalue.TaggedOutput(PROFILES, built)
-        if built.status != "built":
-            tail = "\n".join(built.log.strip().splitlines()[-15:])
+        if prepared.reason:
+            detail = prepared.detail
+            if prepared.reason == "install_failed":
+                tail = "\n".join(built.log.strip().splitlines()[-15:])
+                detail = f"{detail}\n{tail}".strip()
             for site in sites:
-                detail = f"{site.repo}: installing profile {profile_id} failed\n{tail}"
-                yield self.reject(site.input_id, "install_failed", detail)
+                yield self.reject(site.input_id, prepared.reason, detail)
             return
         for item in items:
             yield built, item
 
-    def _build(self, profile: EnvProfile, first: Site) -> EnvProfile:
-        failure_key = profile.profile_id  # the recipe is in the id: a new recipe, a new try
-        known = self.failures.get(failure_key)
-        if known is not None:
-            return from_row(EnvProfile, known)
+    def _prepare(self, profile: EnvProfile, first: Site) -> Prepared:
+        """The profile's environment: built (or pulled), collected, repaired, cached by its id."""
         repo = open_source(first.source, SourceOptions.from_params(self.params))
-        logs = os.path.join(self.params.cache_dir, "build-logs")
         assert self.sandbox is not None
         env = self.params.environment
         store = self.sandbox if isinstance(self.sandbox, ImageStore) else None
-        if store is not None:  # pulled when the registry has it: no build below
-            self._registry(profile, lambda: fetch_image(store, profile.image, env, self.count))
-        existed = self.sandbox.has_image(profile.image)  # else this call builds it
-        built = build_env_image(self.sandbox, profile, repo.path, env, logs)
-        if not existed:
-            self.count("images_built")
-        if built.status == "failed":
-            self.failures.put(failure_key, to_row(built))
-            return built
-        if store is None:
-            return built
+        fetch = None
+        if store is not None:  # pulled when the registry has it: no build
+
+            def fetch(image: str) -> None:
+                self._registry(profile, lambda: fetch_image(store, image, env, self.count))
+
+        prepared = prepare_environment(
+            self.sandbox, profile, repo.path, self.params, count=self.count, fetch=fetch
+        )
+        built = prepared.profile
+        if store is None or built.status != "built":
+            return prepared
         digest = self._registry(profile, lambda: publish_image(store, built.image, env, self.count))
-        return dataclasses.replace(built, image_digest=digest or image_digest(store, built.image))
+        digest = digest or image_digest(store, built.image)
+        return dataclasses.replace(
+            prepared, profile=dataclasses.replace(built, image_digest=digest)
+        )
 
     def _registry(self, profile: EnvProfile, step: Callable[[], str]) -> str:
         """A registry step; a registry that is down or refuses is one line and a count, and the

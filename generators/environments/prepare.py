@@ -1,0 +1,299 @@
+"""From a detected profile to an environment whose suite collects, with no per-repo spec.
+
+Detection (``profile.py``) ranks install sets, widest first. ``prepare_environment`` builds the
+first that installs (each failure is recorded on the profile), collects the suite once at the
+setup commit, and repairs from the evidence: a test module that cannot import ``railroad`` gets
+the project's own ``railroad-diagrams`` requirement (``repairs.py``), a pytest warning the
+project's ``filterwarnings = error`` turns into a collection error gets ``-W ignore`` for that one
+warning class. Each repair is a new recipe, so a new content-addressed image: cached like any
+other. Bounded rounds; what still cannot collect is left out of ``test_cmd`` (``--ignore``) and
+named on the profile with its error, and the rest of the suite is used.
+
+The result is cached by the detected profile's id, so a rerun reuses the repaired profile and
+its image with no build and no probe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from trajforge.generators.environments.image import build_env_image
+from trajforge.generators.environments.profile import (
+    TEST_CMD,
+    InstallSet,
+    decode_set,
+)
+from trajforge.generators.environments.recipe import image_name, render_dockerfile
+from trajforge.generators.environments.repairs import requirement_for
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.params import Params
+from trajforge.schemas.records import content_id, from_row, to_row
+from trajforge.schemas.storage import ContentCache
+from trajforge.verifiers.collection import (
+    CollectError,
+    Collection,
+    collect,
+    ignore_flags,
+    warning_flag,
+)
+from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
+from trajforge.verifiers.sandbox.git_tree import archive
+
+PREPARE_VERSION = "prepare-v1"
+Count = Callable[..., None]
+Fetch = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A profile ready to test with (``reason`` empty), or why it is not."""
+
+    profile: EnvProfile  # status "built" when ready, "failed" otherwise
+    reason: str  # "" | install_failed | no_tests | collection_failed | collection_timed_out
+    detail: str  # one line for the user
+    collected: int  # tests collected at the setup commit, exclusions applied
+
+
+def prepare_environment(
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    repo_path: str,
+    params: Params,
+    *,
+    legacy: bool = False,
+    count: Count | None = None,
+    fetch: Fetch | None = None,
+) -> Prepared:
+    """The profile built, collected, repaired and trimmed to what collects (see the module doc).
+
+    ``legacy``: build the detected install only and take the suite as it collects, with no
+    fallback, repair or exclusion (the detector before ranking; the benchmark's baseline).
+    ``fetch(image)`` is called before any build, so a registry can supply the image instead.
+    """
+    counted: Count = count or (lambda name, value=1: None)
+    cache = ContentCache(params.cache_dir, "environments")
+    key = content_id(PREPARE_VERSION, profile.profile_id, legacy)
+    known = cache.get(key)
+    if known is not None:
+        prepared = _from_cache(known)
+        if prepared.reason or _image_ready(sandbox, prepared.profile, repo_path, params, fetch):
+            return prepared
+    prepared = _Preparation(sandbox, profile, repo_path, params, legacy, counted, fetch).run()
+    cache.put(key, _to_cache(prepared))
+    return prepared
+
+
+class _Preparation:
+    """One profile's way to a collecting suite; the steps share the sandbox, params and logs."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        profile: EnvProfile,
+        repo_path: str,
+        params: Params,
+        legacy: bool,
+        count: Count,
+        fetch: Fetch | None,
+    ) -> None:
+        self.sandbox, self.profile, self.repo_path = sandbox, profile, repo_path
+        self.params, self.legacy, self.count, self.fetch = params, legacy, count, fetch
+        self.logs = os.path.join(params.cache_dir, "build-logs")
+
+    def run(self) -> Prepared:
+        built, attempts = self._install()
+        if built is None:
+            failed = dataclasses.replace(self.profile, status="failed", attempts=attempts)
+            return Prepared(failed, "install_failed", _install_detail(self.profile, attempts), 0)
+        built = dataclasses.replace(built, attempts=attempts)
+        if self.legacy:
+            return self._finish(built, self._collect(built, ""), [], [])
+        return self._repair(built)
+
+    def _install(self) -> tuple[EnvProfile | None, tuple[str, ...]]:
+        """The first ranked install set that builds, and why each one before it did not."""
+        sets = [InstallSet(self.profile.install_set, self.profile.install)]
+        if not self.legacy:
+            sets += [decode_set(encoded) for encoded in self.profile.alternatives]
+        attempts: list[str] = []
+        for index, install_set in enumerate(sets):
+            candidate = self._variant(self.profile, install_set, "" if index == 0 else "set")
+            built = self._build(candidate)
+            if built.status == "built":
+                if index:
+                    self.count("install_fallbacks")
+                return built, tuple(attempts)
+            attempts.append(f"{install_set.name}: {failure_line(built.log)}")
+        return None, tuple(attempts)
+
+    def _repair(self, built: EnvProfile) -> Prepared:
+        """Collect, repair from what failed, collect again; bounded by environment.repair_rounds."""
+        flags: list[str] = []
+        repairs: list[str] = []
+        tried: set[str] = set()
+        collection = self._collect(built, "")
+        for _ in range(self.params.environment.repair_rounds):
+            errors = _all_errors(collection)
+            new_flags = _dedupe(
+                warning_flag(e.runner_warning)
+                for e in errors
+                if e.runner_warning and warning_flag(e.runner_warning) not in flags
+            )
+            fixes = {
+                e.missing: found
+                for e in errors
+                if e.missing and e.missing not in tried
+                for found in [requirement_for(e.missing, self.profile.declared)]
+                if found is not None
+            }
+            if not new_flags and not fixes:
+                break
+            flags += new_flags
+            repairs += [
+                f"{flag} (the project's filterwarnings made it an error)" for flag in new_flags
+            ]
+            if fixes:
+                tried |= set(fixes)
+                built, notes = self._install_repairs(built, fixes)
+                repairs += notes
+            self.count("repairs", len(new_flags) + len(fixes))
+            collection = self._collect(built, " ".join(flags))
+        return self._finish(built, collection, flags, repairs)
+
+    def _install_repairs(
+        self, built: EnvProfile, fixes: dict[str, tuple[str, str]]
+    ) -> tuple[EnvProfile, list[str]]:
+        """A new image with the missing requirements added before the runner's install."""
+        requirements = sorted({requirement for requirement, _ in fixes.values()})
+        step = "pip install " + " ".join(_quote(r) for r in requirements)
+        install = (*built.install[:-1], step, built.install[-1])
+        candidate = self._variant(built, InstallSet(built.install_set, install), "repair")
+        rebuilt = self._build(candidate)
+        if rebuilt.status != "built":
+            why = failure_line(rebuilt.log)
+            return built, [f"{m} -> {r}: did not install ({why})" for m, (r, _) in fixes.items()]
+        notes = [f"{module} -> {req} ({where})" for module, (req, where) in sorted(fixes.items())]
+        return dataclasses.replace(rebuilt, attempts=built.attempts), notes
+
+    def _finish(
+        self, built: EnvProfile, collection: Collection, flags: list[str], repairs: list[str]
+    ) -> Prepared:
+        """Leave out what still fails (never under legacy), then judge what is left."""
+        excluded = [] if self.legacy else list(collection.errors)
+        ignored = ignore_flags([e.path for e in excluded])
+        test_cmd = " ".join(part for part in (TEST_CMD, " ".join(flags), ignored) if part)
+        profile = dataclasses.replace(
+            built,
+            test_cmd=test_cmd,
+            repairs=tuple(repairs),
+            excluded=tuple(f"{e.path}: {e.error}" for e in excluded),
+        )
+        self.count("excluded_modules", len(excluded))
+        where = f"{profile.repo}@{profile.setup_commit[:12]}"
+        if collection.timed_out:
+            detail = f"{where}: collecting the suite timed out"
+            return Prepared(profile, "collection_timed_out", detail, 0)
+        failing = collection.conftest_error or (
+            collection.errors[0] if self.legacy and collection.errors else None
+        )
+        if failing is not None:
+            detail = f"{where}: {failing.path} cannot be collected: {failing.error}"
+            return Prepared(profile, "collection_failed", detail, collection.collected)
+        if collection.collected == 0:
+            detail = f"{where}: pytest collects no tests here" + (
+                f" ({len(excluded)} test modules cannot be collected)" if excluded else ""
+            )
+            return Prepared(profile, "no_tests", detail, 0)
+        return Prepared(profile, "", "", collection.collected)
+
+    def _variant(self, base: EnvProfile, install_set: InstallSet, kind: str) -> EnvProfile:
+        """``base`` with another install: a new recipe, so a new profile id and image name."""
+        recipe = render_dockerfile(base.python, install_set.commands)
+        profile_id = base.profile_id
+        if kind:
+            profile_id = content_id(kind, base.profile_id, recipe, length=16)
+        registry = self.params.environment.registry
+        return dataclasses.replace(
+            base,
+            profile_id=profile_id,
+            image=image_name(registry, profile_id),
+            install=install_set.commands,
+            install_set=install_set.name,
+            recipe=recipe,
+            alternatives=(),
+            status="detected",
+        )
+
+    def _build(self, candidate: EnvProfile) -> EnvProfile:
+        if self.fetch is not None:
+            self.fetch(candidate.image)
+        existed = self.sandbox.has_image(candidate.image)
+        built = build_env_image(
+            self.sandbox, candidate, self.repo_path, self.params.environment, self.logs
+        )
+        if not existed:
+            self.count("images_built")
+        return built
+
+    def _collect(self, built: EnvProfile, flags: str) -> Collection:
+        """The suite collected in the image at the setup commit, with no network."""
+        with self.sandbox.session(SessionSpec(image=built.image)) as session:
+            session.put_archive(archive(self.repo_path, built.setup_commit, prefix="repo/"))
+            return collect(session, flags, timeout_s=self.params.validate.test_timeout_s)
+
+
+def _all_errors(collection: Collection) -> list[CollectError]:
+    errors = list(collection.errors)
+    return errors + ([collection.conftest_error] if collection.conftest_error else [])
+
+
+def failure_line(log: str) -> str:
+    """The line of a build log that says why it failed (pip's ERROR, else the last line)."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(("ERROR:", "error:"))]
+    chosen = errors[0] if errors else (lines[-1] if lines else "no output")
+    return chosen[:300]
+
+
+def _install_detail(profile: EnvProfile, attempts: Sequence[str]) -> str:
+    tried = "; ".join(attempts[:4])
+    return f"{profile.repo}: no install set of profile {profile.profile_id} installs ({tried})"
+
+
+def _image_ready(
+    sandbox: Sandbox, profile: EnvProfile, repo_path: str, params: Params, fetch: Fetch | None
+) -> bool:
+    """Whether a cached profile's image is here (pulled, or rebuilt from its recipe)."""
+    if fetch is not None:
+        fetch(profile.image)
+    if sandbox.has_image(profile.image):
+        return True
+    logs = os.path.join(params.cache_dir, "build-logs")
+    rebuilt = build_env_image(sandbox, profile, repo_path, params.environment, logs)
+    return rebuilt.status == "built"
+
+
+def _to_cache(prepared: Prepared) -> dict:
+    return {
+        "profile": to_row(prepared.profile),
+        "reason": prepared.reason,
+        "detail": prepared.detail,
+        "collected": prepared.collected,
+    }
+
+
+def _from_cache(row: dict) -> Prepared:
+    profile = from_row(EnvProfile, row["profile"])
+    return Prepared(profile, row["reason"], row["detail"], int(row["collected"]))
+
+
+def _dedupe(items) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _quote(requirement: str) -> str:
+    return shlex.quote(requirement)

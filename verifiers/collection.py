@@ -1,0 +1,107 @@
+"""What pytest can collect in an environment, and why the rest cannot be.
+
+An environment is only useful if its suite collects. ``collect`` runs ``pytest --collect-only -qq``
+(one line per test file with its count) in a session with no network, and ``parse_collection``
+reads, for every file that failed, the module it could not import or the pytest warning that the
+project's ``filterwarnings = error`` turned into an error: the evidence the environment stage
+repairs from (generators/environments/prepare.py).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from trajforge.verifiers.sandbox.base import REPO_DIR, Session
+
+COLLECT_CMD = (
+    f"python -m pytest --collect-only -qq -p no:cacheprovider --rootdir={REPO_DIR} "
+    "--continue-on-collection-errors"
+)
+_COUNT = re.compile(r"^(\S.*?\.py): (\d+)$", re.MULTILINE)
+_HEADER = re.compile(r"^_{3,} ERROR collecting (.+?) _{3,}$", re.MULTILINE)
+_CONFTEST = re.compile(r"ImportError while loading conftest '([^']+)'")
+_MISSING = re.compile(r"No module named '([\w.]+)'")
+_RUNNER_WARNING = re.compile(r"\bpytest\.(Pytest\w*Warning)\b")
+
+
+@dataclass(frozen=True)
+class CollectError:
+    """One test file (or conftest) pytest could not collect, and what it said."""
+
+    path: str  # relative to the repository root
+    error: str  # the last ``E`` line: the exception pytest reported
+    missing: str = ""  # the module it could not import, when that was the error
+    runner_warning: str = ""  # a pytest warning class the project's filters made an error
+
+
+@dataclass(frozen=True)
+class Collection:
+    collected: int  # test items in the files that collected
+    errors: tuple[CollectError, ...] = ()
+    conftest_error: CollectError | None = None  # nothing collects while a conftest fails
+    output: str = ""
+    timed_out: bool = False
+    files: dict[str, int] = field(default_factory=dict)
+
+
+def collect(session: Session, flags: str = "", timeout_s: float = 300) -> Collection:
+    """Collect the suite in ``session`` (the repository already in /repo)."""
+    command = f"{COLLECT_CMD} {flags}".strip()
+    result = session.exec(f"timeout -k 5 {int(timeout_s)} {command}", timeout_s=timeout_s + 30)
+    parsed = parse_collection(result.output)
+    timed_out = result.timed_out or result.exit_code in (124, 137)
+    return Collection(
+        parsed.collected, parsed.errors, parsed.conftest_error, parsed.output, timed_out,
+        parsed.files,
+    )  # fmt: skip
+
+
+def parse_collection(output: str) -> Collection:
+    """Counts per file and one CollectError per file that failed, from ``-qq`` output."""
+    files = {path: int(count) for path, count in _COUNT.findall(output)}
+    errors: list[CollectError] = []
+    headers = list(_HEADER.finditer(output))
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(output)
+        block = output[header.end() : end].split("short test summary info")[0]
+        path = header.group(1).split("::")[0].strip()
+        errors.append(_error(path, block))
+    conftest = None
+    match = _CONFTEST.search(output)
+    if match:
+        path = match.group(1).removeprefix(REPO_DIR + "/")
+        conftest = _error(path, output[match.end() :].split("short test summary info")[0])
+    merged: dict[str, CollectError] = {}
+    for error in errors:  # a file can fail more than once (a class and the module)
+        merged.setdefault(error.path, error)
+    return Collection(sum(files.values()), tuple(merged.values()), conftest, output, False, files)
+
+
+def _error(path: str, block: str) -> CollectError:
+    lines = [line[1:].strip() for line in block.splitlines() if line.startswith("E ")]
+    error = lines[-1] if lines else _first_line(block)
+    missing = _MISSING.findall(block)
+    warning = _RUNNER_WARNING.findall(error)
+    return CollectError(
+        path, error[:300], missing[-1] if missing else "", warning[-1] if warning else ""
+    )
+
+
+def _first_line(block: str) -> str:
+    for line in block.splitlines():
+        if line.strip():
+            return line.strip()
+    return "collection failed"
+
+
+def ignore_flags(paths: list[str]) -> str:
+    """``--ignore`` options that leave test files out of every run."""
+    return " ".join(f"--ignore={shlex.quote(path)}" for path in paths)
+
+
+def warning_flag(warning: str) -> str:
+    """Keep a pytest warning a warning again, whatever the project's filters say (a ``-W`` given
+    on the command line outranks ``filterwarnings`` in the ini file)."""
+    return f"-W ignore::pytest.{warning}"
