@@ -56,6 +56,9 @@ class TaskInstance:
     bug_patch: str = ""  # bug/* tasks start at base_commit + bug_patch (SWE-smith's bug branch)
     image_digest: str = ""  # the environment by content: registry digest, else the image id
     env_recipe: str = ""  # the environment's Dockerfile: anyone can rebuild image_name from it
+    # test modules that cannot be collected in this environment ("path: error"); test_cmd
+    # leaves them out with --ignore, and no label rests on them
+    excluded_tests: tuple[str, ...] = ()
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -84,5 +87,6 @@ class TaskInstance:
             ("bug_patch", pa.large_string()),
             ("image_digest", pa.string()),
             ("env_recipe", pa.large_string()),
+            ("excluded_tests", pa.list_(pa.string())),
         ]
     )

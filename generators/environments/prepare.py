@@ -9,6 +9,10 @@ warning class. Each repair is a new recipe, so a new content-addressed image: ca
 other. Bounded rounds; what still cannot collect is left out of ``test_cmd`` (``--ignore``) and
 named on the profile with its error, and the rest of the suite is used.
 
+When the rules still fail and ``environment.setup_agent`` is on with an LLM endpoint, a model
+proposes installs (``setup_agent.py``), each built and collected the same way; the first that
+collects is kept, marked ``origin="agent"``.
+
 The result is cached by the detected profile's id, so a rerun reuses the repaired profile and
 its image with no build and no probe.
 """
@@ -17,18 +21,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trajforge.generators.environments.image import build_env_image
+from trajforge.generators.environments.image import LOG_TAIL, build_env_image
 from trajforge.generators.environments.profile import (
     TEST_CMD,
+    UPGRADE_PIP,
     InstallSet,
+    config_files,
     decode_set,
 )
 from trajforge.generators.environments.recipe import image_name, render_dockerfile
 from trajforge.generators.environments.repairs import requirement_for
+from trajforge.generators.environments.setup_agent import agent_install
+from trajforge.generators.llm.client import LLMClient, endpoint_configured
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.params import Params
 from trajforge.schemas.records import content_id, from_row, to_row
@@ -44,6 +53,7 @@ from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import archive
 
 PREPARE_VERSION = "prepare-v1"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 Count = Callable[..., None]
 Fetch = Callable[[str], None]
 
@@ -103,23 +113,68 @@ class _Preparation:
         self.sandbox, self.profile, self.repo_path = sandbox, profile, repo_path
         self.params, self.legacy, self.count, self.fetch = params, legacy, count, fetch
         self.logs = os.path.join(params.cache_dir, "build-logs")
+        self.last_output = ""  # the last collection's output: evidence for the setup agent
 
     def run(self) -> Prepared:
         built, attempts = self._install()
-        if built is None:
-            failed = dataclasses.replace(self.profile, status="failed", attempts=attempts)
-            return Prepared(failed, "install_failed", _install_detail(self.profile, attempts), 0)
-        built = dataclasses.replace(built, attempts=attempts)
-        if self.legacy:
-            return self._finish(built, self._collect(built, ""), [], [])
-        return self._repair(built)
+        if built.status != "built":
+            failed = dataclasses.replace(built, attempts=attempts)
+            prepared = Prepared(
+                failed, "install_failed", _install_detail(self.profile, attempts), 0
+            )
+        elif self.legacy:
+            prepared = self._finish(built, self._collect(built, ""), [], [])
+        else:
+            prepared = self._repair(dataclasses.replace(built, attempts=attempts))
+        if prepared.reason and not self.legacy and self._agent_allowed():
+            return self._agent(prepared) or prepared
+        return prepared
 
-    def _install(self) -> tuple[EnvProfile | None, tuple[str, ...]]:
-        """The first ranked install set that builds, and why each one before it did not."""
+    def _agent_allowed(self) -> bool:
+        return self.params.environment.setup_agent and endpoint_configured(self.params.llm)
+
+    def _agent(self, failed: Prepared) -> Prepared | None:
+        """The setup agent's recipe (``setup_agent.py``) when the rules could not make the suite
+        collect; None when it finds none. Its proposals are built like any install set."""
+        runner = self.profile.install[-1]
+        tried: dict[tuple[str, ...], tuple[EnvProfile, Collection]] = {}
+
+        def try_install(commands: Sequence[str]) -> tuple[bool, str]:
+            install = (UPGRADE_PIP, *commands, runner)
+            candidate = self._variant(self.profile, InstallSet("agent", install), "agent")
+            built = self._build(candidate)
+            if built.status != "built":
+                return False, built.log
+            collection = self._collect(built, "")
+            tried[tuple(commands)] = (built, collection)
+            ok = collection.collected > 0 and collection.conftest_error is None
+            return ok, collection.output
+
+        files = config_files(self.repo_path, self.profile.setup_commit)
+        log = f"{failed.detail}\n{self.last_output or failed.profile.log}"
+        client = LLMClient(self.params.llm, self.params.cache_dir)
+        outcome = agent_install(
+            client, self.profile.repo, self.profile.python, files, log, try_install,
+            rounds=self.params.environment.agent_rounds,
+        )  # fmt: skip
+        self.count("agent_rounds", outcome.rounds)
+        if outcome.install is None or outcome.install not in tried:
+            return None
+        built, collection = tried[outcome.install]
+        built = dataclasses.replace(
+            built, origin="agent", attempts=failed.profile.attempts, log=outcome.log[-LOG_TAIL:]
+        )
+        self.count("agent_recipes")
+        return self._finish(built, collection, [], [])
+
+    def _install(self) -> tuple[EnvProfile, tuple[str, ...]]:
+        """The first ranked install set that builds (else the last one tried, failed), and why
+        each one before it did not."""
         sets = [InstallSet(self.profile.install_set, self.profile.install)]
         if not self.legacy:
             sets += [decode_set(encoded) for encoded in self.profile.alternatives]
         attempts: list[str] = []
+        built = self.profile
         for index, install_set in enumerate(sets):
             candidate = self._variant(self.profile, install_set, "" if index == 0 else "set")
             built = self._build(candidate)
@@ -128,7 +183,7 @@ class _Preparation:
                     self.count("install_fallbacks")
                 return built, tuple(attempts)
             attempts.append(f"{install_set.name}: {failure_line(built.log)}")
-        return None, tuple(attempts)
+        return built, tuple(attempts)
 
     def _repair(self, built: EnvProfile) -> Prepared:
         """Collect, repair from what failed, collect again; bounded by environment.repair_rounds."""
@@ -243,7 +298,9 @@ class _Preparation:
         """The suite collected in the image at the setup commit, with no network."""
         with self.sandbox.session(SessionSpec(image=built.image)) as session:
             session.put_archive(archive(self.repo_path, built.setup_commit, prefix="repo/"))
-            return collect(session, flags, timeout_s=self.params.validate.test_timeout_s)
+            collection = collect(session, flags, timeout_s=self.params.validate.test_timeout_s)
+        self.last_output = collection.output
+        return collection
 
 
 def _all_errors(collection: Collection) -> list[CollectError]:
@@ -252,10 +309,13 @@ def _all_errors(collection: Collection) -> list[CollectError]:
 
 
 def failure_line(log: str) -> str:
-    """The line of a build log that says why it failed (pip's ERROR, else the last line)."""
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith(("ERROR:", "error:"))]
-    chosen = errors[0] if errors else (lines[-1] if lines else "no output")
+    """The line of a build log that says why it failed: pip's last ERROR (not its "Ignored the
+    following versions" notes), else the builder's error, else the last line."""
+    lines = [_ANSI.sub("", line).strip() for line in log.splitlines()]
+    lines = [line for line in lines if line]
+    pip = [line for line in lines if line.startswith("ERROR:") and "Ignored the" not in line]
+    other = [line for line in lines if line.lower().startswith("error")]
+    chosen = (pip or other or lines or ["no output"])[-1]
     return chosen[:300]
 
 

@@ -986,6 +986,12 @@ def _tox_declaration(text: str) -> str:
     return text if parser is None else _ini_get(parser, "testenv", "deps") or ""
 
 
+def config_files(repo_path: str, commit: str) -> dict[str, str]:
+    """The packaging, requirements, tox and nox files at ``commit``: what the setup agent reads."""
+    tree = _ls_tree(repo_path, commit)
+    return _decode_all(_read_paths(repo_path, commit, tree, [p for p in tree if _matters(p)]))
+
+
 def detect_profile(
     repo_path: str,
     commit: str,

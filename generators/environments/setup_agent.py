@@ -46,6 +46,7 @@ SECRET_PATHS = re.compile(
 _VARIABLE = re.compile(r"\$(?:\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*)|(.?))")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "|&", ";;"})
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours in build output: noise to a model
 _FENCE = re.compile(r"```([A-Za-z0-9_-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _SECRET_SETTING = re.compile(r"(?m)^(\s*([A-Za-z0-9_.-]+)\s*[=:]\s*)\S.*$")
 _PRIORITY = ("pyproject.toml", "setup.cfg", "setup.py", "requirements", "tox.ini", "noxfile.py")
@@ -108,7 +109,7 @@ def agent_install(
             messages.append({"role": "user", "content": _refused_prompt(problem)})
             continue
         ok, tail = try_install(commands)
-        tail = _tail(redact_secrets(tail), LOG_CHARS)
+        tail = _tail(redact_secrets(_ANSI.sub("", tail)), LOG_CHARS)
         if ok:
             log.append(f"round {round_no}: the suite collects")
             return _stop(tuple(commands), round_no, log, "the suite collects")
@@ -119,7 +120,7 @@ def agent_install(
 
 def first_prompt(repo: str, python: str, config_files: dict[str, str], build_log: str) -> str:
     """What the model knows: the repository's config (redacted, cut) and how the rules failed."""
-    log = _tail(redact_secrets(build_log), LOG_CHARS)
+    log = _tail(redact_secrets(_ANSI.sub("", build_log)), LOG_CHARS)
     return (
         f"Repository: {repo}\nPython: {python}\n\n"
         f"Installing it from its packaging files failed, or its tests do not collect. "

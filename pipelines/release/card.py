@@ -46,6 +46,8 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "flaky_tests": "tests whose status changed between identical runs (never graded)",
         "image_name, test_cmd": "the container image (one per environment profile) and the "
         "command that runs the tests",
+        "excluded_tests": "test modules that cannot be collected in this environment, with the "
+        "error (`path: error`); test_cmd leaves them out with --ignore",
         "image_digest, env_recipe": "the image by content (registry digest once pushed, else "
         "the image id) and its Dockerfile; `environments/<profile_id>/` holds the same recipe",
         "difficulty": "0 easy .. 1 hard, from patch size and the rollouts' solve rate",

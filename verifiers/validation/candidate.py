@@ -213,6 +213,7 @@ def build_task(
         image_digest=profile.image_digest,
         env_recipe=profile.recipe,
         test_cmd=profile.test_cmd,
+        excluded_tests=profile.excluded,
         origin=candidate.origin,
         profile_id=profile.profile_id,
         candidate_id=candidate.candidate_id,
