@@ -53,6 +53,8 @@ from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import archive
 
 PREPARE_VERSION = "prepare-v1"
+# unittest suites in files pytest's default python_files misses (tests.py, test.py, *tests.py)
+UNITTEST_FILES = "-o 'python_files=test*.py *_test.py *tests.py'"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 Count = Callable[..., None]
 Fetch = Callable[[str], None]
@@ -217,6 +219,12 @@ class _Preparation:
                 repairs += notes
             self.count("repairs", len(new_flags) + len(fixes))
             collection = self._collect(built, " ".join(flags))
+        if collection.collected == 0 and not _all_errors(collection):
+            widened = self._collect(built, " ".join([*flags, UNITTEST_FILES]))
+            if widened.collected:  # unittest files pytest's default names miss (tests.py)
+                flags.append(UNITTEST_FILES)
+                repairs.append(f"{UNITTEST_FILES} (unittest files named outside pytest's default)")
+                collection = widened
         return self._finish(built, collection, flags, repairs)
 
     def _install_repairs(
