@@ -165,6 +165,7 @@ def test_a_module_is_found_among_the_projects_own_declarations(tmp_path: Path) -
         [project.optional-dependencies]
         diagrams = ["railroad-diagrams>=3", "jinja2"]
         cli = ["click>=8"]
+        all = ["widget[cli,diagrams]"]
         [dependency-groups]
         extras = ["python-dateutil<3"]
         """
@@ -183,6 +184,7 @@ def test_a_module_is_found_among_the_projects_own_declarations(tmp_path: Path) -
     assert requirement_for("yaml", declared) == ("PyYAML==6.0", "declared by the project")
     assert requirement_for("bs4", declared) == ("beautifulsoup4", "import-name map")
     assert requirement_for("nothing_declares_me", declared) is None
+    assert requirement_for("widget", declared) is None  # the project is never installed from PyPI
 
 
 COLLECTED = """\

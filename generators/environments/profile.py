@@ -823,7 +823,13 @@ def _declared_requirements(
         dep = _split_factors(re.sub(r"(^|\s)#.*$", "", line).strip())[1]
         if dep and not dep.startswith(("-", ".", "/")) and "{" not in dep:
             found += _split_requirements(dep)
-    return [r for r in _dedupe(found) if _parses(r) and not _is_direct_reference(r)]
+    own = _table(pyproject, "project").get("name") or _ini_get(setup_cfg, "metadata", "name")
+    own_name = canonicalize_name(own) if isinstance(own, str) else None
+    return [  # never the project itself ("widget[test]"): PyPI's release would replace /repo's
+        r
+        for r in _dedupe(found)
+        if _parses(r) and not _is_direct_reference(r) and _requirement_name(r) != own_name
+    ]
 
 
 def _commit_date(repo_path: str, commit: str) -> str | None:
