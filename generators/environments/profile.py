@@ -60,8 +60,9 @@ _TOOL_DISTS = frozenset(
     | {"flake8", "pylint", "pre-commit", "codespell", "check-manifest", "build", "pyroma"}
     | {"myst-parser", "mkdocs", "pydocstyle", "pycodestyle", "autopep8", "yapf", "bandit"}
     | {"tox", "nox", "interrogate", "pyupgrade", "readme-renderer", "docformatter"}
+    | {"alabaster", "reno", "poethepoet", "pydata-sphinx-theme", "zest-releaser", "bump2version"}
 )
-_TOOL_PREFIXES = ("sphinx", "types-", "mkdocs", "flake8-", "furo")
+_TOOL_PREFIXES = ("sphinx", "types-", "mkdocs", "flake8-", "furo", "tox-", "pre-commit-")
 _TEST_WORDS = frozenset({"test", "tests", "testing", "dev", "develop", "development", "ci"})
 _DOC_WORDS = frozenset({"doc", "docs", "documentation", "sphinx"})
 _MAIN_REQUIREMENTS = ("requirements.txt", "requirements/base.txt", "requirements/requirements.txt")
