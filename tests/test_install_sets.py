@@ -88,10 +88,11 @@ def test_a_tox_env_with_a_vcs_dependency_is_skipped(tmp_path: Path) -> None:
             pytest
             pytestmain: git+https://github.com/pytest-dev/pytest.git@main
             hypothesis
+            mypy
         """
     sha = commit(tmp_path, {"pyproject.toml": PACKAGE, "tox.ini": tox})
     install = _sets(tmp_path, sha)[0][1]
-    assert "pip install pytest hypothesis" in install
+    assert "pip install pytest hypothesis mypy" in install  # the test env's own mypy stays
     assert not any("git+" in c for c in install)
     legacy = detect_profile(str(tmp_path), sha, REPO, legacy=True).install
     assert any("git+https" in c for c in legacy)  # what broke pluggy

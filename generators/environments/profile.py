@@ -686,9 +686,15 @@ def _is_tool(requirement: str) -> bool:
     return name in _TOOL_DISTS or name.startswith(_TOOL_PREFIXES)
 
 
-def _for_tests(requirements: Iterable[str]) -> list[str]:
-    """Requirements worth installing for the tests: no tools, no VCS or URL references."""
-    return [r for r in requirements if not _is_tool(r) and not _is_direct_reference(r)]
+def _installable_here(requirements: Iterable[str]) -> list[str]:
+    """Requirements with the VCS and URL references left out (offline, or a private host)."""
+    return [r for r in requirements if not _is_direct_reference(r)]
+
+
+def _without_tools(requirements: Iterable[str]) -> list[str]:
+    """A catch-all list (a ``dev`` group) without its docs/lint/type/release tools. Test-named
+    sources keep theirs: a suite may run mypy on purpose (schema's tests do)."""
+    return [r for r in requirements if not _is_tool(r)]
 
 
 def _is_tool_name(name: str) -> bool:
@@ -702,12 +708,13 @@ def _test_group_requirements(pyproject: dict[str, Any] | None) -> list[str]:
     groups = {
         str(canonicalize_name(k)): v for k, v in _table(pyproject, "dependency-groups").items()
     }
-    names: list[str] = [n for n in ("test", "tests", "testing") if n in groups] or ["dev"]
+    names: list[str] = [n for n in ("test", "tests", "testing") if n in groups]
     tools = frozenset(n for n in groups if _is_tool_name(n))
     found: list[str] = []
-    for name in names:
+    for name in names or ["dev"]:
         found += _expand_group(groups, name, tools)
-    return _for_tests(_dedupe(found))
+    found = _installable_here(_dedupe(found))
+    return found if names else _without_tools(found)
 
 
 def _requirements_step(path: str, texts: dict[str, str]) -> list[str]:
@@ -732,7 +739,8 @@ def _requirements_step(path: str, texts: dict[str, str]) -> list[str]:
             steps += [_pip_r(included)] if included else []
         elif line and not line.startswith("-") and not _is_direct_reference(line):
             plain += _split_requirements(line)
-    return steps + ([_pip(_for_tests(plain))] if _for_tests(plain) else [])
+    plain = _installable_here(plain)
+    return steps + ([_pip(plain)] if plain else [])
 
 
 def runner_requirement(python: str, committed: str | None) -> str:
@@ -778,7 +786,7 @@ def _install_sets(
         files = [f for f in files if not _is_tool_name(f)]
         runner_files += files
         runners += [step for path in files for step in _requirements_step(path, texts)]
-        kept = _for_tests(requirements)
+        kept = _installable_here(requirements)
         runners += [_pip(kept)] if kept else []
     candidates = [
         ("tests+tox/nox", main + package + groups + tests_files + runners),
