@@ -1,6 +1,6 @@
 """What pytest can collect in an environment, and why the rest cannot be.
 
-An environment is only useful if its suite collects. ``collect`` runs ``pytest --collect-only -qq``
+An environment is only useful if its suite collects. ``collect`` runs ``pytest --collect-only -qqqq``
 (one line per test file with its count) in a session with no network, and ``parse_collection``
 reads, for every file that failed, the module it could not import or the pytest warning that the
 project's ``filterwarnings = error`` turned into an error: the evidence the environment stage
@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 
 from trajforge.verifiers.sandbox.base import REPO_DIR, Session
 
+# -qqqq: one "path: count" line per file even where the project's addopts say -vv (bidict)
 COLLECT_CMD = (
-    f"python -m pytest --collect-only -qq -p no:cacheprovider --rootdir={REPO_DIR} "
+    f"python -m pytest --collect-only -qqqq -p no:cacheprovider --rootdir={REPO_DIR} "
     "--continue-on-collection-errors"
 )
-_COUNT = re.compile(r"^(\S.*?\.py): (\d+)$", re.MULTILINE)
+_COUNT = re.compile(r"^(\S+\.\w+): (\d+)$", re.MULTILINE)  # .py, and doctest files (.rst)
 _HEADER = re.compile(r"^_{3,} ERROR collecting (.+?) _{3,}$", re.MULTILINE)
 _CONFTEST = re.compile(r"ImportError while loading conftest '([^']+)'")
 _MISSING = re.compile(r"No module named '([\w.]+)'")
@@ -59,7 +60,7 @@ def collect(session: Session, flags: str = "", timeout_s: float = 300) -> Collec
 
 
 def parse_collection(output: str) -> Collection:
-    """Counts per file and one CollectError per file that failed, from ``-qq`` output."""
+    """Counts per file and one CollectError per file that failed, from ``-qqqq`` output."""
     files = {path: int(count) for path, count in _COUNT.findall(output)}
     errors: list[CollectError] = []
     headers = list(_HEADER.finditer(output))

@@ -23,6 +23,7 @@ import dataclasses
 import os
 import re
 import shlex
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,7 @@ from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import archive
 
 PREPARE_VERSION = "prepare-v1"
+MIN_BUILD_S = 30  # below this much of the build budget left, no new build starts
 # unittest suites in files pytest's default python_files misses (tests.py, test.py, *tests.py)
 UNITTEST_FILES = "-o 'python_files=test*.py *_test.py *tests.py'"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -116,6 +118,9 @@ class _Preparation:
         self.params, self.legacy, self.count, self.fetch = params, legacy, count, fetch
         self.logs = os.path.join(params.cache_dir, "build-logs")
         self.last_output = ""  # the last collection's output: evidence for the setup agent
+        # One build budget for every set, repair and agent proposal together: a hanging install
+        # must not cost environment.build_timeout_s once per narrower set.
+        self.deadline = time.monotonic() + params.environment.build_timeout_s
 
     def run(self) -> Prepared:
         built, attempts = self._install()
@@ -295,9 +300,13 @@ class _Preparation:
         if self.fetch is not None:
             self.fetch(candidate.image)
         existed = self.sandbox.has_image(candidate.image)
-        built = build_env_image(
-            self.sandbox, candidate, self.repo_path, self.params.environment, self.logs
-        )
+        remaining = int(self.deadline - time.monotonic())
+        if not existed and remaining < MIN_BUILD_S:
+            budget = self.params.environment.build_timeout_s
+            log = f"build time budget spent (environment.build_timeout_s: {budget} s in all)"
+            return dataclasses.replace(candidate, status="failed", log=log)
+        env = dataclasses.replace(self.params.environment, build_timeout_s=max(remaining, 1))
+        built = build_env_image(self.sandbox, candidate, self.repo_path, env, self.logs)
         if not existed:
             self.count("images_built")
         return built
@@ -317,13 +326,14 @@ def _all_errors(collection: Collection) -> list[CollectError]:
 
 
 def failure_line(log: str) -> str:
-    """The line of a build log that says why it failed: pip's last ERROR (not its "Ignored the
-    following versions" notes), else the builder's error, else the last line."""
+    """The line of a build log that says why it failed: a timeout, else pip's last ERROR (not its
+    "Ignored the following versions" notes), else the builder's error, else the last line."""
     lines = [_ANSI.sub("", line).strip() for line in log.splitlines()]
     lines = [line for line in lines if line]
     pip = [line for line in lines if line.startswith("ERROR:") and "Ignored the" not in line]
     other = [line for line in lines if line.lower().startswith("error")]
-    chosen = (pip or other or lines or ["no output"])[-1]
+    timed_out = [line for line in lines if "timed out" in line or "budget spent" in line]
+    chosen = (timed_out or pip or other or lines or ["no output"])[-1]
     return chosen[:300]
 
 
