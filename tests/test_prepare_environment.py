@@ -1,0 +1,100 @@
+"""prepare_environment's bad inputs on real Docker: each ends with a reason, none stops the rest.
+
+A build that hangs spends one budget for all of its install sets (not one per set), a repository
+without tests is ``no_tests``, a unittest suite in files pytest's default names miss is collected,
+and a rerun reuses the cached outcome without building.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from repo_factory import RepoBuilder
+from trajforge.generators.environments.prepare import Prepared, prepare_environment
+from trajforge.generators.environments.profile import detect_profile
+from trajforge.schemas.params import Params, load_params
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+
+SETUP_PY = "from setuptools import setup\nsetup(name='{name}', packages=['{name}'])\n"
+
+
+def _repo(root: Path, name: str, files: dict[str, str]) -> tuple[str, str]:
+    builder = RepoBuilder(root / name)
+    sha = builder.commit(name, {f"{name}/__init__.py": "", **files})
+    return str(root / name), sha
+
+
+def _params(tmp_path: Path, build_timeout_s: int = 600) -> Params:
+    params = load_params(None)
+    params.cache_dir = str(tmp_path / "cache")
+    params.environment.build_timeout_s = build_timeout_s
+    return params
+
+
+def _prepare(path: str, sha: str, params: Params, counts: dict[str, int]) -> Prepared:
+    def count(name: str, value: int = 1) -> None:
+        counts[name] = counts.get(name, 0) + value
+
+    sandbox = DockerSandbox()
+    try:
+        profile = detect_profile(path, sha, f"local/{Path(path).name}")
+        return prepare_environment(sandbox, profile, path, params, count=count)
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.docker
+def test_a_hanging_build_spends_one_budget_for_all_its_sets(docker_engine, tmp_path: Path) -> None:
+    hang = "import time\ntime.sleep(3600)\n" + SETUP_PY.format(name="hang")
+    files = {
+        "setup.py": hang,
+        "requirements.txt": "attrs\n",  # a second set ("package-only") to fall back to
+        "tests/test_hang.py": "def test_x():\n    assert True\n",
+    }
+    path, sha = _repo(tmp_path, "hang", files)
+    counts: dict[str, int] = {}
+    started = time.monotonic()
+    prepared = _prepare(path, sha, _params(tmp_path, build_timeout_s=40), counts)
+    elapsed = time.monotonic() - started
+    assert prepared.reason == "install_failed"
+    assert prepared.profile.status == "failed"
+    attempts = prepared.profile.attempts
+    assert len(attempts) >= 2 and "timed out" in attempts[0]
+    assert all("budget spent" in a for a in attempts[1:]), attempts
+    assert counts.get("images_built", 0) == 1  # one build tried; the rest never started
+    assert elapsed < 40 * 3, "each narrower set must not get a budget of its own"
+    assert "no install set" in prepared.detail and "local/hang" in prepared.detail
+
+
+@pytest.mark.docker
+def test_no_tests_unittest_names_and_rerun(docker_engine, tmp_path: Path) -> None:
+    empty_path, empty_sha = _repo(tmp_path, "empty", {"setup.py": SETUP_PY.format(name="empty")})
+    unit = (
+        "import unittest\n\nfrom unit import one\n\n\n"
+        "class OneTests(unittest.TestCase):\n    def test_one(self):\n"
+        "        self.assertEqual(one(), 1)\n"
+    )
+    files = {
+        "setup.py": SETUP_PY.format(name="unit"),
+        "unit/__init__.py": "def one():\n    return 1\n",
+        "unit/tests.py": unit,
+    }
+    unit_path, unit_sha = _repo(tmp_path, "unit", files)
+    params = _params(tmp_path)
+    counts: dict[str, int] = {}
+
+    empty = _prepare(empty_path, empty_sha, params, counts)
+    assert (empty.reason, empty.collected) == ("no_tests", 0)
+    assert "collects no tests" in empty.detail
+
+    found = _prepare(unit_path, unit_sha, params, counts)
+    assert found.reason == "" and found.collected == 1
+    assert "python_files=" in found.profile.test_cmd
+    assert any("unittest files" in r for r in found.profile.repairs)
+
+    built = counts["images_built"]
+    again = _prepare(unit_path, unit_sha, params, counts)
+    assert again == found
+    assert counts["images_built"] == built  # cached: no build, no probe
