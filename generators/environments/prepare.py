@@ -260,6 +260,7 @@ class _Preparation:
             repairs=tuple(repairs),
             excluded=tuple(f"{e.path}: {e.error}" for e in excluded),
         )
+        profile = dataclasses.replace(profile, log=_with_steps(profile, collection))
         self.count("excluded_modules", len(excluded))
         where = f"{profile.repo}@{profile.setup_commit[:12]}"
         if collection.timed_out:
@@ -318,6 +319,17 @@ class _Preparation:
             collection = collect(session, flags, timeout_s=self.params.validate.test_timeout_s)
         self.last_output = collection.output
         return collection
+
+
+def _with_steps(profile: EnvProfile, collection: Collection) -> str:
+    """The build log's tail, then every step that led here: what the log alone cannot say."""
+    steps = [f"install set {profile.install_set} built ({profile.origin})"]
+    steps += [f"install set failed: {attempt}" for attempt in profile.attempts]
+    steps += [f"repair: {repair}" for repair in profile.repairs]
+    steps += [f"excluded: {excluded}" for excluded in profile.excluded]
+    steps.append(f"collected: {collection.collected} tests")
+    summary = "\n--- trajforge prepare ---\n" + "\n".join(steps)
+    return profile.log[-max(LOG_TAIL - len(summary), 0) :] + summary
 
 
 def _all_errors(collection: Collection) -> list[CollectError]:
