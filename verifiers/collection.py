@@ -1,10 +1,10 @@
 """What pytest can collect in an environment, and why the rest cannot be.
 
-An environment is only useful if its suite collects. ``collect`` runs ``pytest --collect-only -qqqq``
-(one line per test file with its count) in a session with no network, and ``parse_collection``
-reads, for every file that failed, the module it could not import or the pytest warning that the
-project's ``filterwarnings = error`` turned into an error: the evidence the environment stage
-repairs from (generators/environments/prepare.py).
+An environment is only useful if its suite collects. ``collect`` runs pytest's
+``--collect-only`` (``-qqqq``: one line per test file with its count) in a session with no
+network, and ``parse_collection`` reads, for every file that failed, the module it could not
+import or the pytest warning that the project's ``filterwarnings = error`` turned into an error:
+the evidence the environment stage repairs from (generators/environments/prepare.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from trajforge.verifiers.sandbox.base import REPO_DIR, Session
 # -qqqq: one "path: count" line per file even where the project's addopts say -vv (bidict)
 COLLECT_CMD = (
     f"python -m pytest --collect-only -qqqq -p no:cacheprovider --rootdir={REPO_DIR} "
-    "--continue-on-collection-errors"
+    "--continue-on-collection-errors --color=no"  # after addopts: wins over their --color=yes
 )
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _COUNT = re.compile(r"^(\S+\.\w+): (\d+)$", re.MULTILINE)  # .py, and doctest files (.rst)
 _HEADER = re.compile(r"^_{3,} ERROR collecting (.+?) _{3,}$", re.MULTILINE)
 _CONFTEST = re.compile(r"ImportError while loading conftest '([^']+)'")
@@ -61,6 +62,7 @@ def collect(session: Session, flags: str = "", timeout_s: float = 300) -> Collec
 
 def parse_collection(output: str) -> Collection:
     """Counts per file and one CollectError per file that failed, from ``-qqqq`` output."""
+    output = _ANSI.sub("", output)
     files = {path: int(count) for path, count in _COUNT.findall(output)}
     errors: list[CollectError] = []
     headers = list(_HEADER.finditer(output))
