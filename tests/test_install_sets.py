@@ -18,7 +18,7 @@ from trajforge.generators.environments.profile import (
     detect_profile,
     runner_requirement,
 )
-from trajforge.generators.environments.repairs import requirement_for
+from trajforge.generators.environments.repairs import requirement_for, requirement_for_option
 from trajforge.verifiers.collection import parse_collection
 
 PACKAGE = """\
@@ -228,3 +228,33 @@ def test_collection_output_names_each_failing_file_and_why() -> None:
     conftest = parse_collection(CONFTEST).conftest_error
     assert conftest is not None
     assert (conftest.path, conftest.missing) == ("tests/conftest.py", "pydantic")
+
+
+USAGE = """\
+ERROR: usage: python -m pytest [options] [file_or_dir] [file_or_dir] [...]
+python -m pytest: error: unrecognized arguments: --cov=parse --cov-report=term-missing -n 2
+  inifile: /repo/.pytest.ini
+"""
+
+
+def test_options_pytest_refuses_are_traced_to_their_plugin(tmp_path: Path) -> None:
+    parsed = parse_collection(USAGE)
+    assert parsed.unknown_options == ("--cov=parse", "--cov-report=term-missing", "-n")
+    assert parsed.collected == 0
+    files = {"pyproject.toml": PACKAGE, "tests/requirements.txt": "pytest-cov>=4\n"}
+    sha = commit(tmp_path, files)
+    profile = detect_profile(str(tmp_path), sha, REPO)
+    assert "pip install -r tests/requirements.txt" in profile.install  # a test folder's own
+    declared = profile.declared
+    assert requirement_for_option("--cov=parse", declared) == (
+        "pytest-cov>=4",
+        "declared by the project",
+    )
+    assert requirement_for_option("--cov-report=x", declared) == (
+        "pytest-cov>=4",
+        "declared by the project",
+    )
+    assert requirement_for_option("-n", declared) == ("pytest-xdist", "pytest option map")
+    assert requirement_for_option("--no-such-option", declared) is None
+    legacy = detect_profile(str(tmp_path), sha, REPO, legacy=True).install
+    assert not any("tests/requirements.txt" in c for c in legacy)

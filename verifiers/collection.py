@@ -9,6 +9,7 @@ the evidence the environment stage repairs from (generators/environments/prepare
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ _COUNT = re.compile(r"^(\S+\.\w+): (\d+)$", re.MULTILINE)  # .py, and doctest fi
 _HEADER = re.compile(r"^_{3,} ERROR collecting (.+?) _{3,}$", re.MULTILINE)
 _CONFTEST = re.compile(r"ImportError while loading conftest '([^']+)'")
 _MISSING = re.compile(r"No module named '([\w.]+)'")
+_UNKNOWN_OPTIONS = re.compile(r"error: unrecognized arguments: (.+)")
 _RUNNER_WARNING = re.compile(r"\bpytest\.(Pytest\w*Warning)\b")
 
 
@@ -46,6 +48,9 @@ class Collection:
     output: str = ""
     timed_out: bool = False
     files: dict[str, int] = field(default_factory=dict)
+    # options pytest refused (a plugin named in the project's addopts is not installed): nothing
+    # collects until they are known
+    unknown_options: tuple[str, ...] = ()
 
 
 def collect(session: Session, flags: str = "", timeout_s: float = 300) -> Collection:
@@ -54,10 +59,7 @@ def collect(session: Session, flags: str = "", timeout_s: float = 300) -> Collec
     result = session.exec(f"timeout -k 5 {int(timeout_s)} {command}", timeout_s=timeout_s + 30)
     parsed = parse_collection(result.output)
     timed_out = result.timed_out or result.exit_code in (124, 137)
-    return Collection(
-        parsed.collected, parsed.errors, parsed.conftest_error, parsed.output, timed_out,
-        parsed.files,
-    )  # fmt: skip
+    return dataclasses.replace(parsed, timed_out=timed_out)
 
 
 def parse_collection(output: str) -> Collection:
@@ -79,7 +81,11 @@ def parse_collection(output: str) -> Collection:
     merged: dict[str, CollectError] = {}
     for error in errors:  # a file can fail more than once (a class and the module)
         merged.setdefault(error.path, error)
-    return Collection(sum(files.values()), tuple(merged.values()), conftest, output, False, files)
+    unknown = _UNKNOWN_OPTIONS.search(output)
+    options = tuple(o for o in unknown.group(1).split() if o.startswith("-")) if unknown else ()
+    return Collection(
+        sum(files.values()), tuple(merged.values()), conftest, output, False, files, options
+    )
 
 
 def _error(path: str, block: str) -> CollectError:

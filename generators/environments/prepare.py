@@ -36,7 +36,7 @@ from trajforge.generators.environments.profile import (
     decode_set,
 )
 from trajforge.generators.environments.recipe import image_name, render_dockerfile
-from trajforge.generators.environments.repairs import requirement_for
+from trajforge.generators.environments.repairs import requirement_for, requirement_for_option
 from trajforge.generators.environments.setup_agent import agent_install
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
 from trajforge.schemas.env_profile import EnvProfile
@@ -212,6 +212,13 @@ class _Preparation:
                 for found in [requirement_for(e.missing, self.profile.declared)]
                 if found is not None
             }
+            fixes.update(
+                (option, found)
+                for option in collection.unknown_options
+                if option not in tried
+                for found in [requirement_for_option(option, self.profile.declared)]
+                if found is not None
+            )
             if not new_flags and not fixes:
                 break
             flags += new_flags
@@ -266,6 +273,10 @@ class _Preparation:
         if collection.timed_out:
             detail = f"{where}: collecting the suite timed out"
             return Prepared(profile, "collection_timed_out", detail, 0)
+        if collection.unknown_options:
+            options = " ".join(collection.unknown_options)
+            detail = f"{where}: pytest does not know {options} (a plugin the addopts name)"
+            return Prepared(profile, "collection_failed", detail, 0)
         failing = collection.conftest_error or (
             collection.errors[0] if self.legacy and collection.errors else None
         )

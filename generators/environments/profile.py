@@ -164,7 +164,14 @@ def _matters(path: str) -> bool:
         return False
     if "/" not in path:
         return "requirements" in path
-    return path.startswith("requirements/") and path.count("/") == 1
+    return path.count("/") == 1 and (path.startswith("requirements/") or _in_tests_folder(path))
+
+
+def _in_tests_folder(path: str) -> bool:
+    """``tests/requirements.txt``: a test folder's own requirements (parse keeps pytest-cov
+    there). Only the ranked sets read these; the legacy detector did not."""
+    folder, _, name = path.partition("/")
+    return folder in ("test", "tests", "testing") and "requirements" in name
 
 
 # --- parsing, never raising ------------------------------------------------------------------
@@ -404,6 +411,8 @@ def _requirement_files(paths: Iterable[str]) -> list[str]:
     extra = []
     for path in sorted(present - set(main)):
         if not _matters(path) or not path.endswith(".txt") or path in _PACKAGING_FILES:
+            continue
+        if _in_tests_folder(path):
             continue
         words = set(re.split(r"[^a-z0-9]+", path.lower().removesuffix(".txt")))
         if words & _TEST_WORDS and not words & _DOC_WORDS:
@@ -768,7 +777,7 @@ def _install_sets(
     main_files = [p for p in _MAIN_REQUIREMENTS if p in texts]
     test_files = [
         p for p in _requirement_files(texts) if p not in main_files and not _is_tool_name(p)
-    ]
+    ] + sorted(p for p in texts if _in_tests_folder(p))
     main = [step for path in main_files for step in _requirements_step(path, texts)]
     tests_files = [step for path in test_files for step in _requirements_step(path, texts)]
     installable = _installable(paths, pyproject, setup_cfg)

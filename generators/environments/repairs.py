@@ -51,6 +51,47 @@ IMPORT_TO_DIST = {
 }
 
 
+# A pytest option from the project's addopts -> the plugin that defines it: pytest refuses the
+# whole run ("unrecognized arguments: --cov=parse") until the plugin is installed.
+OPTION_TO_DIST = {
+    "--cov": "pytest-cov",
+    "--no-cov": "pytest-cov",
+    "-n": "pytest-xdist",
+    "--numprocesses": "pytest-xdist",
+    "--dist": "pytest-xdist",
+    "--timeout": "pytest-timeout",
+    "--benchmark": "pytest-benchmark",
+    "--hypothesis": "hypothesis",
+    "--reruns": "pytest-rerunfailures",
+    "--randomly": "pytest-randomly",
+    "--asyncio-mode": "pytest-asyncio",
+    "--mypy": "pytest-mypy",
+    "--doctest-plus": "pytest-doctestplus",
+    "--html": "pytest-html",
+    "--snapshot": "syrupy",
+}
+
+
+def requirement_for_option(option: str, declared: Iterable[str]) -> tuple[str, str] | None:
+    """(requirement, where) for the plugin that defines a pytest ``option``, or None."""
+    flag = option.split("=", 1)[0]
+    dist = next(
+        (
+            d
+            for prefix, d in OPTION_TO_DIST.items()
+            if flag == prefix or flag.startswith(prefix + "-")
+        ),
+        None,
+    )
+    if dist is None:
+        return None
+    wanted = canonicalize_name(dist)
+    for requirement in declared:
+        if _name(requirement) == wanted:
+            return requirement, "declared by the project"
+    return dist, "pytest option map"
+
+
 def _name(requirement: str) -> str | None:
     try:
         return canonicalize_name(Requirement(requirement).name)
