@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from trajforge.generators.environments.profile import (
     INSTALL_PYTEST,
+    RELINK,
     TEST_CMD,
     UPGRADE_PIP,
     ProfileError,
@@ -234,6 +235,7 @@ def test_dependency_groups_with_include_group(tmp_path: Path) -> None:
         UPGRADE_PIP,
         "pip install -e .",
         "pip install 'pytest>=8' coverage",  # test alone: typing's mypy and dev's ruff are tools
+        RELINK,
         INSTALL_PYTEST,
     )
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from test_env_profile import REPO, commit
 from trajforge.generators.environments.profile import (
     INSTALL_PYTEST,
+    RELINK,
     UPGRADE_PIP,
     decode_set,
     detect_profile,
@@ -56,6 +57,7 @@ def test_a_dev_group_including_docs_installs_only_what_tests_need(tmp_path: Path
         UPGRADE_PIP,
         "pip install -e .",
         "pip install 'pytest>=8' hypothesis covdefaults",
+        RELINK,  # a test dependency may have replaced the editable install with PyPI's
         INSTALL_PYTEST,
     )
     assert [n for n, _ in narrower] == ["extras"]  # the package alone, without the test group

@@ -92,7 +92,7 @@ def _error(path: str, block: str) -> CollectError:
     lines = [line[1:].strip() for line in block.splitlines() if line.startswith("E ")]
     error = lines[-1] if lines else _first_line(block)
     missing = _MISSING.findall(block)
-    warning = _RUNNER_WARNING.findall(error)
+    warning = _RUNNER_WARNING.findall("\n".join(lines))  # the class is on an earlier E line
     return CollectError(
         path, error[:300], missing[-1] if missing else "", warning[-1] if warning else ""
     )

@@ -209,7 +209,9 @@ class _Preparation:
                 e.missing: found
                 for e in errors
                 if e.missing and e.missing not in tried
-                for found in [requirement_for(e.missing, self.profile.declared)]
+                for found in [
+                    requirement_for(e.missing, self.profile.declared, self.profile.python)
+                ]
                 if found is not None
             }
             fixes.update(

@@ -40,6 +40,7 @@ TEST_CMD = (
 )
 PROFILE_FORMAT = "profile-v4"  # v4: ranked install sets, the runner pinned by era
 UPGRADE_PIP = "pip install --upgrade pip setuptools wheel"
+RELINK = "pip install --no-deps -e ."  # the code under test is /repo's, whatever came after
 INSTALL_PYTEST = "pip install pytest coverage"  # coverage: per-test contexts (bug injection)
 # The first day of each pytest major: a commit older than a major gets the one before it, so a
 # suite written for pytest 8 with filterwarnings=error does not meet pytest 9's new deprecations.
@@ -806,6 +807,10 @@ def _install_sets(
     ]
     sets: list[InstallSet] = []
     for name, steps in candidates:
+        if installable and steps and steps[-1] not in (*package, *bare):
+            # a test dependency that depends on the project (filelock's tools need filelock)
+            # replaces the editable install with PyPI's release: link /repo back last
+            steps = [*steps, RELINK]
         commands = tuple(_dedupe([UPGRADE_PIP, *steps, runner]))
         if all(commands != s.commands for s in sets) and (steps or not sets):
             sets.append(InstallSet(name, commands))

@@ -99,12 +99,35 @@ def _name(requirement: str) -> str | None:
         return None
 
 
-def requirement_for(module: str, declared: Iterable[str]) -> tuple[str, str] | None:
+def requirement_for(
+    module: str, declared: Iterable[str], python: str = "3.11"
+) -> tuple[str, str] | None:
     """(requirement to install, where it came from) for ``module``, or None when unknown.
 
     ``module`` may be dotted (``google.protobuf.message``): the longest mapped prefix wins, and
-    the top-level name is what is matched against distribution names.
+    the top-level name is what is matched against distribution names. A declaration whose
+    marker excludes ``python`` (``hypothesis==3.1.0; python_version < '3.8'``) still names the
+    distribution, but pip would skip it: the bare name is installed instead.
     """
+    found = _declared_or_mapped(module, declared)
+    if found is None:
+        return None
+    requirement, where = found
+    try:
+        parsed = Requirement(requirement)
+    except InvalidRequirement:
+        return found
+    if parsed.marker is not None and not parsed.marker.evaluate(_environment(python)):
+        return parsed.name, f"{where}, for another Python"
+    return requirement, where
+
+
+def _environment(python: str) -> dict[str, str]:
+    """Marker variables of the environment's interpreter (CPython on Linux)."""
+    return {"python_version": python, "python_full_version": f"{python}.0"}
+
+
+def _declared_or_mapped(module: str, declared: Iterable[str]) -> tuple[str, str] | None:
     top = module.split(".")[0]
     mapped = next(
         (IMPORT_TO_DIST[p] for p in _prefixes(module) if p in IMPORT_TO_DIST),
