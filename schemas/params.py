@@ -199,8 +199,25 @@ class ExploreParams:
 
 @dataclass
 class PipelineParams:
-    runner: str = "local"  # local (in-process FnApiRunner) | DataflowRunner | FlinkRunner | ...
+    runner: str = "local"  # local (in-process FnApiRunner) | dask | DataflowRunner | FlinkRunner
     shards: int = 1  # Parquet files per output table
+    # dask: the scheduler, as an address (tcp://host:8786) or a scheduler file (`dask scheduler
+    # --scheduler-file`); null: a LocalCluster of `workers` processes is started for the run.
+    dask_scheduler: str | None = None
+    workers: int = 2  # dask, no scheduler: worker processes (one thread each) of that LocalCluster
+
+    @property
+    def on_dask(self) -> bool:
+        return is_dask(self.runner)
+
+
+# The names that pick the Dask runner (pipelines/runtime/dask_runner.py), in any case.
+DASK = "dask"
+DASK_RUNNERS = (DASK, "daskrunner", "apache_beam.runners.dask.dask_runner.daskrunner")
+
+
+def is_dask(runner: str) -> bool:
+    return runner.lower() in DASK_RUNNERS
 
 
 @dataclass
@@ -270,6 +287,12 @@ class Params:
                 f"environment.pythons ({', '.join(env.pythons) or 'none'})"
             )
         _registry(env.registry, env.push)
+        scheduler = self.pipeline.dask_scheduler
+        if scheduler is not None and not scheduler.strip():
+            raise ParamsError(
+                "params: pipeline.dask_scheduler must be a scheduler address (tcp://host:8786) "
+                "or a scheduler file, or null (a LocalCluster of pipeline.workers processes)"
+            )
         if self.curate.num_perm % self.curate.bands:
             raise ParamsError(
                 f"params: curate.bands ({self.curate.bands}) must divide curate.num_perm "
@@ -329,6 +352,7 @@ AT_LEAST_ONE = (
     "explore.max_examples",
     "explore.max_labels",
     "pipeline.shards",
+    "pipeline.workers",
 )
 AT_LEAST_ZERO = (  # 0: none of them
     "validate.reruns", "inject.combos", "llm.max_retries", "rollout.guided_attempts",

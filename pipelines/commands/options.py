@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from trajforge.schemas.params import Params, load_params
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import DASK, Params, is_dask, load_params
 
 
 def positive_int(text: str) -> int:
@@ -37,9 +38,25 @@ def _int(text: str) -> int:
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
     parser.add_argument(
-        "--runner", help="local (default), DataflowRunner, FlinkRunner, SparkRunner"
+        "--runner", help="local (default), dask, DataflowRunner, FlinkRunner, SparkRunner"
     )
     parser.add_argument("--shards", type=positive_int, help="Parquet files per output table")
+    dask = parser.add_mutually_exclusive_group()
+    dask.add_argument(
+        "--dask_client_address", metavar="HOST:PORT",
+        help="run on this Dask scheduler (picks the dask runner; default: "
+        "pipeline.dask_scheduler, else a LocalCluster started for the run)",
+    )  # fmt: skip
+    dask.add_argument(
+        "--dask_scheduler_file",
+        metavar="PATH",
+        help="run on the Dask scheduler this file names (`dask scheduler --scheduler-file`)",
+    )
+    parser.add_argument(
+        "--dask_workers", type=positive_int, metavar="N",
+        help="worker processes of the Dask LocalCluster started when no scheduler is given "
+        "(picks the dask runner; default: pipeline.workers)",
+    )  # fmt: skip
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +110,37 @@ def load(args: argparse.Namespace) -> Params:
         params.pipeline.runner = args.runner
     if getattr(args, "shards", None) is not None:
         params.pipeline.shards = args.shards
+    _dask_overrides(args, params)
     return params
+
+
+def _dask_overrides(args: argparse.Namespace, params: Params) -> None:
+    """``--dask_client_address`` / ``--dask_scheduler_file`` / ``--dask_workers`` run the stage on
+    Dask (they pick the dask runner); with ``--runner`` naming another runner, one line."""
+    address = getattr(args, "dask_client_address", None)
+    scheduler_file = getattr(args, "dask_scheduler_file", None)
+    workers = getattr(args, "dask_workers", None)
+    flags = {
+        "--dask_client_address": address,
+        "--dask_scheduler_file": scheduler_file,
+        "--dask_workers": workers,
+    }
+    given = [flag for flag, value in flags.items() if value]
+    if not given:
+        return
+    runner = getattr(args, "runner", None)
+    if runner and not is_dask(runner):
+        raise UserError(f"{given[0]} runs a stage on Dask, but --runner is {runner}")
+    if scheduler_file and not os.path.isfile(scheduler_file):
+        raise UserError(
+            f"--dask_scheduler_file {scheduler_file}: no such file; start the scheduler with "
+            f"`dask scheduler --scheduler-file {scheduler_file}` first"
+        )
+    params.pipeline.runner = DASK
+    if address or scheduler_file:
+        params.pipeline.dask_scheduler = address or scheduler_file
+    if workers is not None:
+        params.pipeline.workers = workers
 
 
 def endpoint_overrides(args: argparse.Namespace, params: Params) -> None:

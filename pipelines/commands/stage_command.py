@@ -54,6 +54,8 @@ def run(
         protect=[*given_inputs(args), *sources],
         set_aside=set_aside,
         measure=measure,
+        workers=params.pipeline.workers,
+        scheduler=params.pipeline.dask_scheduler,
     )
     print(summary.render(), file=sys.stderr)
     return 0

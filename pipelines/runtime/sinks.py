@@ -34,7 +34,9 @@ from trajforge.schemas.storage import (
 
 
 class WriteTable(beam.PTransform):
-    """Records -> ``<directory>/<name>/part-XXXXX.parquet``, sorted by ``sort_key``."""
+    """Records -> ``<directory>/<name>/part-XXXXX.parquet``, sorted by ``sort_key``; its output is
+    the paths of the shards written (one per non-empty shard), so a sink is never a dead end that
+    a runner may leave out (``stage_run`` joins them all)."""
 
     def __init__(
         self,

@@ -51,23 +51,33 @@ def run_stage(
     protect: Sequence[str] = (),
     set_aside: Sequence[Rejection] = (),
     measure: Callable[[str], dict[str, object]] | None = None,
+    workers: int = 2,
+    scheduler: str | None = None,
 ) -> progress.Summary:
     """``build`` wires the stage and returns its named PCollections; each is written as a table.
 
     ``output`` is checked first (``sinks.check_output``: never the working directory, one of
     ``protect`` or a directory trajforge did not write); ``set_aside`` are rejections found before
     the pipeline (unreadable input files), written with the stage's own. ``measure`` adds
-    figures read from the written tables (its argument: the directory they are in)."""
+    figures read from the written tables (its argument: the directory they are in). ``workers``
+    and ``scheduler`` are the Dask runner's (``runtime/runner.py``).
+
+    Every table's write ends in the shard paths it wrote, and the paths of all tables meet in one
+    final Flatten: a runner that computes only the pipeline's last branch (Beam's own DaskRunner
+    does) still writes every table."""
     check_output(stage, output, protect)
     timer = progress.Timer()
     staging = staging_dir(output)
-    pipeline = make_pipeline(runner, beam_args)
+    pipeline = make_pipeline(runner, beam_args, workers=workers, scheduler=scheduler)
     outputs = build(pipeline)
     if set_aside:
         early = pipeline | "SetAside" >> beam.Create(list(set_aside))
         outputs["rejections"] = (outputs["rejections"], early) | "WithSetAside" >> beam.Flatten()
-    for name, spec in tables.items():
+    written = [
         outputs[name] | WriteTable(staging, name, spec.schema, spec.sort_key, shards)
+        for name, spec in tables.items()
+    ]
+    written | "Written" >> beam.Flatten()
     progress.start(stage, progress_total, progress_unit)
     try:
         result = pipeline.run()
@@ -121,7 +131,8 @@ def _summary_metrics(result: Any) -> dict[str, object]:
 
 
 def _query(result: Any, wanted: MetricsFilter) -> dict[str, list]:
-    """The run's metrics; none where the runner keeps none (DaskRunner raises)."""
+    """The run's metrics; none where the runner keeps none (Beam's own DaskRunner raises; the
+    one ``runtime/dask_runner.py`` completes keeps them)."""
     try:
         return result.metrics().query(wanted)
     except NotImplementedError:
