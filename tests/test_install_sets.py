@@ -260,3 +260,21 @@ def test_options_pytest_refuses_are_traced_to_their_plugin(tmp_path: Path) -> No
     assert requirement_for_option("--no-such-option", declared) is None
     legacy = detect_profile(str(tmp_path), sha, REPO, legacy=True).install
     assert not any("tests/requirements.txt" in c for c in legacy)
+
+
+DEPRECATED = """\
+tests/test_a.py: 2
+
+==================================== ERRORS ====================================
+_______________________ ERROR collecting tests/test_table.py _______________________
+E   pytest.PytestRemovedIn10Warning: Passing a non-Collection iterable to the 'argvalues' \
+parameter of @pytest.mark.parametrize is deprecated.
+E   Please convert to a list or tuple.
+E   See https://docs.pytest.org/en/stable/deprecations.html#parametrize-iterators
+"""
+
+
+def test_a_multi_line_warning_is_named_by_its_own_line() -> None:
+    (error,) = parse_collection(DEPRECATED).errors
+    assert error.runner_warning == "PytestRemovedIn10Warning"
+    assert error.error.startswith("pytest.PytestRemovedIn10Warning: Passing a non-Collection")

@@ -98,3 +98,38 @@ def test_no_tests_unittest_names_and_rerun(docker_engine, tmp_path: Path) -> Non
     again = _prepare(unit_path, unit_sha, params, counts)
     assert again == found
     assert counts["images_built"] == built  # cached: no build, no probe
+
+
+STAMPED_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=64", "setuptools-scm>=8"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "stamped"
+dynamic = ["version"]
+
+[tool.setuptools_scm]
+version_file = "stamped/_version.py"
+
+[tool.setuptools]
+packages = ["stamped"]
+"""
+
+
+@pytest.mark.docker
+def test_a_version_file_the_build_writes_reaches_the_tests(docker_engine, tmp_path: Path) -> None:
+    """setuptools-scm (or hatch-vcs) writes stamped/_version.py at install time; the git tree
+    the tests get lacks it (it is ignored), so the image must carry it (filelock, humanize)."""
+    files = {
+        "pyproject.toml": STAMPED_PYPROJECT,
+        ".gitignore": "stamped/_version.py\n",
+        "stamped/__init__.py": "from stamped._version import version\n",
+        "tests/test_stamped.py": "import stamped\n\n\ndef test_version():\n"
+        "    assert stamped.version\n",
+    }
+    path, sha = _repo(tmp_path, "stamped", files)
+    counts: dict[str, int] = {}
+    prepared = _prepare(path, sha, _params(tmp_path), counts)
+    assert prepared.reason == "", prepared.detail
+    assert prepared.collected == 1 and prepared.profile.excluded == ()

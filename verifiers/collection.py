@@ -26,6 +26,7 @@ _COUNT = re.compile(r"^(\S+\.\w+): (\d+)$", re.MULTILINE)  # .py, and doctest fi
 _HEADER = re.compile(r"^_{3,} ERROR collecting (.+?) _{3,}$", re.MULTILINE)
 _CONFTEST = re.compile(r"ImportError while loading conftest '([^']+)'")
 _MISSING = re.compile(r"No module named '([\w.]+)'")
+_RAISED = re.compile(r"^[\w.]*(?:Error|Exception|Warning|Exit|Interrupt)\b:?")
 _UNKNOWN_OPTIONS = re.compile(r"error: unrecognized arguments: (.+)")
 _RUNNER_WARNING = re.compile(r"\bpytest\.(Pytest\w*Warning)\b")
 
@@ -90,7 +91,9 @@ def parse_collection(output: str) -> Collection:
 
 def _error(path: str, block: str) -> CollectError:
     lines = [line[1:].strip() for line in block.splitlines() if line.startswith("E ")]
-    error = lines[-1] if lines else _first_line(block)
+    # the exception's own line ("pytest.PytestRemovedIn10Warning: ..."), not a trailing "See ..."
+    raised = [line for line in lines if _RAISED.match(line)]
+    error = (raised or lines)[-1] if lines else _first_line(block)
     missing = _MISSING.findall(block)
     warning = _RUNNER_WARNING.findall("\n".join(lines))  # the class is on an earlier E line
     return CollectError(

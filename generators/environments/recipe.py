@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.verifiers.sandbox.base import BASE_ENV
 
-RECIPE_FORMAT = "dockerfile-v1"  # bump when the template changes: every profile id changes too
+# bump when the template changes: every profile id changes too (v2: generated files are kept)
+RECIPE_FORMAT = "dockerfile-v2"
 PROFILE_LABEL = "trajforge.profile_id"  # on every environment image: what `images` lists
 SETUP_COMMIT_LABEL = "trajforge.setup_commit"
 CA_FILE = "/tmp/trajforge/ca.crt"
@@ -42,6 +43,19 @@ INSTALL_PRELUDE = (
 )
 
 
+# Files the install wrote under /repo (hatch-vcs / setuptools-scm version files, in-place
+# extensions): the test's /repo is the git tree, which lacks them, so the image carries them in
+# /repo (and a copy in /venv, for a session that empties /repo and puts a tree back). Metadata
+# (*.egg-info lists file names) and caches stay behind.
+STAMP = "/tmp/trajforge/stamp"
+GENERATED = "/venv/trajforge-generated"
+CARRY = (
+    f"mkdir -p {GENERATED} && find . \\( -name __pycache__ -o -name '*.egg-info' "
+    "-o -name '*.dist-info' -o -name .eggs -o -name build \\) -prune "
+    f"-o -type f -newer {STAMP} -print0 | xargs -0 -r cp --parents -t {GENERATED}"
+)
+
+
 def image_name(registry: str | None, profile_id: str) -> str:
     """Where a profile's image lives: in the registry when one is configured, else locally."""
     return f"{registry.rstrip('/')}/env:{profile_id}" if registry else f"trajforge-env:{profile_id}"
@@ -50,7 +64,9 @@ def image_name(registry: str | None, profile_id: str) -> str:
 def render_dockerfile(python: str, install: Sequence[str]) -> str:
     """The Dockerfile for a profile: a pure function of its Python and install commands."""
     # One shell script: -e stops at the first failing step, -x puts each step in the build log.
-    script = "\n".join([*INSTALL_PRELUDE, "set -x", "python3 -m venv /venv", *install])
+    script = "\n".join(
+        [*INSTALL_PRELUDE, f"touch {STAMP}", "set -x", "python3 -m venv /venv", *install, CARRY]
+    )
     env = " ".join(f"{key}={value}" for key, value in BASE_ENV.items())
     pretend = " ".join(f"{key}={value}" for key, value in PRETEND_VERSION.items())
     return "\n".join(
@@ -73,6 +89,7 @@ def render_dockerfile(python: str, install: Sequence[str]) -> str:
             "ARG SETUP_COMMIT=",
             f"ENV {env}",
             "COPY --from=build /venv /venv",
+            f"COPY --from=build {GENERATED}/ /repo/",
             f"COPY {MARKER_SOURCE} {ENV_MARKER}",
             "WORKDIR /repo",
             f'LABEL {PROFILE_LABEL}="${{PROFILE_ID}}" {SETUP_COMMIT_LABEL}="${{SETUP_COMMIT}}"',

@@ -49,8 +49,9 @@ RESET_TIMEOUT_S = 120.0
 RESETTABLE = ("docker", "podman")
 # Back to what a fresh container of the image holds, where the base run left it: no process but
 # init, its one first child (the container's main process) and this shell; /repo and /tmp empty
-# (made writable first: dropped capabilities leave root to the permission bits). Exit 0 only when
-# both are empty. Without /proc/1/task/1/children no process is killed (the main one is unknown).
+# (made writable first: dropped capabilities leave root to the permission bits), then the files
+# the install generated put back in /repo. Exit 0 only when both were emptied. Without
+# /proc/1/task/1/children no process is killed (the main one is unknown).
 RESET = (
     # (the file ends without a newline, so read's status says nothing)
     "main=; read -r main _ < /proc/1/task/1/children 2>/dev/null; "
@@ -59,7 +60,9 @@ RESET = (
     'case "$pid" in 1|"$main"|"$$") ;; *) kill -9 "$pid" 2>/dev/null;; esac; done; fi; '
     "chmod -R u+rwX /repo /tmp 2>/dev/null; "
     "find /repo /tmp -mindepth 1 -delete 2>/dev/null; "
-    'test -z "$(find /repo /tmp -mindepth 1 -print -quit 2>/dev/null)"'
+    'test -z "$(find /repo /tmp -mindepth 1 -print -quit 2>/dev/null)" && '
+    # then what a fresh container's /repo holds: the files the install generated (recipe.py)
+    "{ [ ! -d /venv/trajforge-generated ] || cp -a /venv/trajforge-generated/. /repo/; }"
 )
 
 
