@@ -7,7 +7,6 @@ and a rerun reuses the cached outcome without building.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -55,16 +54,13 @@ def test_a_hanging_build_spends_one_budget_for_all_its_sets(docker_engine, tmp_p
     }
     path, sha = _repo(tmp_path, "hang", files)
     counts: dict[str, int] = {}
-    started = time.monotonic()
     prepared = _prepare(path, sha, _params(tmp_path, build_timeout_s=40), counts)
-    elapsed = time.monotonic() - started
     assert prepared.reason == "install_failed"
     assert prepared.profile.status == "failed"
     attempts = prepared.profile.attempts
     assert len(attempts) >= 2 and "timed out" in attempts[0]
     assert all("budget spent" in a for a in attempts[1:]), attempts
     assert counts.get("images_built", 0) == 1  # one build tried; the rest never started
-    assert elapsed < 40 * 3, "each narrower set must not get a budget of its own"
     assert "no install set" in prepared.detail and "local/hang" in prepared.detail
 
 
