@@ -46,7 +46,7 @@ def _prepare(path: str, sha: str, params: Params, counts: dict[str, int]) -> Pre
 
 @pytest.mark.docker
 def test_a_hanging_build_spends_one_budget_for_all_its_sets(docker_engine, tmp_path: Path) -> None:
-    hang = "import time\ntime.sleep(3600)\n" + SETUP_PY.format(name="hang")
+    hang = "import time\ntime.sleep(300)\n" + SETUP_PY.format(name="hang")
     files = {
         "setup.py": hang,
         "requirements.txt": "attrs\n",  # a second set ("package-only") to fall back to

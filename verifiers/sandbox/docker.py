@@ -307,38 +307,53 @@ class DockerSandbox:
         return True
 
     def build_image(self, build: ImageBuild) -> BuildResult:
-        """``docker build`` of the recipe; the build is cancelled past ``build.timeout_s``."""
+        """``docker build`` of the recipe; the build is cancelled past ``build.timeout_s``.
+
+        The stream is read in a thread the caller waits for at most the timeout: a build that
+        prints nothing does not always trip the read timeout (seen under load), and a caller
+        must never wait longer than it asked."""
         context = with_dockerfile(build.context, build.dockerfile)
         deadline = time.monotonic() + build.timeout_s
         # The read timeout also bounds a build that prints nothing for that long.
         api = _api_client(self.docker_host, timeout_s=int(build.timeout_s) + 1)
         lines: list[str] = []
-        ok, timed_out = False, False
-        try:
-            stream = api.build(
-                fileobj=io.BytesIO(context), custom_context=True, tag=build.tag,
-                buildargs=build.build_args, rm=True, forcerm=True, decode=True,
-                container_limits={"memory": size_bytes("sandbox.memory", self.limits.memory)},
-            )  # fmt: skip
-            for chunk in stream:
-                if "stream" in chunk and not _builder_noise(chunk["stream"]):
-                    lines.append(chunk["stream"].rstrip("\n"))
-                if "error" in chunk:
-                    lines.append(f"error: {chunk['error']}")
-                    break
-                if "aux" in chunk and "ID" in chunk["aux"]:
-                    ok = True
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    break
-        except Exception as exc:  # the engine, or the read timeout of a silent build
-            timed_out = time.monotonic() > deadline
-            lines.append(f"docker build failed: {exc.__class__.__name__}: {str(exc)[:300]}")
-        finally:
-            api.close()  # a build still running is cancelled when its client goes
-        if timed_out:
-            lines.append(f"build timed out after {build.timeout_s:.0f} s")
-        return BuildResult(ok=ok and not timed_out, log="\n".join(lines), timed_out=timed_out)
+        state = {"ok": False, "timed_out": False}
+
+        def read() -> None:
+            try:
+                stream = api.build(
+                    fileobj=io.BytesIO(context), custom_context=True, tag=build.tag,
+                    buildargs=build.build_args, rm=True, forcerm=True, decode=True,
+                    container_limits={
+                        "memory": size_bytes("sandbox.memory", self.limits.memory)
+                    },
+                )  # fmt: skip
+                for chunk in stream:
+                    if "stream" in chunk and not _builder_noise(chunk["stream"]):
+                        lines.append(chunk["stream"].rstrip("\n"))
+                    if "error" in chunk:
+                        lines.append(f"error: {chunk['error']}")
+                        break
+                    if "aux" in chunk and "ID" in chunk["aux"]:
+                        state["ok"] = True
+                    if time.monotonic() > deadline:
+                        state["timed_out"] = True
+                        break
+            except Exception as exc:  # the engine, or the read timeout of a silent build
+                state["timed_out"] = time.monotonic() > deadline
+                lines.append(f"docker build failed: {exc.__class__.__name__}: {str(exc)[:300]}")
+
+        reader = threading.Thread(target=read, name=f"build {build.tag}", daemon=True)
+        reader.start()
+        reader.join(build.timeout_s + 5)
+        if reader.is_alive():  # given up on: the engine may finish it, nobody uses it
+            state["ok"], state["timed_out"] = False, True
+        api.close()  # a build still running is cancelled when its client goes
+        log = list(lines)
+        if state["timed_out"]:
+            log.append(f"build timed out after {build.timeout_s:.0f} s")
+        ok = bool(state["ok"]) and not state["timed_out"]
+        return BuildResult(ok=ok, log="\n".join(log), timed_out=bool(state["timed_out"]))
 
     def image_info(self, image: str) -> ImageInfo | None:
         import docker.errors
