@@ -94,7 +94,9 @@ class BuildEnvironmentFn(SandboxFn):
             return
         built = prepared.profile
         yield beam.pvalue.TaggedOutput(PROFILES, built)
-        if prepared.reason:
+        # No tests at the setup commit is no reason to drop the profile's items: a mined fix
+        # may add the repository's first tests (each item's own run decides).
+        if prepared.reason and prepared.reason != "no_tests":
             detail = prepared.detail
             if prepared.reason == "install_failed":
                 tail = "\n".join(built.log.strip().splitlines()[-15:])
