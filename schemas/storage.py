@@ -3,6 +3,10 @@
 Paths go through Beam's FileSystems so the same code reads and writes local paths, gs:// and s3://.
 Local writes go to a temporary name first and are renamed into place, so a crash never leaves a
 half-written file; object stores publish a file only when it is closed.
+
+Object-store credentials and endpoints come from each process's own environment (for s3://, the
+standard ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``), so
+they never sit in params, logs or datasets, and a worker on another machine needs only its env.
 """
 
 from __future__ import annotations
@@ -17,9 +21,21 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
 from trajforge.schemas.records import from_table, to_table
 
 R = TypeVar("R")
+
+
+def use_environment_options() -> None:
+    """Give FileSystems default options where no pipeline set any: Beam's s3:// refuses to open a
+    file without them, and a worker process (Dask's) never sees the launcher's pipeline. With
+    none given, boto3 reads the process's environment."""
+    if getattr(FileSystems, "_pipeline_options", None) is None:
+        FileSystems.set_options(PipelineOptions([]))
+
+
+use_environment_options()
 
 
 def is_local(path: str) -> bool:
@@ -55,6 +71,24 @@ def exists(path: str) -> bool:
 
 def join(base: str, *parts: str) -> str:
     return FileSystems.join(base, *parts)
+
+
+def files_under(prefix: str) -> dict[str, int]:
+    """Every file below the directory ``prefix`` (recursively) -> its size in bytes."""
+    matches = FileSystems.match([join(prefix, "**")])[0].metadata_list
+    return {m.path: m.size_in_bytes for m in matches}
+
+
+def copy_files(sources: list[str], destinations: list[str]) -> None:
+    """Server-side copies on an object store (no bytes through this process)."""
+    if sources:
+        FileSystems.copy(sources, destinations)
+
+
+def delete_files(paths: Iterable[str]) -> None:
+    paths = list(paths)
+    if paths:
+        FileSystems.delete(paths)
 
 
 def table_to_parquet_bytes(table: pa.Table) -> bytes:

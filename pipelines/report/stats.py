@@ -7,10 +7,11 @@ import sys
 
 from trajforge.pipelines.runtime import outputs
 from trajforge.schemas.errors import UserError
+from trajforge.schemas.storage import is_local
 
 
 def print_stats(directory: str) -> int:
-    if not os.path.isdir(directory):
+    if is_local(directory) and not os.path.isdir(directory):
         raise UserError(f"stats: {directory} is not a directory; pass a stage output directory")
     tables = outputs.tables(directory)
     if not tables:

@@ -60,6 +60,7 @@ from apache_beam.runners.worker import statesampler
 from apache_beam.transforms.sideinputs import SideInputMap
 from apache_beam.utils.counters import CounterFactory
 from apache_beam.utils.windowed_value import WindowedValue
+from trajforge.schemas.storage import use_environment_options
 
 METRICS = "__trajforge_metrics__"  # the tag a bundle's metric updates travel under
 # Partitions (bundles) per worker thread: what Create and Reshuffle make, and the most a Flatten
@@ -338,6 +339,7 @@ def _run_bundle(items: Iterable[Any], blob: bytes, *sides: list[Any]) -> list[tu
     elements = list(items)
     if not elements:
         return []
+    use_environment_options()  # this worker's s3:// (or gs://) credentials, from its own env
     spec: _ParDoSpec = pickler.loads(blob)
     receivers = _Receivers()
     container = MetricsContainer(spec.label)

@@ -3,6 +3,10 @@
 A stage output is ``<dir>/summary.json`` plus ``<dir>/<table>/*.parquet``; an export nests its
 configs under ``<dir>/data/<config>/`` and may split them into subfolders. Stats, the report, the
 export and every stage's inputs read through here, so they agree on what a directory holds.
+
+Every published output holds ``MARKER``. On an object store (``runtime/object_outputs.py``) the
+marker is the commit: it lists the files the run published, readers read exactly those, and an
+output with a run's staging folder but no marker is refused (cut off, or still being written).
 """
 
 from __future__ import annotations
@@ -15,16 +19,71 @@ from collections.abc import Iterable
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from trajforge.schemas.storage import exists, is_local, join, parquet_files, read_bytes
+from apache_beam.io.filesystems import FileSystems
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.storage import (
+    exists,
+    files_under,
+    is_local,
+    join,
+    parquet_files,
+    read_bytes,
+)
 
 # What a stage keeps, by preference, when its summary.json does not say (older outputs, imports).
 KEPT_TABLES = ("tasks", "explore_tasks", "trajectories", "candidates")
+# Written into every output a stage publishes: only a directory holding it is ever replaced, and
+# on an object store it lists the published files (JSON: {"files": {relative path: bytes}}).
+MARKER = ".trajforge-output"
+# A run's staging folder: beside a local output (``<output>.staging-<8 hex>``), inside an object
+# store's (``<output>/.staging-<8 hex>/``).
+STAGING = ".staging-"
+
+
+def stage_table_files(directory: str, table: str) -> list[str]:
+    """The Parquet files of one table of a stage output: on an object store, those its marker
+    lists (a ``UserError`` line for a run cut off or under way); else every file in the folder."""
+    if is_local(directory):
+        return parquet_files(join(directory, table))
+    listed = published(directory)
+    if listed is None:
+        return parquet_files(join(directory, table))
+    prefix = f"{table}/"
+    return sorted(
+        join(directory, name)
+        for name in listed
+        if name.startswith(prefix) and name.endswith(".parquet") and "/" not in name[len(prefix) :]
+    )
+
+
+def published(directory: str) -> dict[str, int] | None:
+    """The files an object-store output's marker lists (relative path -> bytes); None where the
+    directory holds no marker and no sign of a run (data trajforge did not write). A staging
+    folder without a marker is a run cut off or under way: one ``UserError`` line. A run's own
+    staging folder (read back before it is published) is None too: its files are the run's."""
+    if directory.rstrip("/").rsplit("/", 1)[-1].startswith(STAGING):
+        return None
+    marker = join(directory, MARKER)
+    if exists(marker):
+        try:
+            found = json.loads(read_bytes(marker)).get("files")
+        except (OSError, ValueError, AttributeError):
+            found = None
+        if not isinstance(found, dict):
+            raise UserError(f"{marker} is not a trajforge marker; rerun the stage that wrote it")
+        return found
+    if FileSystems.match([join(directory, f"{STAGING}*", MARKER)])[0].metadata_list:
+        raise UserError(
+            f"{directory} holds a run that was cut off or is still writing (a staging folder, "
+            "no marker); rerun the stage that writes it, or wait for it to finish"
+        )
+    return None
 
 
 def table_files(directory: str, table: str) -> list[str]:
     """Parquet files of one table, in a stage output or an export (splits may be subfolders)."""
     if not is_local(directory):
-        return parquet_files(join(directory, table))
+        return stage_table_files(directory, table)
     found: list[str] = []
     for root in (os.path.join(directory, table), os.path.join(directory, "data", table)):
         for parent, dirs, files in os.walk(root):
@@ -38,10 +97,19 @@ def table_files(directory: str, table: str) -> list[str]:
 
 
 def tables(directory: str) -> list[str]:
-    """Names of the tables a local stage output holds, sorted."""
+    """Names of the tables a stage output holds, sorted."""
+    if not is_local(directory):
+        listed = published(directory)
+        names = listed if listed is not None else _relative(directory)
+        return sorted({n.split("/")[0] for n in names if "/" in n and n.endswith(".parquet")})
     if not os.path.isdir(directory):
         return []
     return sorted(name for name in os.listdir(directory) if table_files(directory, name))
+
+
+def _relative(directory: str) -> list[str]:
+    root = directory.rstrip("/") + "/"
+    return [p[len(root) :] for p in files_under(directory) if not p[len(root) :].startswith(".")]
 
 
 def summary(directory: str) -> dict | None:

@@ -13,7 +13,7 @@ import dataclasses
 import sys
 
 import apache_beam as beam
-from trajforge.pipelines.runtime.outputs import readable, row_count
+from trajforge.pipelines.runtime.outputs import readable, row_count, stage_table_files
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import from_row
 from trajforge.schemas.rejection import Rejection
@@ -24,9 +24,9 @@ BAD_INPUT_FILE = "bad_input_file"
 
 def candidate_table(path: str) -> str:
     """The candidates table of a mine/inject output (or a directory of Parquet files itself)."""
-    table = join(path, "candidates")
-    if not parquet_files(table):
-        table = path
+    if stage_table_files(path, "candidates"):
+        return join(path, "candidates")
+    table = path
     if not parquet_files(table) or table.endswith(".parquet"):
         raise UserError(
             f"validate: no Parquet files in {path}; pass a `trajforge mine` or "
@@ -39,7 +39,8 @@ def candidate_files(
     stage: str, paths: list[str], cls: type, set_aside: list[Rejection]
 ) -> list[str]:
     """The readable candidates files of every input (see ``candidate_table``)."""
-    found = [parquet_files(candidate_table(path)) for path in paths]
+    found = [stage_table_files(path, "candidates") or parquet_files(candidate_table(path))
+             for path in paths]  # fmt: skip
     files = _checked(stage, found, cls, set_aside)
     if not files:
         raise UserError(
@@ -59,7 +60,7 @@ def record_tables(
 ) -> list[str]:
     """The readable Parquet files of the inputs' ``name`` tables; ``required`` means at least one
     must be readable. Files left out are lines on stderr and rejections in ``set_aside``."""
-    found = [parquet_files(join(path, name)) for path in paths]
+    found = [stage_table_files(path, name) for path in paths]
     files = _checked(stage, found, cls, set_aside if set_aside is not None else [])
     if required and not files:
         if any(found):

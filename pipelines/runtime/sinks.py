@@ -3,7 +3,9 @@
 Rows are spread over shards by a hash of their id and sorted inside each shard, so a rerun writes
 the same bytes, and no shard needs the whole table in one process. The stage writes into a staging
 directory beside its output and only a finished run replaces the output, so a crash never leaves a
-half-written output directory (the next run clears stale staging directories).
+half-written output directory (the next run clears stale staging directories). On an object store
+(s3://, gs://), where nothing renames, staging is inside the output and a marker file commits the
+run (``object_outputs.py``).
 
 An output directory is only ever replaced when trajforge wrote it: every published output holds
 a ``MARKER`` file, and ``check_output`` refuses (before any work) an existing directory without
@@ -22,6 +24,8 @@ from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
+from trajforge.pipelines.runtime import object_outputs
+from trajforge.pipelines.runtime.outputs import MARKER
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import to_table
 from trajforge.schemas.storage import (
@@ -73,8 +77,6 @@ def _shard(key: str, shards: int) -> int:
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % shards
 
 
-# Written into every output a stage publishes: only a directory holding it is ever replaced.
-MARKER = ".trajforge-output"
 # What an output of an older trajforge (written before the marker) holds besides table folders of
 # Parquet files; such a directory with a summary.json or version.json is replaced like a marked one.
 LEGACY_FILES = {"summary.json", "version.json", "README.md", "data_docs"}
@@ -85,6 +87,7 @@ def check_output(stage: str, output: str, inputs: Sequence[str] = ()) -> None:
     or a parent of it, a directory that is or holds one of ``inputs`` (stage inputs, source
     repositories), a file, or a directory trajforge did not write (non-empty, no ``MARKER``)."""
     if not is_local(output):
+        object_outputs.check_output(stage, output, inputs)
         return
     path = os.path.realpath(output)
     cwd = os.path.realpath(os.getcwd())
@@ -138,7 +141,10 @@ def _within(inner: str, outer: str) -> bool:
 
 def staging_dir(output: str) -> str:
     """A fresh staging directory beside ``output`` (holding ``MARKER``); stale ones of the same
-    output, left by a killed run, are removed: exactly ``<output>.staging-<8 hex>``, no glob."""
+    output, left by a killed run, are removed: exactly ``<output>.staging-<8 hex>``, no glob.
+    On an object store the staging folder is inside ``output`` (``object_outputs``)."""
+    if not is_local(output):
+        return object_outputs.staging_dir(output)
     output = os.path.abspath(output)
     parent, base = os.path.split(output)
     os.makedirs(parent, exist_ok=True)
@@ -168,7 +174,11 @@ def ensure_tables(staging: str, schemas: dict[str, pa.Schema]) -> None:
 
 def publish(staging: str, output: str) -> None:
     """Swap the finished staging directory into place (a rename on one file system); an existing
-    ``output`` is replaced only when trajforge wrote it (``check_output`` said so up front)."""
+    ``output`` is replaced only when trajforge wrote it (``check_output`` said so up front). On
+    an object store the marker commits it instead (``object_outputs.publish``)."""
+    if not is_local(output):
+        object_outputs.publish(staging, output)
+        return
     output = os.path.abspath(output)
     _mark(staging)
     if os.path.isdir(output) and not replaceable(output):

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import apache_beam as beam
-import pyarrow.parquet as pq
 from apache_beam.metrics.metric import MetricsFilter
 from trajforge.pipelines.runtime import progress
+from trajforge.pipelines.runtime.outputs import column, row_count
 from trajforge.pipelines.runtime.runner import make_pipeline
 from trajforge.pipelines.runtime.sinks import (
     WriteTable,
@@ -94,7 +93,7 @@ def run_stage(
     if measure is not None:
         summary.extra.update(measure(staging))
     write_bytes_atomic(
-        os.path.join(staging, "summary.json"), json.dumps(summary.as_dict(), indent=2).encode()
+        join(staging, "summary.json"), json.dumps(summary.as_dict(), indent=2).encode()
     )
     publish(staging, output)
     return summary
@@ -140,11 +139,8 @@ def _query(result: Any, wanted: MetricsFilter) -> dict[str, list]:
 
 
 def _rows(path: str) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(path))
+    return row_count(parquet_files(path))
 
 
 def _column(path: str, name: str) -> list[str]:
-    values: list[str] = []
-    for f in parquet_files(path):
-        values.extend(pq.read_table(f, columns=[name]).column(name).to_pylist())
-    return values
+    return column(parquet_files(path), name)
