@@ -8,6 +8,7 @@ tests still pass them the way users do, through the standard ``AWS_*`` variables
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -21,9 +22,20 @@ BUCKET = "trajforge-test"
 
 
 def _free_port() -> int:
+    """A free port whose +10000 is free too: SeaweedFS serves gRPC there."""
+    for port in random.sample(range(20000, 55000), 200):
+        if _bindable(port) and _bindable(port + 10000):
+            return port
+    raise AssertionError("no free port pair for SeaweedFS")
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def weed_binary() -> str:
@@ -41,6 +53,7 @@ def seaweedfs(root: Path, timeout_s: float = 90.0) -> Iterator[dict[str, str]]:
         weed_binary(), "server", f"-dir={root}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
         f"-master.port={ports['master']}", f"-volume.port={ports['volume']}",
         f"-filer.port={ports['filer']}", "-s3", f"-s3.port={ports['s3']}",
+        "-s3.port.iceberg=0", "-s3.port.lance=0",  # catalogs on fixed ports: not needed
         "-master.volumeSizeLimitMB=64", "-volume.max=20",
     ]  # fmt: skip
     log = open(root / "weed.log", "wb")  # noqa: SIM115  (closed below)
@@ -102,3 +115,11 @@ def objects(env: dict[str, str], prefix: str) -> dict[str, bytes]:
             key = item["Key"]
             found[key[len(prefix) + 1 :]] = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
     return found
+
+
+def upload(env: dict[str, str], directory: Path, prefix: str) -> None:
+    """Every file below the local ``directory`` to ``prefix`` in BUCKET, same relative paths."""
+    s3 = client(env)
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        key = f"{prefix}/{path.relative_to(directory).as_posix()}"
+        s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes())

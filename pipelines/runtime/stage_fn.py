@@ -2,8 +2,10 @@
 
 In the spirit of datatrove's BaseFilter: a step says what it keeps and why it drops the rest, and
 the base does the bookkeeping the same way everywhere (a Beam counter per reason, a tick of the
-progress bar, a ``Rejection`` on the ``rejected`` output). ``SandboxFn`` adds one sandbox per
-worker, and turns an unreachable engine or a broken sandbox into rejections that are never cached.
+progress bar, a ``Rejection`` on the ``rejected`` output). Every count also goes to the bundle's
+tally (``tally.py``), so it reaches the summary on runners that keep no metrics. ``SandboxFn``
+adds one sandbox per worker, and turns an unreachable engine or a broken sandbox into rejections
+that are never cached.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from trajforge.pipelines.runtime import progress
+from trajforge.pipelines.runtime.tally import SUMMARY, Tally
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.rejection import Rejection
@@ -28,12 +31,38 @@ class StageFn(beam.DoFn):
     """A DoFn of stage ``STAGE``; subclasses emit records and ``self.reject(...)``."""
 
     STAGE = ""
+    # Where the bundle's tally goes: set on every StageFn of a run by ``stage_run`` (its staging
+    # folder's ``.tally``); None outside a stage run.
+    tally_dir: str | None = None
 
     def __init__(self, params: Params) -> None:
         self.params = params
 
     def count(self, name: str, value: int = 1) -> None:
         Metrics.counter(self.STAGE, name).inc(value)
+        self._tally.count(self.STAGE, name, value)
+
+    def summary_count(self, name: str, value: int = 1) -> None:
+        """A line of the stage's summary (``name: total``), summed over the run."""
+        Metrics.counter(SUMMARY, name).inc(value)
+        self._tally.count(SUMMARY, name, value)
+
+    def summary_text(self, name: str, value: str) -> None:
+        """A line of the stage's summary naming ``value`` (or the sorted values seen)."""
+        Metrics.string_set(SUMMARY, name).add(value)
+        self._tally.text(SUMMARY, name, value)
+
+    def finish_bundle(self) -> None:
+        """Subclasses that override this call it: the bundle's tally is written here."""
+        self._tally.flush(self.tally_dir)
+
+    @property
+    def _tally(self) -> Tally:
+        """Made on first use in the worker (a DoFn is pickled before it counts anything)."""
+        found = self.__dict__.get("_bundle_tally")
+        if found is None:
+            found = self.__dict__["_bundle_tally"] = Tally()
+        return found
 
     def tick(self, outcome: str, moved: bool = False) -> None:
         """Count ``outcome`` and move the progress bar by one unit (``moved``: it already moved,

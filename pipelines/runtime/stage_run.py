@@ -9,7 +9,8 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from trajforge.pipelines.runtime import progress
+from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
+from trajforge.pipelines.runtime import progress, tally
 from trajforge.pipelines.runtime.outputs import column, row_count
 from trajforge.pipelines.runtime.runner import make_pipeline
 from trajforge.pipelines.runtime.sinks import (
@@ -19,7 +20,9 @@ from trajforge.pipelines.runtime.sinks import (
     publish,
     staging_dir,
 )
+from trajforge.pipelines.runtime.stage_fn import StageFn
 from trajforge.pipelines.runtime.tables import TableSpec
+from trajforge.pipelines.runtime.tally import SUMMARY
 from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import join, parquet_files, write_bytes_atomic
 
@@ -29,9 +32,6 @@ SUMMARY_COUNTERS = (
     "install_fallbacks", "repairs", "excluded_modules", "agent_rounds", "agent_recipes",
     "llm_calls", "llm_cache_hits", "pruned",
 )  # fmt: skip
-# A stage's own summary lines: every counter and string set in this namespace, under its name
-# (``Metrics.counter(SUMMARY, "files")``). Runners without metrics leave them out.
-SUMMARY = "summary"
 
 
 def run_stage(
@@ -69,6 +69,7 @@ def run_stage(
     staging = staging_dir(output)
     pipeline = make_pipeline(runner, beam_args, workers=workers, scheduler=scheduler)
     outputs = build(pipeline)
+    tallies = join(staging, tally.FOLDER)
     if set_aside:
         early = pipeline | "SetAside" >> beam.Create(list(set_aside))
         outputs["rejections"] = (outputs["rejections"], early) | "WithSetAside" >> beam.Flatten()
@@ -77,6 +78,7 @@ def run_stage(
         for name, spec in tables.items()
     ]
     written | "Written" >> beam.Flatten()
+    pipeline.visit(_TallyInto(tallies))
     progress.start(stage, progress_total, progress_unit)
     try:
         result = pipeline.run()
@@ -88,8 +90,8 @@ def run_stage(
     kept = _rows(join(staging, kept_table))
     summary = progress.Summary(stage, inputs(reasons, kept), kept, reasons, timer.elapsed())
     summary.kept_table = kept_table  # readers of the output count this table as kept
-    summary.extra.update(_counters(result, SUMMARY_COUNTERS))
-    summary.extra.update(_summary_metrics(result))
+    summary.extra.update(summary_counters(result, tallies))
+    tally.remove(tallies)
     if measure is not None:
         summary.extra.update(measure(staging))
     write_bytes_atomic(
@@ -97,6 +99,37 @@ def run_stage(
     )
     publish(staging, output)
     return summary
+
+
+class _TallyInto(PipelineVisitor):
+    """Points every StageFn of the pipeline at the run's tally folder before it is pickled."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def visit_transform(self, node: AppliedPTransform) -> None:
+        fn = getattr(node.transform, "fn", None)
+        if isinstance(fn, StageFn):
+            fn.tally_dir = self.directory
+
+
+def summary_counters(result: Any, tallies: str) -> dict[str, object]:
+    """The summary's counters from Beam's metrics; from the tally files where the runner kept no
+    metrics (then ``counted_from: tally`` says so)."""
+    if _query(result, MetricsFilter()):
+        return {**_counters(result, SUMMARY_COUNTERS), **_summary_metrics(result)}
+    counts, texts = tally.read(tallies)
+    found: dict[str, object] = {"counted_from": "tally"}
+    for (_, name), value in sorted(counts.items()):
+        if name in SUMMARY_COUNTERS:
+            found[name] = found.get(name, 0) + value  # type: ignore[operator]
+    for (namespace, name), values in sorted(texts.items()):
+        if namespace == SUMMARY:
+            found[name] = next(iter(values)) if len(values) == 1 else sorted(values)
+    for (namespace, name), value in sorted(counts.items()):
+        if namespace == SUMMARY:
+            found[name] = value
+    return found
 
 
 def _counters(result: Any, names: tuple[str, ...]) -> dict[str, object]:

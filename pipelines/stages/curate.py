@@ -37,7 +37,7 @@ from trajforge.filters.thresholds import apply_thresholds
 from trajforge.filters.trajectory_scores import is_near_miss, trajectory_scores
 from trajforge.pipelines.runtime import progress
 from trajforge.pipelines.runtime.stage_fn import REJECTED
-from trajforge.pipelines.runtime.stage_run import SUMMARY
+from trajforge.pipelines.runtime.tally import SUMMARY
 from trajforge.pipelines.stages.dedup import Decontaminate, ExactDedup, NearDedup
 from trajforge.schemas.params import CurateParams
 from trajforge.schemas.rejection import Rejection

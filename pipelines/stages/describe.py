@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 from trajforge.generators.issues.context import build_context
 from trajforge.generators.issues.writer import Attempt, check_statement, write_statement
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
@@ -52,8 +51,6 @@ class DescribeBatchFn(StageFn):
         llm = self.params.llm
         self.client = LLMClient(llm, self.params.cache_dir) if endpoint_configured(llm) else None
         self.pool = ThreadPoolExecutor(max_workers=llm.concurrency)
-        self.calls = Metrics.counter(STAGE, "llm_calls")
-        self.hits = Metrics.counter(STAGE, "llm_cache_hits")
 
     def teardown(self) -> None:
         self.pool.shutdown(wait=True)
@@ -71,8 +68,8 @@ class DescribeBatchFn(StageFn):
             progress.tick(writer)
             yield task
         if self.client is not None:
-            self.calls.inc(self.client.calls - before[0])
-            self.hits.inc(self.client.cache_hits - before[1])
+            self.count("llm_calls", self.client.calls - before[0])
+            self.count("llm_cache_hits", self.client.cache_hits - before[1])
 
     def _describe(
         self, task: TaskInstance, runs: list[TestRun]

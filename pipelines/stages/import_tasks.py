@@ -12,14 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 from trajforge.generators.imports.candidates import import_candidate
 from trajforge.generators.imports.files import read_rows
 from trajforge.generators.imports.rows import FORMATS, STAGE, BadRow, ImportRow, parse_row
 from trajforge.generators.imports.source_keys import find_source, suggested_key
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime.stage_fn import REJECTED, StageFn
-from trajforge.pipelines.runtime.stage_run import SUMMARY
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
@@ -38,8 +36,8 @@ class ReadFileFn(StageFn):
 
     def process(self, element: tuple[int, str]):
         position, path = element
-        Metrics.string_set(SUMMARY, "format").add(self.fmt)
-        Metrics.counter(SUMMARY, "files").inc()
+        self.summary_text("format", self.fmt)
+        self.summary_count("files")
         rows = 0
         for place, read in enumerate(read_rows(path)):
             rows += 1

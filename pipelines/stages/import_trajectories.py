@@ -16,7 +16,6 @@ import os
 from collections.abc import Iterable, Mapping
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 from trajforge.generators.trajectories.formats.common import BadInput, Result, load_json
 from trajforge.generators.trajectories.importer import (
     READERS,
@@ -27,7 +26,6 @@ from trajforge.generators.trajectories.importer import (
     report_verdicts,
 )
 from trajforge.pipelines.runtime.stage_fn import REJECTED, StageFn
-from trajforge.pipelines.runtime.stage_run import SUMMARY
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.trajectory import Trajectory
@@ -48,8 +46,8 @@ class ReadFileFn(StageFn):
 
     def process(self, element: tuple[int, str]):
         position, path = element
-        Metrics.string_set(SUMMARY, "format").add(self.fmt)
-        Metrics.counter(SUMMARY, "files").inc()
+        self.summary_text("format", self.fmt)
+        self.summary_count("files")
         results = 0
         for place, result in enumerate(_read(READERS[self.fmt], path)):
             results += 1
@@ -90,7 +88,7 @@ class GradeFn(StageFn):
 
     def start_bundle(self) -> None:
         for name in ("messages", "tool_calls", *VERDICTS, *([GRADED] if self.verdicts else [])):
-            Metrics.counter(SUMMARY, name).inc(0)  # a line in the summary even when none
+            self.summary_count(name, 0)  # a line in the summary even when none
 
     def process(self, trajectory: Trajectory):
         [graded] = apply_verdicts([trajectory], self.verdicts)
@@ -101,7 +99,7 @@ class GradeFn(StageFn):
             GRADED: int(graded.instance_id in self.verdicts),
         }
         for name, value in summary.items():
-            Metrics.counter(SUMMARY, name).inc(value)
+            self.summary_count(name, value)
         self.tick("kept")
         yield graded
 

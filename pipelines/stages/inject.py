@@ -10,12 +10,10 @@ snapshot again.
 from __future__ import annotations
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 from trajforge.generators.bugs.injector import STAGE, inject_snapshot, uses_llm
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime.stage_fn import REJECTED, StageFn
-from trajforge.pipelines.runtime.stage_run import SUMMARY
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 
@@ -49,7 +47,7 @@ class InjectSnapshotFn(StageFn):
                 self.count("llm_calls", self.client.calls - before[0])
                 self.count("llm_cache_hits", self.client.cache_hits - before[1])
         if result.rewrites:  # the summary's "functions a model rewrote" line
-            Metrics.counter(SUMMARY, "llm_rewrites").inc(result.rewrites)
+            self.summary_count("llm_rewrites", result.rewrites)
         for rejection in result.rejections:
             yield self.rejection(rejection)
         for candidate in result.candidates:

@@ -24,7 +24,6 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 from trajforge.generators.agents.guidance import guidance_for
 from trajforge.generators.agents.rollout import rollout_id, run_rollout
 from trajforge.generators.environments.profile import JUNIT_PATH
@@ -35,7 +34,6 @@ from trajforge.generators.trajectories.transitions import transitions_of
 from trajforge.pipelines.report.data import guidance_figures
 from trajforge.pipelines.runtime.outputs import read_frame, table_files
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, sandbox_error
-from trajforge.pipelines.runtime.stage_run import SUMMARY
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.records import content_id, from_row, to_row
@@ -170,7 +168,7 @@ class GuidedRolloutFn(_RolloutFn):
         before = self.client.calls
         for results, without_output in self.pool.map(lambda pair: self._retries(*pair), batch):
             if without_output:  # counted here: Beam's metrics do not reach the pool's threads
-                Metrics.counter(SUMMARY, "guidance_without_test_output").inc(without_output)
+                self.summary_count("guidance_without_test_output", without_output)
             for result in results:
                 yield from self._emit(result, outcome_prefix="guided_")
         self.count("llm_calls", self.client.calls - before)
