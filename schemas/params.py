@@ -223,6 +223,10 @@ def is_dask(runner: str) -> bool:
 @dataclass
 class Params:
     cache_dir: str = ".cache/trajforge"
+    # Results any worker may reuse (verdicts, LLM replies, environment outcomes, rollouts): a path
+    # or an object store (s3://bucket/cache) that every machine of a cluster reaches. None: under
+    # cache_dir. Clones, sdists and build logs stay in cache_dir, on each worker's own disk.
+    shared_cache: str | None = None
     sources: SourcesParams = field(default_factory=SourcesParams)
     mine: MineParams = field(default_factory=MineParams)
     environment: EnvironmentParams = field(default_factory=EnvironmentParams)
@@ -236,6 +240,11 @@ class Params:
     rollout: RolloutParams = field(default_factory=RolloutParams)
     explore: ExploreParams = field(default_factory=ExploreParams)
     pipeline: PipelineParams = field(default_factory=PipelineParams)
+
+    @property
+    def results_cache(self) -> str:
+        """Where ``ContentCache`` results live (``shared_cache``, else ``cache_dir``)."""
+        return self.shared_cache or self.cache_dir
 
     def check(self) -> Params:
         """Every value in range, or a ``ParamsError`` naming the first bad key."""

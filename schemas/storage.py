@@ -102,7 +102,10 @@ def write_records(path: str, records: Iterable[Any], schema: pa.Schema) -> None:
 
 
 def parquet_files(path: str) -> list[str]:
-    """The Parquet files of a table: a file, or every ``*.parquet`` under a directory."""
+    """The Parquet files of a table: a file, or every ``*.parquet`` under a directory. Local
+    paths come back absolute: a worker of a cluster runs in another directory."""
+    if is_local(path):
+        path = os.path.abspath(path)
     if path.endswith(".parquet"):
         return [path]
     pattern = join(path, "*.parquet")

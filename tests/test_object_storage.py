@@ -8,10 +8,12 @@ Credentials reach the CLI and the Dask workers the way users pass them: ``AWS_*`
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import run_cli, write_params
 from s3_store import BUCKET, client, objects, seaweedfs, upload
@@ -65,6 +67,27 @@ def _same_stage_output(local: Path, remote: dict[str, bytes], tables: tuple[str,
     assert _summary(remote["summary.json"]) == _summary(want["summary.json"])
 
 
+def _frame(files: dict[str, bytes], table: str) -> pl.DataFrame:
+    parts = [pl.read_parquet(io.BytesIO(data)) for name, data in sorted(files.items())
+             if name.startswith(f"{table}/")]  # fmt: skip
+    return pl.concat(parts, how="diagonal_relaxed").sort(pl.all())
+
+
+def _same_validation(local: Path, remote: dict[str, bytes]) -> None:
+    """Test runs differ in their logs' timings, so a validate output differs from run to run in
+    its log digests and durations, and a flaky test's reruns differ in number; everything else
+    must be equal: the same tasks with the same fields, the same rejections and profiles, and
+    runs of the same candidates."""
+    mine = _local_files(local)
+    volatile = {"tasks": ["validation"], "rejections": ["detail"], "profiles": ["log"]}
+    for table, dropped in volatile.items():
+        want, got = _frame(mine, table).drop(dropped), _frame(remote, table).drop(dropped)
+        assert want.height > 0 and want.equals(got), table
+    ran = [set(_frame(files, "runs")["candidate_id"]) for files in (mine, remote)]
+    assert ran[0] and ran[0] == ran[1]
+    assert _summary(remote["summary.json"]) == _summary(mine["summary.json"])
+
+
 # 1. the stage chain on S3, under Dask -------------------------------------------------------------
 
 
@@ -105,7 +128,7 @@ def test_stage_chain_on_s3_under_dask_writes_what_the_local_runner_writes(
     local = tmp_path / "local"
     _same_stage_output(local / "mine", objects(s3, "run/mine"), ("candidates", "rejections"))
     _same_stage_output(local / "inject", objects(s3, "run/inject"), ("candidates",))
-    _same_stage_output(local / "validate", objects(s3, "run/validate"), ("tasks", "profiles"))
+    _same_validation(local / "validate", objects(s3, "run/validate"))
     _same_stage_output(local / "curate", objects(s3, "run/curate"), ("tasks", "trajectories"))
     exported = {
         project: {n: d for n, d in _local_files(tmp_path / project / "export").items()
@@ -119,14 +142,17 @@ def test_stage_chain_on_s3_under_dask_writes_what_the_local_runner_writes(
 # 2. publishing: the marker commits, readers trust it ----------------------------------------------
 
 
-def test_a_rerun_replaces_every_file_and_the_marker_lists_only_the_new_ones(s3, calc_repo, tmp_path):
+def test_a_rerun_replaces_every_file_and_the_marker_lists_only_the_new_ones(
+    s3, calc_repo, tmp_path
+):
     calc, _ = calc_repo
     write_params(tmp_path / "params.yaml", tmp_path / "cache")
     out = f"s3://{BUCKET}/rerun/mine"
-    _ok(run_cli("mine", "--repo", str(calc), "--output", out, "--shards", "3", cwd=tmp_path, env=s3))
+    mine = ("mine", "--repo", str(calc), "--output", out, "--shards")
+    _ok(run_cli(*mine, "3", cwd=tmp_path, env=s3))
     first = objects(s3, "rerun/mine")
     assert any(name.endswith("-of-00003.parquet") for name in first)
-    _ok(run_cli("mine", "--repo", str(calc), "--output", out, "--shards", "1", cwd=tmp_path, env=s3))
+    _ok(run_cli(*mine, "1", cwd=tmp_path, env=s3))
     second = objects(s3, "rerun/mine")
     listed = json.loads(second.pop(".trajforge-output"))["files"]
     assert set(listed) == set(second)

@@ -57,8 +57,6 @@ def test_a_runner_without_metrics_gets_its_counters_from_the_tally(cluster, tmp_
     with pytest.raises(NotImplementedError):
         result.metrics().query()  # Beam's own DaskRunner keeps none
     assert list((tmp_path / "dask").glob("*.json")), "no bundle wrote a tally"
-    assert summary_counters(result, str(tmp_path / "dask")) == {
-        "counted_from": "tally", **expected
-    }
+    assert summary_counters(result, str(tmp_path / "dask")) == {"counted_from": "tally", **expected}
     tally.remove(str(tmp_path / "dask"))
     assert not (tmp_path / "dask").exists()

@@ -89,7 +89,7 @@ def prepare_environment(
     ``fetch(image)`` is called before any build, so a registry can supply the image instead.
     """
     counted: Count = count or (lambda name, value=1: None)
-    cache = ContentCache(params.cache_dir, "environments")
+    cache = ContentCache(params.results_cache, "environments")
     key = content_id(PREPARE_VERSION, profile.profile_id, legacy)
     known = cache.get(key)
     if known is not None:
@@ -159,7 +159,7 @@ class _Preparation:
 
         files = config_files(self.repo_path, self.profile.setup_commit)
         log = f"{failed.detail}\n{self.last_output or failed.profile.log}"
-        client = LLMClient(self.params.llm, self.params.cache_dir)
+        client = LLMClient(self.params.llm, self.params.results_cache)
         outcome = agent_install(
             client, self.profile.repo, self.profile.python, files, log, try_install,
             rounds=self.params.environment.agent_rounds,

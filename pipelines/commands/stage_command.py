@@ -89,6 +89,8 @@ def run_from_sources(
     """A stage that starts from source specs (mine, inject: candidates; explore)."""
     if not specs:
         _no_sources(stage, section)
+    # A local repository by its absolute path: a worker of a cluster runs in another directory.
+    specs = [os.path.abspath(spec) if os.path.isdir(spec) else spec for spec in specs]
     return run(
         stage, args, params, beam_args,
         tables=tables or {"candidates": t.CANDIDATES, "rejections": t.REJECTIONS},

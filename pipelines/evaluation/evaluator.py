@@ -83,7 +83,7 @@ class Evaluator:
     def __post_init__(self) -> None:
         if self.sandbox is None:
             self.sandbox = make_sandbox(self.params, quiet=True, spares=self.spares)
-        self.cache = ContentCache(self.params.cache_dir, "verify") if self.use_cache else None
+        self.cache = ContentCache(self.params.results_cache, "verify") if self.use_cache else None
         self._lock = threading.Lock()
         self._image_locks: dict[str, threading.Lock] = {}
         self._ready: dict[str, UserError | None] = {}  # image -> None (ready) or why not

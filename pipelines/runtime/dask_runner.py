@@ -214,8 +214,7 @@ class _Translate(PipelineVisitor):
             bag = _concat(inputs)
             self.bags[node] = bag.repartition(self._fewer(bag))
         elif kind is _Reshuffle:
-            bag = inputs[0]
-            self.bags[node] = bag.repartition(self.target) if bag.npartitions < self.target else bag
+            self.bags[node] = _spread(inputs[0], self.target)
         elif len(inputs) == 1:
             # What Beam's DaskRunner passes through too: the window steps of its GroupByKey
             # override (its GroupByKey already groups) and WindowInto (one global window here).
@@ -276,6 +275,30 @@ class _Translate(PipelineVisitor):
         sides = [self._bag_of(s.pvalue).reduction(list, _chain) for s in node.side_inputs]
         # The step's name in Dask's keys (and dashboard): a stage's bundles are easy to find.
         return bag.map_partitions(_run_bundle, blob, *sides, token=node.full_label)
+
+
+def _spread(bag: Any, target: int) -> Any:
+    """Beam's Reshuffle: every element dealt round robin over ``target`` partitions. Work that
+    arrives in one partition (all of one profile's candidates after a GroupByKey) then reaches
+    every worker; repartitioning alone keeps a full partition whole. Each input partition is cut
+    into ``target`` pieces and each output partition joins its pieces, so every element moves
+    once. Deterministic: the same input gives the same partitions."""
+    import dask
+    import dask.bag as db
+
+    parts = bag.to_delayed(optimize_graph=False)
+    cut = [dask.delayed(_deal, nout=target)(part, target, place) for place, part in
+           enumerate(parts)]  # fmt: skip
+    return db.from_delayed([dask.delayed(_chain)([pieces[j] for pieces in cut])
+                            for j in range(target)])  # fmt: skip
+
+
+def _deal(items: Iterable[Any], target: int, offset: int) -> tuple[list[Any], ...]:
+    """Partition ``offset``'s items in ``target`` pieces, round robin from piece ``offset``."""
+    pieces: tuple[list[Any], ...] = tuple([] for _ in range(target))
+    for place, item in enumerate(items):
+        pieces[(place + offset) % target].append(item)
+    return pieces
 
 
 def _concat(bags: list[Any]) -> Any:

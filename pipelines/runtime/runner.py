@@ -37,7 +37,9 @@ def make_pipeline(
         args = [*beam_args, *_scheduler_args(beam_args, scheduler)]
         return beam.Pipeline(runner=DaskRunner(workers), options=PipelineOptions(args))
     options = PipelineOptions([f"--runner={runner}", *beam_args])
-    # Remote workers import trajforge's packages; ship them unless the user set up a container.
+    # Nothing of this process is pickled for the workers: they import trajforge themselves, so
+    # their image must have it installed (``--sdk_container_image``, or ``--extra_package`` with
+    # a built sdist after ``--``; see the README's "Running at scale").
     options.view_as(SetupOptions).save_main_session = False
     return beam.Pipeline(options=options)
 

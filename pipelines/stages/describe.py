@@ -49,7 +49,8 @@ class DescribeBatchFn(StageFn):
 
     def setup(self) -> None:
         llm = self.params.llm
-        self.client = LLMClient(llm, self.params.cache_dir) if endpoint_configured(llm) else None
+        wanted = endpoint_configured(llm)
+        self.client = LLMClient(llm, self.params.results_cache) if wanted else None
         self.pool = ThreadPoolExecutor(max_workers=llm.concurrency)
 
     def teardown(self) -> None:

@@ -93,7 +93,8 @@ class ExploreRepoFn(SandboxFn):
     def setup(self) -> None:
         super().setup()
         llm = self.params.llm
-        self.client = LLMClient(llm, self.params.cache_dir) if endpoint_configured(llm) else None
+        wanted = endpoint_configured(llm)
+        self.client = LLMClient(llm, self.params.results_cache) if wanted else None
 
     def process(self, element: tuple[EnvProfile, Target]):
         built, target = element

@@ -26,7 +26,7 @@ class InjectSnapshotFn(StageFn):
     def setup(self) -> None:
         llm = self.params.llm
         wanted = uses_llm(self.params.inject) and endpoint_configured(llm)
-        self.client = LLMClient(llm, self.params.cache_dir) if wanted else None
+        self.client = LLMClient(llm, self.params.results_cache) if wanted else None
 
     def process(self, spec: str):
         before = (self.client.calls, self.client.cache_hits) if self.client else (0, 0)

@@ -58,9 +58,9 @@ class _RolloutFn(SandboxFn):
 
     def setup(self) -> None:
         super().setup()
-        self.client = LLMClient(self.params.llm, self.params.cache_dir)
-        self.runs = ContentCache(self.params.cache_dir, "rollout")
-        self.verdicts = ContentCache(self.params.cache_dir, "verify")
+        self.client = LLMClient(self.params.llm, self.params.results_cache)
+        self.runs = ContentCache(self.params.results_cache, "rollout")
+        self.verdicts = ContentCache(self.params.results_cache, "verify")
         self.pool = ThreadPoolExecutor(max_workers=self.params.rollout.workers)
 
     def teardown(self) -> None:

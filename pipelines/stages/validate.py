@@ -65,7 +65,7 @@ class ValidateFn(SandboxFn):
 
     def setup(self) -> None:
         super().setup()
-        self.cache = ContentCache(self.params.cache_dir, "validate")
+        self.cache = ContentCache(self.params.results_cache, "validate")
 
     def _emit(
         self,

@@ -64,6 +64,7 @@ from trajforge.verifiers.sandbox.containers import says as _says
 
 SCRATCH = "/tmp"
 READ_CHUNK = 1024 * 1024
+KILL_GRACE_S = 30.0  # after a command's timeout, how long its output may take to end
 REGISTRY_TIMEOUT_S = 3600.0  # a whole push or pull
 REGISTRY_IDLE_S = 120.0  # the engine reports progress every moment; this much silence is a dead end
 # Go's os.FileMode type bits (dir, symlink, device, pipe, socket, char device, irregular), as the
@@ -72,27 +73,71 @@ GO_MODE_TYPE = (1 << 31) | (1 << 27) | (1 << 26) | (1 << 25) | (1 << 24) | (1 <<
 
 
 def connect(docker_host: str | None = None):  # -> docker.DockerClient
+    """A client of the engine ``client_kwargs`` names, checked with a ping."""
     import docker  # imported here so non-Docker runs never need an engine
 
     try:
-        client = docker.DockerClient(base_url=docker_host) if docker_host else docker.from_env()
+        client = docker.DockerClient(**client_kwargs(docker_host))
         client.ping()
     except Exception as exc:
-        where = docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         raise SandboxUnavailable(
-            f"docker: no engine answers at {where} ({exc.__class__.__name__}); "
-            "run `make setup` (installs and starts dockerd) or set DOCKER_HOST"
+            f"docker: no engine answers at {engine_address(docker_host)} ({_why(exc)}); "
+            "start one there (`make setup` installs and starts dockerd) or point "
+            "sandbox.docker_host or DOCKER_HOST at one"
         ) from None
     return client
+
+
+def client_kwargs(docker_host: str | None) -> dict:
+    """Where the engine is, read in the process that connects (each Dask worker reads its own
+    environment, never the launcher's): ``sandbox.docker_host`` when set, else DOCKER_HOST, else
+    the local socket. TLS comes from DOCKER_TLS_VERIFY / DOCKER_CERT_PATH either way, as for
+    ``docker -H``."""
+    import docker
+
+    kwargs = docker.utils.kwargs_from_env()
+    if docker_host:
+        kwargs["base_url"] = docker_host
+    return kwargs
+
+
+def engine_address(docker_host: str | None) -> str:
+    """The engine ``client_kwargs`` picks, and what picked it (for one-line errors)."""
+    if docker_host:
+        return f"{docker_host} (sandbox.docker_host)"
+    where = socket.gethostname()
+    if os.environ.get("DOCKER_HOST"):
+        return f"{os.environ['DOCKER_HOST']} (DOCKER_HOST on {where})"
+    return f"unix:///var/run/docker.sock (the local socket: no DOCKER_HOST on {where})"
+
+
+def _why(exc: Exception) -> str:
+    """Why an engine did not answer, in a few words: the operating system's error beneath
+    docker-py's and requests' wrappers when there is one (refused, no such file, timed out)."""
+    said = (str(exc).splitlines() or [""])[0]
+    if "paramiko" in said:  # docker-py reaches ssh:// hosts through paramiko only
+        return "ssh:// needs paramiko: pip install 'docker[ssh]'"
+    seen: set[int] = set()
+    causes: list[BaseException] = [exc]
+    while causes:
+        cause = causes.pop(0)
+        if id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        if isinstance(cause, OSError) and cause.strerror:
+            return f"{cause.__class__.__name__}: {cause.strerror}"
+        if isinstance(cause, TimeoutError) or "timed out" in str(cause).lower():
+            return "timed out"
+        nested = [cause.__cause__, cause.__context__, getattr(cause, "reason", None), *cause.args]
+        causes.extend(c for c in nested if isinstance(c, BaseException))
+    return f"{exc.__class__.__name__}: {said[:200]}" if said else exc.__class__.__name__
 
 
 def _api_client(docker_host: str | None, timeout_s: int):  # -> docker.APIClient
     """A low-level client of the same engine with its own read timeout (for long builds)."""
     import docker
 
-    if docker_host:
-        return docker.APIClient(base_url=docker_host, timeout=timeout_s)
-    return docker.APIClient(timeout=timeout_s, **docker.utils.kwargs_from_env())
+    return docker.APIClient(timeout=timeout_s, **client_kwargs(docker_host))
 
 
 @contextlib.contextmanager
@@ -130,15 +175,29 @@ class DockerSession:
         watchdog = threading.Timer(timeout_s, self._kill)
         watchdog.start()
         capture = OutputCapture(self.limits.max_output_bytes)
+        stream, cutter, cut = None, None, threading.Event()
         try:
             with _engine("running a command"):
-                for chunk in api.exec_start(exec_id, stream=True):
+                stream = api.exec_start(exec_id, socket=True)
+                # A killed command's output ends at once. One that does not (the engine, or the
+                # way to it, went silent) is cut: nobody waits past timeout_s + KILL_GRACE_S.
+                cutter = threading.Timer(timeout_s + KILL_GRACE_S, _cut, (stream, cut))
+                cutter.start()
+                for _, chunk in _frames(stream):
                     capture.add(chunk)
         except SandboxBroken:
             if not self.killed:
                 raise
         finally:
             watchdog.cancel()
+            if cutter is not None:
+                cutter.cancel()
+            _close_stream(stream)
+        if cut.is_set():
+            raise SandboxBroken(
+                f"docker: the command's output had not ended {KILL_GRACE_S:.0f} s after its "
+                f"{timeout_s:.0f} s timeout killed it (the engine, or the way to it, went silent)"
+            )
         exit_code = -9 if self.killed else self._exit_code(exec_id)
         return ExecResult(
             exit_code=exit_code,
@@ -215,6 +274,30 @@ class DockerSession:
         self.killed = True
         with contextlib.suppress(Exception):
             self.container.kill()
+
+
+def _frames(stream) -> Iterator[tuple[int, bytes]]:
+    """(stream id, bytes) of an exec's multiplexed output, until the engine ends it."""
+    from docker.utils.socket import frames_iter
+
+    return frames_iter(stream, False)
+
+
+def _cut(stream, cut: threading.Event) -> None:
+    """End a read of ``stream`` that the engine never ends (a blocked read returns at once)."""
+    cut.set()
+    with contextlib.suppress(Exception):
+        getattr(stream, "_sock", stream).shutdown(socket.SHUT_RDWR)
+
+
+def _close_stream(stream) -> None:
+    """Close an exec's socket and the HTTP response it came with (docker-py keeps it on it)."""
+    if stream is None:
+        return
+    for closable in (stream, getattr(stream, "_response", None)):
+        with contextlib.suppress(Exception):
+            if closable is not None:
+                closable.close()
 
 
 class _TooLarge(Exception):
