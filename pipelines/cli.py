@@ -16,6 +16,15 @@ from trajforge.schemas.errors import UserError
 # command modules import Beam, so the level is set before they are imported.
 logging.getLogger().setLevel(logging.ERROR)
 
+
+def _beam_io_noise(record: logging.LogRecord) -> bool:
+    """Beam's S3 and GCS clients log each failed request with its traceback on the root logger
+    before raising; trajforge turns the raised error into one line (``StorageError``)."""
+    return not any(part in record.pathname for part in ("apache_beam/io/aws", "apache_beam/io/gcp"))
+
+
+logging.getLogger().addFilter(_beam_io_noise)
+
 from trajforge.pipelines.commands import COMMANDS  # noqa: E402
 
 

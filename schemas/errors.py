@@ -26,5 +26,11 @@ class ParamsError(UserError):
     reason = "bad_params"
 
 
+class StorageError(UserError):
+    """An object store refused or failed a read or write (endpoint, credentials, bucket)."""
+
+    reason = "storage_error"
+
+
 class SandboxUnavailable(UserError):
     reason = "sandbox_unavailable"

@@ -11,17 +11,19 @@ they never sit in params, logs or datasets, and a worker on another machine need
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
+from trajforge.schemas.errors import StorageError, UserError
 from trajforge.schemas.records import from_table, to_table
 
 R = TypeVar("R")
@@ -42,6 +44,47 @@ def is_local(path: str) -> bool:
     return "://" not in path
 
 
+@contextlib.contextmanager
+def _remote(path: str, doing: str) -> Iterator[None]:
+    """An object store's failure (no endpoint, refused credentials, no bucket, a 5xx after the
+    client's retries) as one line naming the path; local errors pass through as they are."""
+    try:
+        yield
+    except UserError:
+        raise
+    except Exception as exc:
+        if is_local(path):
+            raise
+        said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise StorageError(
+            f"{path}: the object store failed {doing} it ({said}); check AWS_ENDPOINT_URL, the "
+            "credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), the bucket, and the "
+            "store's own logs"
+        ) from None
+
+
+def check_reachable(path: str) -> None:
+    """Fail fast, in one line, when an ``s3://`` path's endpoint does not answer or its bucket is
+    missing or refused: Beam's own client retries for minutes before it gives up."""
+    if not path.startswith("s3://"):
+        return
+    import boto3
+    from botocore.config import Config
+
+    bucket = path[len("s3://") :].split("/", 1)[0]
+    quick = Config(connect_timeout=5, read_timeout=30, retries={"max_attempts": 2})
+    endpoint = os.environ.get("AWS_ENDPOINT_URL", "AWS's default endpoint")
+    try:
+        boto3.client("s3", config=quick).head_bucket(Bucket=bucket)
+    except Exception as exc:
+        said = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise StorageError(
+            f"{path}: the bucket {bucket} cannot be reached at {endpoint} ({said}); check "
+            "AWS_ENDPOINT_URL, the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and "
+            "that the bucket exists"
+        ) from None
+
+
 def write_bytes_atomic(path: str, data: bytes) -> None:
     if is_local(path):
         directory = os.path.dirname(os.path.abspath(path))
@@ -56,17 +99,18 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
                 os.unlink(tmp)
             raise
         return
-    with FileSystems.create(path) as handle:
+    with _remote(path, "writing"), FileSystems.create(path) as handle:
         handle.write(data)
 
 
 def read_bytes(path: str) -> bytes:
-    with FileSystems.open(path) as handle:
+    with _remote(path, "reading"), FileSystems.open(path) as handle:
         return handle.read()
 
 
 def exists(path: str) -> bool:
-    return FileSystems.exists(path)
+    with _remote(path, "looking up"):
+        return FileSystems.exists(path)
 
 
 def join(base: str, *parts: str) -> str:
@@ -75,20 +119,23 @@ def join(base: str, *parts: str) -> str:
 
 def files_under(prefix: str) -> dict[str, int]:
     """Every file below the directory ``prefix`` (recursively) -> its size in bytes."""
-    matches = FileSystems.match([join(prefix, "**")])[0].metadata_list
+    with _remote(prefix, "listing"):
+        matches = FileSystems.match([join(prefix, "**")])[0].metadata_list
     return {m.path: m.size_in_bytes for m in matches}
 
 
 def copy_files(sources: list[str], destinations: list[str]) -> None:
     """Server-side copies on an object store (no bytes through this process)."""
     if sources:
-        FileSystems.copy(sources, destinations)
+        with _remote(destinations[0], "copying into"):
+            FileSystems.copy(sources, destinations)
 
 
 def delete_files(paths: Iterable[str]) -> None:
     paths = list(paths)
     if paths:
-        FileSystems.delete(paths)
+        with _remote(paths[0], "deleting"):
+            FileSystems.delete(paths)
 
 
 def table_to_parquet_bytes(table: pa.Table) -> bytes:
@@ -109,7 +156,8 @@ def parquet_files(path: str) -> list[str]:
     if path.endswith(".parquet"):
         return [path]
     pattern = join(path, "*.parquet")
-    matches = FileSystems.match([pattern])[0].metadata_list
+    with _remote(path, "listing"):
+        matches = FileSystems.match([pattern])[0].metadata_list
     return sorted(m.path for m in matches)
 
 

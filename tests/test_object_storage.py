@@ -208,3 +208,20 @@ def test_an_s3_output_holding_foreign_files_or_an_input_is_refused(s3, calc_repo
     proc = run_cli("validate", "--input", out, "--output", out, cwd=tmp_path, env=s3)
     assert "is or holds the input" in _one_line(proc, "trajforge:")
     assert ".trajforge-output" in objects(s3, "same/mine")
+
+
+def test_an_object_store_that_fails_is_one_line_naming_the_path(s3, calc_repo, tmp_path):
+    """No endpoint listening, and a bucket that does not exist: one line each, before any work
+    (Beam's own S3 client retries a refused connection for minutes)."""
+    calc, _ = calc_repo
+    write_params(tmp_path / "params.yaml", tmp_path / "cache")
+    mine = ("mine", "--repo", str(calc), "--shards", "1", "--output")
+    nowhere = {**s3, "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}  # the discard port: refused
+    proc = run_cli(*mine, f"s3://{BUCKET}/down/mine", cwd=tmp_path, env=nowhere, timeout=120)
+    line = _one_line(proc, "cannot be reached")
+    assert line.startswith(f"trajforge: s3://{BUCKET}/down/mine") and "127.0.0.1:9" in line
+    proc = run_cli(*mine, "s3://no-such-bucket-here/mine", cwd=tmp_path, env=s3, timeout=120)
+    assert "the bucket no-such-bucket-here cannot be reached" in _one_line(proc, "trajforge:")
+    proc = run_cli("validate", "--input", f"s3://{BUCKET}/down/mine", "--output", "v",
+                   cwd=tmp_path, env=nowhere, timeout=120)  # fmt: skip
+    assert "127.0.0.1:9" in _one_line(proc, "cannot be reached")

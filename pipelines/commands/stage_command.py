@@ -13,6 +13,7 @@ from trajforge.pipelines.runtime.stage_run import run_stage
 from trajforge.pipelines.runtime.tables import TableSpec
 from trajforge.schemas.params import Params
 from trajforge.schemas.rejection import Rejection
+from trajforge.schemas.storage import check_reachable
 
 
 def run(
@@ -37,6 +38,8 @@ def run(
     any input the command line names, nor one of ``sources`` (local repositories); ``set_aside``
     are input files left out before the run (counted as rejections).
     """
+    for path in {*given_inputs(args), args.output}:
+        check_reachable(path)  # an object store that does not answer: one line, at once
     summary = run_stage(
         stage=stage,
         output=args.output,
@@ -90,11 +93,11 @@ def run_from_sources(
     if not specs:
         _no_sources(stage, section)
     # A local repository by its absolute path: a worker of a cluster runs in another directory.
-    specs = [os.path.abspath(spec) if os.path.isdir(spec) else spec for spec in specs]
+    resolved = [os.path.abspath(spec) if os.path.isdir(spec) else spec for spec in specs]
     return run(
         stage, args, params, beam_args,
         tables=tables or {"candidates": t.CANDIDATES, "rejections": t.REJECTIONS},
-        build=lambda p: p | "Sources" >> beam.Create(specs) | stage.title() >> transform,
+        build=lambda p: p | "Sources" >> beam.Create(resolved) | stage.title() >> transform,
         kept_table=kept_table,
         unit=unit,
         sources=[spec for spec in specs if os.path.isdir(spec)],

@@ -114,11 +114,14 @@ class DaskRunner(beam_dask.DaskRunner):
 
 def local_cluster(workers: int) -> Any:
     """A ``LocalCluster`` of ``workers`` processes of one thread each, quiet: the worker
-    processes log errors only (they log each start and stop at INFO otherwise)."""
+    processes log nothing below CRITICAL (they log each start and stop at INFO otherwise)."""
     import dask
     from dask.distributed import LocalCluster
 
-    quiet = {"distributed.nanny.pre-spawn-environ.DASK_LOGGING__DISTRIBUTED": "error"}
+    # Worker processes log nothing: a task's error reaches the run as its exception, and what
+    # they would log at ERROR is the scheduler going away first when the run ends (a heartbeat
+    # to a closed scheduler, with its traceback).
+    quiet = {"distributed.nanny.pre-spawn-environ.DASK_LOGGING__DISTRIBUTED": "critical"}
     with dask.config.set(quiet):
         return LocalCluster(
             n_workers=workers,
