@@ -97,8 +97,9 @@ class DaskRunner(beam_dask.DaskRunner):
                 client.wait_for_workers(1, timeout=timeout if isinstance(timeout, int) else 120)
                 threads = sum(client.nthreads().values()) or 1
                 translate = _Translate(
-                    npartitions or PARTITIONS_PER_THREAD * threads, partition_size
-                )
+                    npartitions or PARTITIONS_PER_THREAD * threads, partition_size,
+                    _thread_slots(client),
+                )  # fmt: skip
                 pipeline.replace_all(dask_overrides())
                 pipeline.visit(translate)
                 future = client.compute(translate.final())
@@ -193,9 +194,12 @@ class _ParDoSpec:
 class _Translate(PipelineVisitor):
     """Beam primitives -> Dask bags, in the order the pipeline applied them."""
 
-    def __init__(self, target_partitions: int, partition_size: int | None) -> None:
+    def __init__(
+        self, target_partitions: int, partition_size: int | None, slots: list[str] | None = None
+    ) -> None:
         self.target = max(1, target_partitions)
         self.partition_size = partition_size
+        self.slots = slots or []  # a worker address per thread: where a Reshuffle's parts go
         self.bags: dict[AppliedPTransform, Any] = {}
         self.tagged: set[AppliedPTransform] = set()  # ParDos: their bags hold (tag, value)
         self.read: set[AppliedPTransform] = set()  # transforms whose output something reads
@@ -217,7 +221,7 @@ class _Translate(PipelineVisitor):
             bag = _concat(inputs)
             self.bags[node] = bag.repartition(self._fewer(bag))
         elif kind is _Reshuffle:
-            self.bags[node] = _spread(inputs[0], self.target)
+            self.bags[node] = _spread(inputs[0], self.target, self.slots)
         elif len(inputs) == 1:
             # What Beam's DaskRunner passes through too: the window steps of its GroupByKey
             # override (its GroupByKey already groups) and WindowInto (one global window here).
@@ -280,20 +284,33 @@ class _Translate(PipelineVisitor):
         return bag.map_partitions(_run_bundle, blob, *sides, token=node.full_label)
 
 
-def _spread(bag: Any, target: int) -> Any:
+def _thread_slots(client: Any) -> list[str]:
+    """Every worker's address once per thread, interleaved (a, b, a, b ...)."""
+    threads = client.nthreads()
+    rounds = max(threads.values(), default=0)
+    return [w for n in range(rounds) for w in sorted(threads) if threads[w] > n]
+
+
+def _spread(bag: Any, target: int, slots: list[str]) -> Any:
     """Beam's Reshuffle: every element dealt round robin over ``target`` partitions. Work that
     arrives in one partition (all of one profile's candidates after a GroupByKey) then reaches
     every worker; repartitioning alone keeps a full partition whole. Each input partition is cut
     into ``target`` pieces and each output partition joins its pieces, so every element moves
-    once. Deterministic: the same input gives the same partitions."""
+    once. Part j prefers the worker of thread slot j: Dask would otherwise run every part where
+    its input is (one worker) and steal too late for work of minutes per element. Deterministic:
+    the same input gives the same partitions."""
     import dask
     import dask.bag as db
 
     parts = bag.to_delayed(optimize_graph=False)
     cut = [dask.delayed(_deal, nout=target)(part, target, place) for place, part in
            enumerate(parts)]  # fmt: skip
-    return db.from_delayed([dask.delayed(_chain)([pieces[j] for pieces in cut])
-                            for j in range(target)])  # fmt: skip
+    joined = []
+    for j in range(target):
+        where = {"workers": [slots[j % len(slots)]], "allow_other_workers": True} if slots else {}
+        with dask.annotate(**where):
+            joined.append(dask.delayed(_chain)([pieces[j] for pieces in cut]))
+    return db.from_delayed(joined)
 
 
 def _deal(items: Iterable[Any], target: int, offset: int) -> tuple[list[Any], ...]:
