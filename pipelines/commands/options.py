@@ -106,12 +106,28 @@ def load(args: argparse.Namespace) -> Params:
     if path is None and os.path.exists("params.yaml"):
         path = "params.yaml"
     params = load_params(path)
+    _reachable(args)
     if getattr(args, "runner", None):
         params.pipeline.runner = args.runner
     if getattr(args, "shards", None) is not None:
         params.pipeline.shards = args.shards
     _dask_overrides(args, params)
     return params
+
+
+def _reachable(args: argparse.Namespace) -> None:
+    """Every object-store location the command line names answers, else one line at once (Beam's
+    own S3 client retries a refused connection for minutes)."""
+    named: list[str] = []
+    for name in ("input", "paths", "output", "tasks"):
+        value = getattr(args, name, None) or []
+        named.extend(value if isinstance(value, list) else [value])
+    remote = [str(path) for path in named if "://" in str(path)]
+    if remote:
+        from trajforge.schemas.storage import check_reachable
+
+        for path in remote:
+            check_reachable(path)
 
 
 def _dask_overrides(args: argparse.Namespace, params: Params) -> None:

@@ -13,7 +13,6 @@ from trajforge.pipelines.runtime.stage_run import run_stage
 from trajforge.pipelines.runtime.tables import TableSpec
 from trajforge.schemas.params import Params
 from trajforge.schemas.rejection import Rejection
-from trajforge.schemas.storage import check_reachable
 
 
 def run(
@@ -38,8 +37,6 @@ def run(
     any input the command line names, nor one of ``sources`` (local repositories); ``set_aside``
     are input files left out before the run (counted as rejections).
     """
-    for path in {*given_inputs(args), args.output}:
-        check_reachable(path)  # an object store that does not answer: one line, at once
     summary = run_stage(
         stage=stage,
         output=args.output,
