@@ -68,6 +68,16 @@ def calc_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return path, build_calc_repo(path)
 
 
+@pytest.fixture
+def cluster():
+    """A real dask.distributed LocalCluster of 2 worker processes (the Dask runner's own)."""
+    from trajforge.pipelines.runtime.dask_runner import local_cluster
+
+    found = local_cluster(2)
+    yield found
+    found.close()
+
+
 def write_params(path: Path, cache_dir: Path, extra: str = "") -> Path:
     path.write_text(
         f"cache_dir: {cache_dir}\n"

@@ -273,15 +273,6 @@ class Killer(threading.Thread):
             time.sleep(0.02)
 
 
-@pytest.fixture
-def cluster():
-    from trajforge.pipelines.runtime.dask_runner import local_cluster
-
-    cluster = local_cluster(2)
-    yield cluster
-    cluster.close()
-
-
 def test_a_worker_killed_mid_stage_is_replaced_and_the_tables_are_complete(cluster, tmp_path):
     _many_fixes(tmp_path / "lib", 28)
     _params(tmp_path / "params.yaml", tmp_path / "cache")

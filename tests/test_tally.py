@@ -13,7 +13,6 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.dask.dask_runner import DaskRunner as BeamDaskRunner
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from trajforge.pipelines.runtime import tally
-from trajforge.pipelines.runtime.dask_runner import local_cluster
 from trajforge.pipelines.runtime.stage_fn import StageFn
 from trajforge.pipelines.runtime.stage_run import _TallyInto, summary_counters
 from trajforge.schemas.params import Params
@@ -38,13 +37,6 @@ def _run(runner, options: list[str], directory: str):
     result = pipeline.run()
     result.wait_until_finish()
     return result
-
-
-@pytest.fixture
-def cluster():
-    found = local_cluster(2)
-    yield found
-    found.close()
 
 
 def test_a_runner_without_metrics_gets_its_counters_from_the_tally(cluster, tmp_path):
