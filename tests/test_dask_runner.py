@@ -91,6 +91,8 @@ def test_mine_on_a_dask_cluster_writes_the_local_runners_bytes(calc_repo, tmp_pa
     _cli(*run, "--output", "local", cwd=tmp_path)
     stderr = _cli(*run, "--output", "dask", "--runner", "dask", "--dask_workers", "2", cwd=tmp_path)
     assert "mine: 9 inputs, 6 kept, 3 rejected" in stderr
+    # The workers' ticks reach the launcher's bar (as Dask events): it counts every candidate.
+    assert "mine: 9candidate" in stderr.replace("\r", "\n"), stderr
     _same_output(tmp_path / "local", tmp_path / "dask", ("candidates", "rejections"))
 
 

@@ -60,6 +60,7 @@ from apache_beam.runners.worker import statesampler
 from apache_beam.transforms.sideinputs import SideInputMap
 from apache_beam.utils.counters import CounterFactory
 from apache_beam.utils.windowed_value import WindowedValue
+from trajforge.pipelines.runtime import progress
 from trajforge.schemas.storage import use_environment_options
 
 METRICS = "__trajforge_metrics__"  # the tag a bundle's metric updates travel under
@@ -95,6 +96,7 @@ class DaskRunner(beam_dask.DaskRunner):
             try:
                 timeout = dask_options.get("timeout")
                 client.wait_for_workers(1, timeout=timeout if isinstance(timeout, int) else 120)
+                client.subscribe_topic(progress.TOPIC, progress.from_worker)  # the live bar
                 threads = sum(client.nthreads().values()) or 1
                 translate = _Translate(
                     npartitions or PARTITIONS_PER_THREAD * threads, partition_size,
