@@ -65,6 +65,7 @@ def _to_launcher(said: dict) -> None:
         return
     from distributed import Worker, get_worker
 
+    worker: Worker | None
     try:
         worker = get_worker()
     except ValueError:  # a DoFn's own thread (rollout's pool) has no task context
