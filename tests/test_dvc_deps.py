@@ -73,13 +73,18 @@ def _section_reads(node: ast.AST) -> set[str]:
     }
     found = set()
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and sub.attr in SECTIONS and id(sub) not in written:
+        read = DERIVED.get(sub.attr, {sub.attr}) if isinstance(sub, ast.Attribute) else set()
+        if read and read <= SECTIONS and id(sub) not in written:
             owner = sub.value
             if (isinstance(owner, ast.Name) and owner.id == "params") or (
                 isinstance(owner, ast.Attribute) and owner.attr == "params"
             ):
-                found.add(sub.attr)
+                found |= read
     return found
+
+
+# Params properties and the top-level keys they read (``Params.results_cache``).
+DERIVED = {"results_cache": {"shared_cache", "cache_dir"}}
 
 
 def _stage_module(stage: str) -> str:
