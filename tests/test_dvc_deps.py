@@ -83,8 +83,10 @@ def _section_reads(node: ast.AST) -> set[str]:
     return found
 
 
-# Params properties and the top-level keys they read (``Params.results_cache``).
-DERIVED = {"results_cache": {"shared_cache", "cache_dir"}}
+# Params properties and the top-level keys they read (``Params.results_cache``). shared_cache is
+# left out: it says where results are kept, not what they are, and a key dvc.yaml names must be in
+# every params file (DVC refuses the stage otherwise), so older params files would stop working.
+DERIVED = {"results_cache": {"cache_dir"}}
 
 
 def _stage_module(stage: str) -> str:
