@@ -50,5 +50,6 @@ def test_a_runner_without_metrics_gets_its_counters_from_the_tally(cluster, tmp_
         result.metrics().query()  # Beam's own DaskRunner keeps none
     assert list((tmp_path / "dask").glob("*.json")), "no bundle wrote a tally"
     assert summary_counters(result, str(tmp_path / "dask")) == {"counted_from": "tally", **expected}
+    result.client.close()  # Beam's runner leaves its client open (it would retry at exit)
     tally.remove(str(tmp_path / "dask"))
     assert not (tmp_path / "dask").exists()
