@@ -86,9 +86,10 @@ def read(directory: str) -> tuple[Counter[tuple[str, str]], dict[tuple[str, str]
 
 def remove(directory: str) -> None:
     """The tally is the run's bookkeeping, not part of its output."""
-    delete_files(_files(directory))
     if is_local(directory):
         shutil.rmtree(directory, ignore_errors=True)
+    else:
+        delete_files(_files(directory))
 
 
 def _files(directory: str) -> list[str]:
