@@ -18,7 +18,7 @@ browser:
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
@@ -43,11 +43,12 @@ lint: typecheck-links
 	$(BIN)/python scripts/check_layers.py
 	$(BIN)/mypy
 
-# mypy reads the package as installed (trajforge.<folder>) through links; setuptools' editable hook
-# is invisible to it.
+# mypy reads the package as installed (trajforge.<folder>, and trajforge itself: pipelines/api/)
+# through links; setuptools' editable hook is invisible to it.
 typecheck-links:
 	mkdir -p .typecheck/trajforge
 	for f in pipelines generators verifiers filters schemas; do ln -sfn ../../$$f .typecheck/trajforge/$$f; done
+	ln -sfn ../../pipelines/api/__init__.py .typecheck/trajforge/__init__.py
 
 bench:
 	@test -n "$(REPO)" || { echo "usage: make bench REPO=path/to/a/git/repo [ARGS=...]"; exit 2; }
