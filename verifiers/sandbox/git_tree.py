@@ -6,10 +6,11 @@ profiles and the sandbox all call it, so every git process gets the same hermeti
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from trajforge.schemas.errors import SourceError
 
@@ -110,14 +111,54 @@ def changed_files(repo: str, before: str, after: str) -> dict[str, str]:
     return {fields[i + 1]: fields[i][:1] for i in range(0, len(fields) - 1, 2)}
 
 
-def apply_patches(repo: str, base_commit: str, patches: list[str]) -> str:
+@contextlib.contextmanager
+def scratch_objects(repo: str) -> Iterator[dict[str, str]]:
+    """An environment for git calls whose new objects never reach ``repo``'s object store.
+
+    Inside the block, pass the yielded mapping as ``env`` to every git call that writes objects
+    (``apply_patches``, ``git(... "write-tree" ...)``, ``update-index``) and to those that read
+    what they wrote (``archive``, ``diff-tree``, ``ls-tree``): git writes blobs and trees into a
+    throwaway object directory (``GIT_OBJECT_DIRECTORY``) and reads the repository's own objects
+    (and, through them, its alternates) as an alternate. The directory is removed when the block
+    ends, so grading a patch leaves the repository's ``.git`` exactly as it was; ids written
+    inside stay valid only inside the block.
+    """
+    objects = _object_directory(repo)
+    with tempfile.TemporaryDirectory(prefix="trajforge-objects-") as scratch:
+        alternates = [_quoted(objects)]
+        inherited = os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+        if inherited:
+            alternates.append(inherited)
+        yield {
+            "GIT_OBJECT_DIRECTORY": scratch,
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": ":".join(alternates),
+        }
+
+
+def _object_directory(repo: str) -> str:
+    """The absolute path of ``repo``'s object store (a worktree's: its common one)."""
+    found = git(repo, "rev-parse", "--git-path", "objects").decode("utf-8", "surrogateescape")
+    return os.path.abspath(os.path.join(repo, found.strip()))
+
+
+def _quoted(path: str) -> str:
+    """One entry of GIT_ALTERNATE_OBJECT_DIRECTORIES: C-quoted where it holds ":" or a quote."""
+    if ":" not in path and not path.startswith('"'):
+        return path
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def apply_patches(
+    repo: str, base_commit: str, patches: list[str], env: Mapping[str, str] | None = None
+) -> str:
     """The tree of ``base_commit`` with ``patches`` applied, computed in a throwaway index.
 
     Nothing is checked out, so this is cheap and safe to run concurrently; the returned tree id is a
-    content hash of the exact files a test run sees.
+    content hash of the exact files a test run sees. ``env`` goes to every git call (e.g. the
+    mapping ``scratch_objects`` yields, to keep the new blobs and trees out of ``repo``).
     """
     with tempfile.TemporaryDirectory(prefix="trajforge-index-") as tmp:
-        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        env = {**(env or {}), "GIT_INDEX_FILE": os.path.join(tmp, "index")}
         git(repo, "read-tree", base_commit, env=env)
         for number, patch in enumerate(patches):
             if not patch.strip():
@@ -140,6 +181,7 @@ def apply_patches(repo: str, base_commit: str, patches: list[str]) -> str:
         return git(repo, "write-tree", env=env).decode().strip()
 
 
-def archive(repo: str, tree: str, prefix: str) -> bytes:
-    """A tar of ``tree`` with every path under ``prefix`` (e.g. "repo/")."""
-    return git(repo, "archive", "--format=tar", f"--prefix={prefix}", tree)
+def archive(repo: str, tree: str, prefix: str, env: Mapping[str, str] | None = None) -> bytes:
+    """A tar of ``tree`` with every path under ``prefix`` (e.g. "repo/"); ``env`` as in
+    ``apply_patches`` (a tree written under ``scratch_objects`` is only found with its env)."""
+    return git(repo, "archive", "--format=tar", f"--prefix={prefix}", tree, env=env)
