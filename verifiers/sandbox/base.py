@@ -113,6 +113,8 @@ class ImageBuild:
     context: bytes
     build_args: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 1200.0
+    # set on the image by the builder (``--label``), over any the Dockerfile sets
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,7 @@ class ImageInfo:
     repo_digests: tuple[str, ...]  # "<registry>/<name>@sha256:..." once pushed or pulled
     layers: tuple[tuple[str, int], ...]  # (layer diff id, bytes), base layer first
     labels: dict[str, str] = field(default_factory=dict)
+    created: float = 0.0  # when the image was made (epoch seconds; 0 when the engine says none)
 
 
 class RegistryError(UserError):

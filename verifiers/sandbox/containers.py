@@ -7,12 +7,17 @@ apart from any one engine so that each backend applies the same rule to its own 
 
 from __future__ import annotations
 
+import datetime
 import os
+import re
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from trajforge.verifiers.sandbox.base import RegistryError
+
+# 2024-05-01T12:34:56.123456789Z, or with an offset (podman: +02:00, or " +0200 CEST")
+_ISO = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?\s*(Z|z|[+-]\d\d:?\d\d)?")
 
 LABEL = "trajforge"
 OWNER_LABEL = "trajforge.owner"  # "<host>:<pid>"
@@ -128,6 +133,22 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def iso_seconds(text: str | None) -> float:
+    """An engine's timestamp (RFC 3339, nanoseconds and all) as epoch seconds; 0.0 for none."""
+    if not text:
+        return 0.0
+    found = _ISO.match(text.strip())
+    if found is None:
+        return 0.0
+    day, fraction, zone = found.groups()
+    zone = "+00:00" if zone in ("Z", "z", "") else zone
+    try:
+        moment = datetime.datetime.fromisoformat(f"{day}{(fraction or '')[:7]}{zone}")
+    except ValueError:
+        return 0.0
+    return moment.timestamp()
 
 
 def split_image(image: str) -> tuple[str, str]:

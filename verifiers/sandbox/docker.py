@@ -55,6 +55,7 @@ from trajforge.verifiers.sandbox.containers import (
     SIGKILLED,
     STOP_SETTLE_S,
     Sweep,
+    iso_seconds,
     needs_registry,
     owner_state,
     process_start,
@@ -406,7 +407,8 @@ class DockerSandbox:
             try:
                 stream = api.build(
                     fileobj=io.BytesIO(context), custom_context=True, tag=build.tag,
-                    buildargs=build.build_args, rm=True, forcerm=True, decode=True,
+                    buildargs=build.build_args, labels=build.labels or None, rm=True,
+                    forcerm=True, decode=True,
                     container_limits={
                         "memory": size_bytes("sandbox.memory", self.limits.memory)
                     },
@@ -451,6 +453,7 @@ class DockerSandbox:
             repo_digests=tuple(attrs.get("RepoDigests") or ()),
             layers=layer_sizes(attrs, history),
             labels=dict((attrs.get("Config") or {}).get("Labels") or {}),
+            created=iso_seconds(attrs.get("Created")),
         )
 
     def push_image(self, image: str, timeout_s: float = REGISTRY_TIMEOUT_S) -> str:
@@ -526,6 +529,25 @@ class DockerSandbox:
         """Ids of the images any container here uses, running or stopped: never removed."""
         with _engine("listing containers"):
             return {c["ImageID"] for c in self.client.api.containers(all=True) if c.get("ImageID")}
+
+    def image_layers(self) -> dict[str, tuple[str, ...]]:
+        """Every local image's layers (diff ids, base first) by image id: an image whose layers
+        begin with all of another's is built on it."""
+        import docker.errors
+
+        with _engine("listing images"):
+            ids = sorted({image["Id"] for image in self.client.api.images()})
+        layers: dict[str, tuple[str, ...]] = {}
+        for image_id in ids:
+            try:
+                with _engine(f"inspecting {image_id}"):
+                    attrs = self.client.api.inspect_image(image_id)
+            except SandboxBroken as exc:
+                if isinstance(exc.__cause__, docker.errors.ImageNotFound):
+                    continue  # removed meanwhile
+                raise
+            layers[image_id] = tuple((attrs.get("RootFS") or {}).get("Layers") or ())
+        return layers
 
     def _registry_stream(
         self, doing: str, image: str, start: Callable[[], Iterator[dict]], timeout_s: float

@@ -61,6 +61,7 @@ from trajforge.verifiers.sandbox.containers import (
     SIGKILLED,
     STOP_SETTLE_S,
     Sweep,
+    iso_seconds,
     needs_registry,
     owner_labels,
     process_start,
@@ -451,6 +452,8 @@ class PodmanSandbox:
             args += ulimits()
             for key, value in build.build_args.items():
                 args += ["--build-arg", f"{key}={value}"]
+            for key, value in build.labels.items():
+                args += ["--label", f"{key}={value}"]
             args += ["-t", build.tag, context]
             output, code, timed_out = _run_bounded(args, build.timeout_s)
         lines = [line for line in output.splitlines() if not _builder_noise(line)]
@@ -477,6 +480,7 @@ class PodmanSandbox:
             ),
             layers=layer_sizes(attrs, history),
             labels=dict((attrs.get("Config") or {}).get("Labels") or {}),
+            created=iso_seconds(attrs.get("Created")),
         )
 
     def push_image(self, image: str, timeout_s: float = REGISTRY_TIMEOUT_S) -> str:
@@ -525,6 +529,26 @@ class PodmanSandbox:
         """Ids of the images any container here uses, running or stopped: never removed."""
         out = _checked("listing containers", "ps", "--all", "--format", "json")
         return {f"sha256:{c['ImageID']}" for c in json.loads(out or b"[]") if c.get("ImageID")}
+
+    def image_layers(self) -> dict[str, tuple[str, ...]]:
+        """Every local image's layers (diff ids, base first) by image id: an image whose layers
+        begin with all of another's is built on it."""
+        listed = json.loads(_checked("listing images", "images", "--format", "json") or b"[]")
+        ids = sorted({image["Id"] for image in listed if image.get("Id")})
+        if not ids:
+            return {}
+        proc = podman("image", "inspect", *ids)  # one removed meanwhile fails the rest: one by one
+        found = json.loads(proc.stdout or "[]") if proc.returncode == 0 else None
+        if found is None:
+            found = []
+            for image_id in ids:
+                one = podman("image", "inspect", image_id)
+                if one.returncode == 0:
+                    found += json.loads(one.stdout or "[]")
+        return {
+            f"sha256:{attrs['Id']}": tuple((attrs.get("RootFS") or {}).get("Layers") or ())
+            for attrs in found
+        }
 
 
 def remove_leftovers(only_dead_owners: bool = True) -> Sweep:
