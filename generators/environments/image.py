@@ -5,6 +5,12 @@ Dockerfile) with the network on and the configured CA bundle as a build input, s
 exactly what anyone rebuilds from the exported recipe. The local backend has no images: it runs
 the same install commands in a session and records the venv. Test runs later copy each commit's
 code into /repo; the editable install picks it up.
+
+An image is trusted by content, never by its name: every build labels its image with the hash of
+the recipe and build context it was built from (``trajforge.recipe``, set by the builder over
+anything the recipe says), and an image found under a profile's name is reused only when that
+label equals the hash trajforge computes for the profile itself (``trusted_commit``). Anything
+else under the name (an older trajforge's image, a user's, one a tasks file got built) is rebuilt.
 """
 
 from __future__ import annotations
@@ -16,14 +22,21 @@ import os
 import shlex
 import tarfile
 import time
+from collections.abc import Callable
 
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.generators.environments.recipe import (
     CA_FILE,
+    ENV_KIND,
     ENV_MARKER,
+    KIND_LABEL,
     PRETEND_VERSION,
+    PROFILE_LABEL,
+    RECIPE_LABEL,
+    SETUP_COMMIT_LABEL,
     build_context,
     marker,
+    recipe_hash,
 )
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
@@ -37,27 +50,40 @@ from trajforge.verifiers.sandbox.base import (
     Session,
     SessionSpec,
 )
-from trajforge.verifiers.sandbox.git_tree import archive
+from trajforge.verifiers.sandbox.git_tree import GitError, archive, git
 
 LOG_TAIL = 4000
 ALREADY_BUILT = "image already built"  # the log of a reused image whose build log is not here
 
 
 def build_env_image(
-    sandbox: Sandbox, profile: EnvProfile, repo_path: str, params: EnvironmentParams, logs_dir: str
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    repo_path: str,
+    params: EnvironmentParams,
+    logs_dir: str,
+    note: Callable[[str], None] | None = None,
 ) -> EnvProfile:
     """The profile with status "built" (image ready) or "failed" (log says why).
 
-    A reused image returns what its build recorded: the setup commit it was really built at (from
-    its marker), which may be another commit of the same source than ``profile.setup_commit``,
-    and the build's log tail (from this machine's build log; ALREADY_BUILT for an image built
-    elsewhere). An image without a readable marker of this profile is built again.
+    An image already here is reused only when it is trusted by content (``trusted_commit``: its
+    recipe label equals the recipe hash trajforge computes for this profile; on the local
+    backend, which has no labels and builds nothing anyone else can name, its marker). Then it
+    returns what its build recorded: the setup commit it was really built at, which may be
+    another commit of the same source than ``profile.setup_commit``, and the build's log tail
+    (from this machine's build log; ALREADY_BUILT for an image built elsewhere). Any other image
+    under the profile's name is built again, and ``note`` hears one line saying why.
     """
     if sandbox.has_image(profile.image):
-        commit = image_marker(sandbox, profile)
+        if isinstance(sandbox, ImageStore):
+            commit, why = trusted_commit(sandbox, profile, repo_path)
+        else:
+            commit, why = image_marker(sandbox, profile), "its marker names no setup commit of it"
         if commit is not None:
             log = _read_log(logs_dir, profile.profile_id)
             return dataclasses.replace(profile, status="built", setup_commit=commit, log=log)
+        if note is not None:
+            note(refused_line(profile, why))
     base = base_image_tag(profile.python)
     if not sandbox.has_image(base):
         raise UserError(
@@ -100,9 +126,17 @@ def build_recipe(
     setup_commit: str,
     repo_path: str,
     params: EnvironmentParams,
+    kind: str = ENV_KIND,
 ) -> BuildResult:
     """Build ``recipe`` (a Dockerfile from ``recipe.py``) at ``setup_commit`` as ``image``: what a
-    profile's build does, and what rebuilds an exported task's environment from its row."""
+    profile's build does (``kind`` ENV_KIND), and what rebuilds a task row's environment from the
+    row (EVAL_KIND, always as ``trajforge-eval:<recipe hash>``: ``task_image.py``).
+
+    The image is labelled by the builder, over anything the recipe's text says: its recipe hash
+    (``recipe_digest``), its kind, profile id and setup commit. What trusts an image later
+    (``trusted_commit``, ``task_image.py``) compares that hash with one it computes itself.
+    """
+    digest = recipe_digest(repo_path, recipe, profile_id, setup_commit)
     ca = _read(params.ca_bundle) if params.ca_bundle and _ca_exists(params.ca_bundle) else b""
     context = build_context(
         archive(repo_path, setup_commit, prefix="repo/"), ca, marker(profile_id, setup_commit)
@@ -116,8 +150,59 @@ def build_recipe(
         context=context,
         build_args=build_args,
         timeout_s=params.build_timeout_s,
+        labels={
+            RECIPE_LABEL: digest,
+            KIND_LABEL: kind,
+            PROFILE_LABEL: profile_id,
+            SETUP_COMMIT_LABEL: setup_commit,
+        },
     )
     return store.build_image(request)
+
+
+def recipe_digest(repo_path: str, recipe: str, profile_id: str, setup_commit: str) -> str:
+    """``recipe_hash`` of ``recipe`` built at ``setup_commit`` of the repository at ``repo_path``
+    (its git tree is the build context's content); a GitError when the commit is not there."""
+    if not setup_commit or setup_commit.startswith("-"):
+        raise GitError(f"{setup_commit!r} is no commit", stderr_tail="not a commit")
+    tree = git(repo_path, "rev-parse", "--verify", "--end-of-options", f"{setup_commit}^{{tree}}")
+    return recipe_hash(recipe, tree.decode().strip(), profile_id, setup_commit)
+
+
+def refused_line(profile: EnvProfile, why: str) -> str:
+    """The one line that says why an image under a profile's name is rebuilt, not reused."""
+    return f"profile {profile.profile_id}: {profile.image} here is rebuilt, not reused: {why}"
+
+
+def trusted_commit(
+    store: ImageStore, profile: EnvProfile, repo_path: str
+) -> tuple[str | None, str]:
+    """(the setup commit it was built at, "") when the image under ``profile.image`` was built
+    from the profile's own recipe, by content: its recipe label equals the hash trajforge
+    computes for the profile's recipe at the commit the image records (a commit of this same
+    source, so the image may come from another commit of the profile than ``setup_commit``).
+    Else (None, why): no label (an older trajforge, or not trajforge), another recipe, a commit
+    this repository does not have. A name is not trust: a tasks file could have named any image
+    this one, and an image's marker is whatever its recipe copied in."""
+    info = store.image_info(profile.image)
+    if info is None:
+        return None, "it is not here"
+    recorded = info.labels.get(RECIPE_LABEL, "")
+    commit = info.labels.get(SETUP_COMMIT_LABEL, "")
+    if not recorded:
+        return None, f"it carries no {RECIPE_LABEL} label (not built by this trajforge)"
+    if info.labels.get(PROFILE_LABEL) != profile.profile_id:
+        return None, f"its {PROFILE_LABEL} label names another profile"
+    try:
+        expected = recipe_digest(repo_path, profile.recipe, profile.profile_id, commit)
+    except GitError:
+        return None, f"its setup commit {commit[:12]!r} is not a commit of this repository"
+    if expected != recorded:
+        return None, (
+            f"it was built from another recipe ({RECIPE_LABEL} {recorded[:12]}, the profile's "
+            f"recipe is {expected[:12]})"
+        )
+    return commit, ""
 
 
 def image_marker(sandbox: Sandbox, profile: EnvProfile) -> str | None:

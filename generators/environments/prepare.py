@@ -27,7 +27,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from trajforge.generators.environments.image import LOG_TAIL, build_env_image
+from trajforge.generators.environments.image import (
+    LOG_TAIL,
+    build_env_image,
+    refused_line,
+    trusted_commit,
+)
 from trajforge.generators.environments.profile import (
     TEST_CMD,
     UPGRADE_PIP,
@@ -50,7 +55,7 @@ from trajforge.verifiers.collection import (
     ignore_flags,
     warning_flag,
 )
-from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
+from trajforge.verifiers.sandbox.base import ImageStore, Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import archive
 
 PREPARE_VERSION = "prepare-v1"
@@ -60,6 +65,7 @@ UNITTEST_FILES = "-o 'python_files=test*.py *_test.py *tests.py'"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 Count = Callable[..., None]
 Fetch = Callable[[str], None]
+Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -81,22 +87,31 @@ def prepare_environment(
     legacy: bool = False,
     count: Count | None = None,
     fetch: Fetch | None = None,
+    say: Say | None = None,
 ) -> Prepared:
     """The profile built, collected, repaired and trimmed to what collects (see the module doc).
 
     ``legacy``: build the detected install only and take the suite as it collects, with no
     fallback, repair or exclusion (the detector before ranking; the benchmark's baseline).
     ``fetch(image)`` is called before any build, so a registry can supply the image instead.
+    An image here under a profile's name that was not built from the profile's recipe is built
+    again (``build_env_image``), counted ``images_untrusted``, and ``say`` hears one line why.
     """
     counted: Count = count or (lambda name, value=1: None)
+    untrusted = _untrusted(counted, say)
     cache = ContentCache(params.results_cache, "environments")
     key = content_id(PREPARE_VERSION, profile.profile_id, legacy)
     known = cache.get(key)
     if known is not None:
         prepared = _from_cache(known)
-        if prepared.reason or _image_ready(sandbox, prepared.profile, repo_path, params, fetch):
+        if prepared.reason:
             return prepared
-    prepared = _Preparation(sandbox, profile, repo_path, params, legacy, counted, fetch).run()
+        ready = _image_ready(sandbox, prepared.profile, repo_path, params, fetch, untrusted)
+        if ready is not None:
+            return dataclasses.replace(prepared, profile=ready)
+    prepared = _Preparation(
+        sandbox, profile, repo_path, params, legacy, counted, fetch, untrusted
+    ).run()
     cache.put(key, _to_cache(prepared))
     return prepared
 
@@ -113,9 +128,11 @@ class _Preparation:
         legacy: bool,
         count: Count,
         fetch: Fetch | None,
+        untrusted: Say,
     ) -> None:
         self.sandbox, self.profile, self.repo_path = sandbox, profile, repo_path
         self.params, self.legacy, self.count, self.fetch = params, legacy, count, fetch
+        self.untrusted = untrusted
         self.logs = os.path.join(params.cache_dir, "build-logs")
         self.last_output = ""  # the last collection's output: evidence for the setup agent
         # One build budget for every set, repair and agent proposal together: a hanging install
@@ -320,8 +337,13 @@ class _Preparation:
             log = f"build time budget spent (environment.build_timeout_s: {budget} s in all)"
             return dataclasses.replace(candidate, status="failed", log=log)
         env = dataclasses.replace(self.params.environment, build_timeout_s=max(remaining, 1))
-        built = build_env_image(self.sandbox, candidate, self.repo_path, env, self.logs)
-        if not existed:
+        refused: list[str] = []
+        built = build_env_image(
+            self.sandbox, candidate, self.repo_path, env, self.logs, note=refused.append
+        )
+        for line in refused:
+            self.untrusted(line)
+        if not existed or refused:
             self.count("images_built")
         return built
 
@@ -368,16 +390,39 @@ def _install_detail(profile: EnvProfile, attempts: Sequence[str]) -> str:
 
 
 def _image_ready(
-    sandbox: Sandbox, profile: EnvProfile, repo_path: str, params: Params, fetch: Fetch | None
-) -> bool:
-    """Whether a cached profile's image is here (pulled, or rebuilt from its recipe)."""
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    repo_path: str,
+    params: Params,
+    fetch: Fetch | None,
+    untrusted: Say,
+) -> EnvProfile | None:
+    """A cached profile with its image here (present and trusted, pulled, or rebuilt from its
+    recipe), at the setup commit the image was built at; None when it cannot be built."""
     if fetch is not None:
         fetch(profile.image)
-    if sandbox.has_image(profile.image):
-        return True
+    if isinstance(sandbox, ImageStore):
+        if sandbox.image_info(profile.image) is not None:
+            commit, why = trusted_commit(sandbox, profile, repo_path)
+            if commit is not None:
+                return dataclasses.replace(profile, setup_commit=commit)
+            untrusted(refused_line(profile, why))
+    elif sandbox.has_image(profile.image):  # the local backend: nothing else names its images
+        return profile
     logs = os.path.join(params.cache_dir, "build-logs")
     rebuilt = build_env_image(sandbox, profile, repo_path, params.environment, logs)
-    return rebuilt.status == "built"
+    return rebuilt if rebuilt.status == "built" else None
+
+
+def _untrusted(count: Count, say: Say | None) -> Say:
+    """What hears of an image refused by content: a count and, where someone listens, a line."""
+
+    def heard(line: str) -> None:
+        count("images_untrusted")
+        if say is not None:
+            say(line)
+
+    return heard
 
 
 def _to_cache(prepared: Prepared) -> dict:

@@ -15,6 +15,7 @@ Build context (what ``build_context`` makes)::
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import tarfile
@@ -27,6 +28,14 @@ from trajforge.verifiers.sandbox.base import BASE_ENV
 RECIPE_FORMAT = "dockerfile-v2"
 PROFILE_LABEL = "trajforge.profile_id"  # on every environment image: what `images` lists
 SETUP_COMMIT_LABEL = "trajforge.setup_commit"
+# Set by trajforge at build time (``docker build --label``, never by the recipe's text, and a
+# build's own labels override the recipe's): what the image was built from, and which namespace.
+RECIPE_LABEL = "trajforge.recipe"  # recipe_hash() of the Dockerfile and its build context
+KIND_LABEL = "trajforge.image"  # ENV_KIND (validate's images) | EVAL_KIND (a task row's recipe)
+ENV_KIND = "env"
+EVAL_KIND = "eval"
+EVAL_REPOSITORY = "trajforge-eval"  # a row's recipe is built only here, as trajforge-eval:<hash>
+RECIPE_HASH_VERSION = "recipe-hash-v1"
 CA_FILE = "/tmp/trajforge/ca.crt"
 MARKER_SOURCE = "trajforge/env.json"
 ENV_MARKER = "/venv/trajforge-env.json"  # read back to learn a reused image's setup commit
@@ -59,6 +68,23 @@ CARRY = (
 def image_name(registry: str | None, profile_id: str) -> str:
     """Where a profile's image lives: in the registry when one is configured, else locally."""
     return f"{registry.rstrip('/')}/env:{profile_id}" if registry else f"trajforge-env:{profile_id}"
+
+
+def eval_image_name(recipe_hash: str) -> str:
+    """Where a task row's own recipe is built (evaluate, serve-rewards, the reward API): a name
+    only trajforge gives, by content, never a name the row chooses nor a profile's image."""
+    return f"{EVAL_REPOSITORY}:{recipe_hash}"
+
+
+def recipe_hash(dockerfile: str, tree: str, profile_id: str, setup_commit: str) -> str:
+    """What an image is by its recipe: sha256 of the Dockerfile and of its build context (the
+    repository's git tree at the setup commit, and the marker's profile id and commit).
+
+    The CA bundle and the index URL are build inputs that never reach the final image, so they
+    are not part of it: the same recipe built behind another proxy is the same recipe.
+    """
+    fields = [RECIPE_HASH_VERSION, dockerfile, tree, marker(profile_id, setup_commit).decode()]
+    return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
 def render_dockerfile(python: str, install: Sequence[str]) -> str:

@@ -3,6 +3,9 @@
 Each patch goes to a fresh container of its task's image, on the task's starting tree, test files
 reset, the graded tests run: the rollout stage's verifier, so a model's score here and a
 trajectory's reward there are the same judgement. Reports land as SWE-bench's harness lays them.
+A row's image name is a request: the image runs the row only when it is the row's own (its
+digest, or built from its recipe); else the row's recipe is built as ``trajforge-eval:<hash>``
+(``generators/environments/task_image.py``), and the summary says which image ran what.
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    from trajforge.pipelines.evaluation.evaluator import REBUILT_COUNTER, Evaluator
+    from trajforge.pipelines.evaluation.evaluator import IMAGE_COUNTERS, Evaluator
     from trajforge.pipelines.evaluation.predictions import read_predictions
     from trajforge.pipelines.evaluation.run import evaluate_predictions, summary_lines
+    from trajforge.pipelines.runtime import progress
 
     params, tasks = options.load_for_tasks(args)
     predictions, problems = read_predictions(args.predictions)
@@ -46,6 +50,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     evaluator = Evaluator(
         params, use_cache=not args.no_cache, rebuild=not args.no_rebuild,
         timeout_s=args.timeout, spares=args.workers,
+        say=lambda line: progress.say(f"evaluate: {line}"),
     )  # fmt: skip
     try:
         outcome = evaluate_predictions(
@@ -53,7 +58,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         )
     finally:
         evaluator.close()
-    counts = [(name, evaluator.counts[name]) for name in ("images_pulled", REBUILT_COUNTER)]
+    counts = [(name, evaluator.counts[name]) for name in IMAGE_COUNTERS]
     print("\n".join(summary_lines(outcome, counts)))
+    for tag, runs in sorted(evaluator.images.items()):
+        print(f"evaluate: ran {runs} prediction(s) in {tag}")
     print(f"evaluate: reports in {os.path.abspath(args.output)}")
     return 0

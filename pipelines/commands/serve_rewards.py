@@ -25,11 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    from trajforge.pipelines.evaluation.evaluator import Evaluator
+    from trajforge.pipelines.evaluation.evaluator import IMAGE_COUNTERS, Evaluator
     from trajforge.pipelines.evaluation.service import RewardService, serve
 
     params, tasks = options.load_for_tasks(args)
-    evaluator = Evaluator(params, timeout_s=args.timeout, spares=args.workers)
+    evaluator = Evaluator(
+        params, timeout_s=args.timeout, spares=args.workers,
+        say=lambda line: print(f"serve-rewards: {line}", flush=True),
+    )  # fmt: skip
     service = RewardService(evaluator, tasks, args.workers, args.queue, args.request_timeout)
     server = serve(service, args.host, args.port)
     host, port = args.host, server.server_address[1]
@@ -46,4 +49,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         counts = service.stats()["counts"]
         said = ", ".join(f"{name} {value}" for name, value in counts.items())
         print(f"serve-rewards: stopped; {said or 'no requests'}")
+        images = {name: evaluator.counts[name] for name in IMAGE_COUNTERS}
+        if any(images.values()):
+            print("serve-rewards: " + ", ".join(f"{k} {v}" for k, v in images.items() if v))
+        for tag, runs in sorted(evaluator.images.items()):
+            print(f"serve-rewards: graded {runs} request(s) in {tag}")
     return 0

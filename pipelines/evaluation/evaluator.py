@@ -3,11 +3,13 @@
 
 A patch is judged by ``verify_patch``, the rollout stage's own verifier: applied to the task's
 starting tree in a throwaway index, test files reset to the task's, the FAIL_TO_PASS and
-PASS_TO_PASS tests run in a fresh container of the task's image. The image is the one the task
-names: here already, pulled from the registry, or (``rebuild``) built again from the task's own
-recipe (``env_recipe`` at ``environment_setup_commit``) when neither has it, which is then a new
-image id and is counted (``images_rebuilt``). A digest that does not match is an error, never a
-silent substitute.
+PASS_TO_PASS tests run in a fresh container of the task's image. Which image that is,
+``generators/environments/task_image.py`` decides (as for the rollout stage): the one the task
+names when it is the row's (its digest, or its recipe label equals the row's recipe), else
+(``rebuild``) the row's own recipe (``env_recipe`` at ``environment_setup_commit``) built as
+``trajforge-eval:<recipe hash>``, never under a name the row chooses, counted
+(``images_rebuilt``) and named in the evaluation (``image``). A digest that does not match is an
+error, never a silent substitute.
 
 Whatever goes wrong is an ``Evaluation`` with a reason, never an exception: the patch's fault
 (``empty_patch``, ``patch_does_not_apply``, ``tests_failed``, ``timed_out``...) is a completed,
@@ -17,15 +19,21 @@ is marked ``error`` so callers count it apart and may retry.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trajforge.generators.agents.task_env import TaskEnv
-from trajforge.generators.environments.image import build_recipe
 from trajforge.generators.environments.profile import JUNIT_PATH
-from trajforge.generators.environments.registry import MISSING, check_digest, fetch_image
+from trajforge.generators.environments.task_image import (
+    REBUILT_COUNTER,
+    UNTRUSTED_COUNTER,
+    TaskImage,
+    ensure_task_image,
+)
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
@@ -33,12 +41,13 @@ from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.grading import partial_credit, swebench_report, tests_status_of
 from trajforge.verifiers.patch_verifier import PatchVerdict, verify_patch
-from trajforge.verifiers.sandbox.base import ImageStore, RegistryError, Sandbox
+from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
 from trajforge.verifiers.sandbox.factory import make_sandbox
 
 # Verdict reasons after which the graded tests never ran (nothing to split into tests_status).
 NOT_RUN = ("empty_patch", "patch_does_not_apply", "no_source_changes")
-REBUILT_COUNTER = "images_rebuilt"
+IMAGE_COUNTERS = ("images_pulled", UNTRUSTED_COUNTER, REBUILT_COUNTER)
+__all__ = ["IMAGE_COUNTERS", "REBUILT_COUNTER", "Evaluation", "Evaluator"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,7 @@ class Evaluation:
     error: bool = False  # the harness failed, not the patch: no verdict, worth retrying
     seconds: float = 0.0
     dropped: tuple[str, ...] = ()  # paths of the patch set aside (test and grading files)
+    image: str = ""  # the image it ran in: the one the task names, or trajforge-eval:<hash>
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -64,6 +74,7 @@ class Evaluation:
             "error": self.error,
             "seconds": round(self.seconds, 3),
             "dropped": list(self.dropped),
+            "image": self.image,
             "report": self.report,
         }
 
@@ -78,6 +89,7 @@ class Evaluator:
     rebuild: bool = True  # build a missing image from the task's recipe
     timeout_s: float | None = None  # the test run's limit (default: validate.test_timeout_s)
     spares: int = 1  # containers per image started ahead (Docker)
+    say: Callable[[str], None] | None = None  # hears one line per row's recipe built here
     counts: Counter = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
@@ -85,8 +97,10 @@ class Evaluator:
             self.sandbox = make_sandbox(self.params, quiet=True, spares=self.spares)
         self.cache = ContentCache(self.params.results_cache, "verify") if self.use_cache else None
         self._lock = threading.Lock()
-        self._image_locks: dict[str, threading.Lock] = {}
-        self._ready: dict[str, UserError | None] = {}  # image -> None (ready) or why not
+        self._image_locks: dict[tuple[str, ...], threading.Lock] = {}
+        # what a row asks for -> its image, or why there is none
+        self._ready: dict[tuple[str, ...], TaskImage | UserError] = {}
+        self.images: Counter = Counter()  # image tag -> evaluations that ran in it
 
     # -- grading -------------------------------------------------------------------------------
 
@@ -97,21 +111,30 @@ class Evaluator:
         if patch is None or not patch.strip():
             verdict = PatchVerdict(False, "empty_patch")
             return self.evaluation(task, patch, verdict, partial, time.monotonic() - started)
+        tag: list[str] = []
         try:
-            verdict = self.verdict(task, patch)
+            verdict = self.verdict(task, patch, tag)
         except UserError as exc:  # SandboxBroken, RegistryError, SourceError...
             return self.failure(task, patch, exc.reason, str(exc), time.monotonic() - started)
         except Exception as exc:  # the engine's own errors: a broken sandbox, not a verdict
             why = f"sandbox error {type(exc).__name__}: {exc}".splitlines()[0]
             return self.failure(task, patch, "sandbox_error", why, time.monotonic() - started)
-        return self.evaluation(task, patch, verdict, partial, time.monotonic() - started)
+        evaluation = self.evaluation(task, patch, verdict, partial, time.monotonic() - started)
+        with self._lock:
+            self.images.update(tag)
+        return dataclasses.replace(evaluation, image=tag[0] if tag else "")
 
-    def verdict(self, task: TaskInstance, patch: str) -> PatchVerdict:
-        """verify_patch in the task's image (prepared first); raises UserError when it cannot."""
-        repo_path = self.prepare(task)
+    def verdict(self, task: TaskInstance, patch: str, tag: list[str] | None = None) -> PatchVerdict:
+        """verify_patch in the task's image (prepared first); raises UserError when it cannot.
+        ``tag`` (when given) gets the name of the image it runs in."""
+        repo_path, running, name = self._prepared(task)
         timeout = self.timeout_s or self.params.validate.test_timeout_s
         assert self.sandbox is not None
-        return verify_patch(self.sandbox, task, repo_path, patch, JUNIT_PATH, timeout, self.cache)
+        if tag is not None:
+            tag.append(name)
+        return verify_patch(
+            self.sandbox, running, repo_path, patch, JUNIT_PATH, timeout, self.cache
+        )
 
     def evaluation(
         self,
@@ -129,7 +152,12 @@ class Evaluator:
         if verdict.reason not in NOT_RUN:
             ran = {t: s for t, s in verdict.test_report.items() if s != "MISSING"}
             tests_status = tests_status_of(task.FAIL_TO_PASS, task.PASS_TO_PASS, ran)
-            credit = 1.0 if verdict.resolved else partial_credit(tests_status)
+            # Partial credit only from evidence nobody bent (no sentinel wrong, no forgery).
+            credit = (
+                1.0
+                if verdict.resolved
+                else (partial_credit(tests_status) if verdict.trusted else 0.0)
+            )
         report = swebench_report(patch is None, exists, applied, verdict.resolved, tests_status)
         reward = credit if partial else (1.0 if verdict.resolved else 0.0)
         return Evaluation(
@@ -146,11 +174,11 @@ class Evaluator:
 
     def env(self, task: TaskInstance) -> TaskEnv:
         """The task as a multi-turn environment whose ``close()`` grades here."""
-        repo_path = self.prepare(task)
+        repo_path, running = self.prepared(task)
         rollout = self.params.rollout
         assert self.sandbox is not None
         return TaskEnv(
-            task, self.sandbox, repo_path, lambda patch: self.verdict(task, patch),
+            running, self.sandbox, repo_path, lambda patch: self.verdict(task, patch),
             rollout.command_timeout_s, rollout.max_observation_chars,
         )  # fmt: skip
 
@@ -158,52 +186,43 @@ class Evaluator:
 
     def prepare(self, task: TaskInstance) -> str:
         """The task's repository here (its path) and its image ready; UserError otherwise."""
+        return self._prepared(task)[0]
+
+    def prepared(self, task: TaskInstance) -> tuple[str, TaskInstance]:
+        """The task's repository here (its path) and the task as it runs: ``image_name`` the id
+        of the image ``ensure_task_image`` chose for it; UserError when there is none."""
+        repo_path, running, _ = self._prepared(task)
+        return repo_path, running
+
+    def _prepared(self, task: TaskInstance) -> tuple[str, TaskInstance, str]:
+        """``prepared``, and the name of the image the task runs in (what reports show)."""
         repo_path = open_source(task.source, SourceOptions.from_params(self.params)).path
-        if isinstance(self.sandbox, ImageStore):
-            self._image(self.sandbox, task, repo_path)
-        return repo_path
+        if not isinstance(self.sandbox, ImageStore):  # the local backend: no images to choose
+            return repo_path, task, task.image_name
+        image = self._image(self.sandbox, task, repo_path)
+        return repo_path, dataclasses.replace(task, image_name=image.run), image.tag
 
-    def _image(self, store: ImageStore, task: TaskInstance, repo_path: str) -> None:
-        image = task.image_name
+    def _image(self, store: ImageStore, task: TaskInstance, repo_path: str) -> TaskImage:
+        """The task's image, chosen once per distinct request (rows that name the same image
+        with different recipes are different requests)."""
+        commit = task.environment_setup_commit or task.base_commit
+        asked = (task.image_name, task.image_digest, task.env_recipe, task.profile_id, commit,
+                 repo_path)  # fmt: skip
         with self._lock:
-            lock = self._image_locks.setdefault(image, threading.Lock())
+            lock = self._image_locks.setdefault(asked, threading.Lock())
         with lock:
-            if image not in self._ready:
+            if asked not in self._ready:
                 try:
-                    self._fetch(store, task, repo_path)
-                    self._ready[image] = None
+                    self._ready[asked] = ensure_task_image(
+                        store, task, repo_path, self.params.environment, self._count,
+                        rebuild=self.rebuild, say=self.say,
+                    )  # fmt: skip
                 except UserError as exc:
-                    self._ready[image] = exc
-            failed = self._ready[image]
-        if failed is not None:
-            raise failed
-
-    def _fetch(self, store: ImageStore, task: TaskInstance, repo_path: str) -> None:
-        env = self.params.environment
-        how = fetch_image(store, task.image_name, env, self._count)
-        if how != MISSING:
-            if task.image_digest:
-                check_digest(store, task.image_name, task.image_digest)
-            return
-        if not (self.rebuild and task.env_recipe):
-            where = f"nor in {env.registry}" if env.registry else "(no environment.registry)"
-            why = "rebuilds are off" if not self.rebuild else "the task has no recipe to rebuild"
-            raise RegistryError(
-                f"evaluate: {task.image_name} is not here {where} and {why}; pull it "
-                "(`trajforge images pull --outputs DIR`) or set environment.registry"
-            )
-        result = build_recipe(
-            store, task.image_name, task.env_recipe, task.profile_id,
-            task.environment_setup_commit or task.base_commit, repo_path, env,
-        )  # fmt: skip
-        if not result.ok:
-            tail = (result.log.strip().splitlines() or ["(no log)"])[-1][:200]
-            raise UserError(
-                f"evaluate: rebuilding {task.image_name} from the task's recipe failed ({tail}); "
-                "pull the image instead (`trajforge images pull --outputs DIR`)",
-                reason="environment_build_failed",
-            )
-        self._count(REBUILT_COUNTER)
+                    self._ready[asked] = exc
+            found = self._ready[asked]
+        if isinstance(found, UserError):
+            raise found
+        return found
 
     def _count(self, name: str) -> None:
         with self._lock:

@@ -139,7 +139,7 @@ def _finished(output: str, prediction: Prediction) -> Evaluation | None:
     return Evaluation(
         record["instance_id"], record["resolved"], record["reason"], record["report"], "",
         record["reward"], record["partial_credit"], False, record["seconds"],
-        tuple(record.get("dropped") or ()),
+        tuple(record.get("dropped") or ()), str(record.get("image") or ""),
     )  # fmt: skip
 
 
@@ -177,6 +177,8 @@ def run_report(
             "model": model,
             "reasons": dict(sorted(reasons.items())),
             "unknown_instance_ids": unknown,
+            # the images the predictions ran in (a row's own recipe: trajforge-eval:<hash>)
+            "images": dict(sorted(Counter(e.image for e in mine.values() if e.image).items())),
             "malformed_predictions": [p.detail for p in outcome.problems],
             "seconds": round(outcome.seconds, 2),
         },

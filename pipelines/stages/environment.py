@@ -120,8 +120,9 @@ class BuildEnvironmentFn(SandboxFn):
                 self._registry(profile, lambda: fetch_image(store, image, env, self.count))
 
         prepared = prepare_environment(
-            self.sandbox, profile, repo.path, self.params, count=self.count, fetch=fetch
-        )
+            self.sandbox, profile, repo.path, self.params, count=self.count, fetch=fetch,
+            say=lambda line: progress.say(f"{self.STAGE}: {line}"),
+        )  # fmt: skip
         built = prepared.profile
         if store is None or built.status != "built":
             return prepared

@@ -27,7 +27,7 @@ import apache_beam as beam
 from trajforge.generators.agents.guidance import guidance_for
 from trajforge.generators.agents.rollout import rollout_id, run_rollout
 from trajforge.generators.environments.profile import JUNIT_PATH
-from trajforge.generators.environments.registry import require_image
+from trajforge.generators.environments.task_image import ensure_task_image
 from trajforge.generators.llm.client import LLMClient
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.generators.trajectories.transitions import transitions_of
@@ -96,7 +96,8 @@ class _RolloutFn(SandboxFn):
         assert self.sandbox is not None
         if isinstance(self.sandbox, ImageStore):  # the image the task was proven in, or none
             env = self.params.environment
-            require_image(self.sandbox, task.image_name, task.image_digest, env, self.count)
+            image = ensure_task_image(self.sandbox, task, repo_path, env, self.count, rebuild=False)
+            task = dataclasses.replace(task, image_name=image.run)  # run by id, not by name
         timeout = self.params.validate.test_timeout_s
 
         def verify(patch: str):
