@@ -13,16 +13,19 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli
+from curated_factory import make_task
 from registry_server import Registry, start_registry
 from trajforge.generators.environments import registry as envreg
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.generators.environments.recipe import PROFILE_LABEL
+from trajforge.generators.environments.task_image import NAMED, ensure_task_image
 from trajforge.pipelines.runtime.sinks import MARKER
 from trajforge.schemas.params import EnvironmentParams
 from trajforge.verifiers.sandbox.base import ImageBuild, RegistryError
@@ -198,20 +201,24 @@ def test_ensure_image_refuses_another_image_than_the_task_names(sandbox, registr
     assert envreg.image_name(None, "abc") == "trajforge-env:abc"
 
 
-def test_require_image_pulls_the_named_image_and_never_builds(sandbox, registry, pushed):
-    """What rollout asks before running a proven task: that very image, here or pulled."""
-    tag, _, digest = pushed
+def test_a_rollout_gets_the_named_image_pulled_and_never_built(sandbox, registry, pushed):
+    """What rollout asks before running a proven task (``ensure_task_image``, no rebuilds): that
+    very image, here or pulled, run by its id."""
+    tag, image_id, digest = pushed
     env = EnvironmentParams(registry=registry.namespace)
+    task = make_task("calc-org/calc", 1, image_name=tag, image_digest=digest)
     counts: list[str] = []
     sandbox.remove_image(tag)
-    assert envreg.require_image(sandbox, tag, digest, env, counts.append) == envreg.PULLED
+    pulled = ensure_task_image(sandbox, task, "", env, counts.append, rebuild=False)
+    assert (pulled.run, pulled.tag, pulled.how) == (image_id, tag, NAMED)
     assert counts == [envreg.PULLED_COUNTER]
-    assert envreg.require_image(sandbox, tag, digest, env) == envreg.PRESENT
+    assert ensure_task_image(sandbox, task, "", env, rebuild=False).run == image_id
+    other = replace(task, image_digest="sha256:" + "1" * 64)
     with pytest.raises(RegistryError, match=f"profile pushed{RUN}"):
-        envreg.require_image(sandbox, tag, "sha256:" + "1" * 64, env)
-    nowhere = envreg.image_name(registry.namespace, f"gone{RUN}")
+        ensure_task_image(sandbox, other, "", env, rebuild=False)
+    nowhere = replace(task, image_name=envreg.image_name(registry.namespace, f"gone{RUN}"))
     with pytest.raises(RegistryError, match="images pull"):
-        envreg.require_image(sandbox, nowhere, "", env)
+        ensure_task_image(sandbox, replace(nowhere, image_digest=""), "", env, rebuild=False)
 
 
 def write_output(directory: Path, images: list[str]) -> Path:
@@ -257,11 +264,16 @@ def test_images_list_and_prune_remove_exactly_the_unreferenced(sandbox, registry
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     try:
-        dry = run_cli("images", "prune", "--outputs", str(out), "--dry-run", *scope, cwd=tmp_path)
+        dry = run_cli(
+            "images", "prune", "--outputs", str(out), "--dry-run", "--min-age", "0", *scope,
+            cwd=tmp_path,
+        )  # fmt: skip
         assert dry.returncode == 0, dry.stderr
         assert f"would remove {unused}" in dry.stdout and sandbox.has_image(unused)
 
-        pruned = run_cli("images", "prune", "--outputs", str(out), *scope, cwd=tmp_path)
+        pruned = run_cli(
+            "images", "prune", "--outputs", str(out), "--min-age", "0", *scope, cwd=tmp_path
+        )
         assert pruned.returncode == 0, pruned.stderr
         removed = [line for line in pruned.stdout.splitlines() if line.startswith("removed ")]
         assert removed[0].startswith(f"removed {unused}  ") and len(removed) == 2  # and summary

@@ -143,24 +143,6 @@ def ensure_image(
     return Ensured(how, publish_image(store, image, env, count))
 
 
-def require_image(
-    store: ImageStore,
-    image: str,
-    expected_digest: str,
-    env: EnvironmentParams,
-    count: Callable[[str], None] = _no_count,
-) -> str:
-    """For stages that run proven tasks (rollout): the very image a task names, here or pulled,
-    never built (a rebuild would be another image than the one the task was proven in).
-    PRESENT or PULLED; a RegistryError (one line naming the profile) otherwise."""
-    how = fetch_image(store, image, env, count)
-    if how == MISSING:
-        raise _missing(image, env, expected_digest)
-    if expected_digest:
-        check_digest(store, image, expected_digest)
-    return how
-
-
 def _missing(image: str, env: EnvironmentParams, expected_digest: str) -> RegistryError:
     where = f"nor in {env.registry}" if env.registry else "(no environment.registry)"
     return RegistryError(

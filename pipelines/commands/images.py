@@ -3,14 +3,28 @@
 Environment images are big (hundreds of MB each) and made once per profile, so they pile up.
 Which ones matter is what the tasks say: the ``image_name`` of every task row in the given stage
 outputs or exported datasets (``--outputs``). ``list`` shows them, ``push`` and ``pull`` move the
-referenced ones through the registry, ``prune`` removes the rest; base images and images that a
-container uses are never removed.
+referenced ones through the registry, ``prune`` removes the rest, by this rule (PRUNE_RULE):
+
+- only images trajforge built: its labels on the image, under the name trajforge gives such an
+  image (``trajforge-env:<profile id>`` or ``<registry>/env:<profile id>`` for the profile its
+  label names, ``trajforge-eval:<recipe hash>`` for the recipe hash its label names). Labels
+  are inherited, so a user's image built ``FROM trajforge-env:*`` carries them too; its own name
+  is not the one its labels imply, so it is never trajforge's;
+- never an image another local image is built on (that image's layers begin with all of its
+  layers): untagging it frees nothing and breaks the other's ``FROM`` (a rebuild of it);
+- never an image a container uses, running or stopped, nor a base image;
+- never one younger than ``--min-age`` (24 hours by default): a run going on now may have just
+  built it and not yet started a container of it, and no engine says when an image was last
+  used. A run that uses an older image holds a container of it while it does (spares are started
+  ahead), so ``--min-age 0`` is safe only when no trajforge run is going on here;
+- and never one a task of ``--outputs`` names (by name or by digest).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -31,12 +45,19 @@ ACTIONS = {
     "pull": "pull the images the tasks of --outputs name that are not here",
     "prune": "remove the local environment images no task of --outputs names",
 }
+PRUNE_RULE = (
+    "Only images trajforge built (its labels, under the name those labels imply: never a user's "
+    "image built FROM one), never one another local image is built on, one a container uses, a "
+    "base image, or one younger than --min-age (a run going on now may have just built it)."
+)
+DEFAULT_MIN_AGE_H = 24.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     for action, text in ACTIONS.items():
-        sub = actions.add_parser(action, help=text, description=text)
+        described = f"{text}. {PRUNE_RULE}" if action == "prune" else text
+        sub = actions.add_parser(action, help=text, description=described)
         sub.add_argument(
             "--outputs", nargs="+", default=[], required=action != "list", metavar="DIR",
             help="stage output or exported dataset directories whose tasks name images",
@@ -49,6 +70,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             )  # fmt: skip
         if action == "prune":
             sub.add_argument("--dry-run", action="store_true", help="say what would go only")
+            sub.add_argument(
+                "--min-age", type=_hours, default=DEFAULT_MIN_AGE_H, metavar="HOURS",
+                help="keep images made less than this long ago, which a run going on now may "
+                f"have just built (default {DEFAULT_MIN_AGE_H:g}; 0 only when no run is going on)",
+            )  # fmt: skip
+
+
+def _hours(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours (0 or more)")
+    return value
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -75,7 +111,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             return push_action(sandbox, used, registry)
         if args.action == "pull":
             return pull_action(sandbox, used)
-        return prune_action(sandbox, used, args.repository, args.dry_run)
+        return prune_action(sandbox, used, args.repository, args.dry_run, args.min_age)
     finally:
         sandbox.close()
 
@@ -125,9 +161,7 @@ def list_action(
     store: ImageStore, used: Counter[str], directories: list[str], repository: str | None
 ) -> int:
     """One line per local environment image (and per referenced image that is not here)."""
-    from trajforge.generators.environments.recipe import PROFILE_LABEL
-
-    here = _within(store.list_images(PROFILE_LABEL), repository)
+    here = _within(_labelled(store), repository)
     total = 0
     for tag in here:
         info = store.image_info(tag)
@@ -182,24 +216,29 @@ def pull_action(store: ImageStore, used: Counter[str]) -> int:
 
 
 def prune_action(
-    store: ImageStore, used: Counter[str], repository: str | None, dry_run: bool
+    store: ImageStore,
+    used: Counter[str],
+    repository: str | None,
+    dry_run: bool,
+    min_age_h: float = DEFAULT_MIN_AGE_H,
 ) -> int:
-    """Remove the local environment images no task names; never a base image, never one that a
-    container (running or stopped) uses."""
+    """Remove the local environment images no task names, by PRUNE_RULE (the module doc)."""
     from trajforge.generators.environments.base_image import base_image_tag
-    from trajforge.generators.environments.recipe import PROFILE_LABEL
 
     in_use = getattr(store, "container_image_ids", None)
-    if in_use is None:
+    layers_of = getattr(store, "image_layers", None)
+    if in_use is None or layers_of is None:
         raise UserError("images prune: this sandbox cannot say which images containers use")
     containers = in_use()
+    layers = layers_of()
+    now = time.time()
     base = base_image_tag("").partition(":")[0]
     removed = kept = freed = 0
-    for tag in _within(store.list_images(PROFILE_LABEL), repository):
+    for tag in _within(_labelled(store), repository):
         info = store.image_info(tag)
         if info is None:  # removed meanwhile
             continue
-        why = _keep(tag, info, used, containers, base)
+        why = _keep(tag, info, used, containers, base, layers, now - min_age_h * 3600)
         if why:
             print(f"keep    {tag}: {why}")
             kept += 1
@@ -214,8 +253,25 @@ def prune_action(
     return 0
 
 
-def _keep(tag: str, info: ImageInfo, used: Counter[str], containers: set[str], base: str) -> str:
-    """Why ``tag`` must stay, or "" when nothing keeps it."""
+def _labelled(store: ImageStore) -> list[str]:
+    """Tags of the local images with trajforge's labels (a user's image built on one too)."""
+    from trajforge.generators.environments.recipe import PROFILE_LABEL, RECIPE_LABEL
+
+    return sorted({*store.list_images(PROFILE_LABEL), *store.list_images(RECIPE_LABEL)})
+
+
+def _keep(
+    tag: str,
+    info: ImageInfo,
+    used: Counter[str],
+    containers: set[str],
+    base: str,
+    layers: dict[str, tuple[str, ...]],
+    made_before: float,
+) -> str:
+    """Why ``tag`` must stay, or "" when nothing keeps it (PRUNE_RULE)."""
+    if not_ours := _not_trajforges(tag, info):
+        return not_ours
     if info.image_id in containers:
         return "a container uses it"
     if tag.partition(":")[0] == base:
@@ -223,7 +279,50 @@ def _keep(tag: str, info: ImageInfo, used: Counter[str], containers: set[str], b
     if tag in used:
         return f"{used[tag]} task(s) use it"
     by_digest = sum(used[digest] for digest in info.repo_digests if digest in used)
-    return f"{by_digest} task(s) name it by digest" if by_digest else ""
+    if by_digest:
+        return f"{by_digest} task(s) name it by digest"
+    if children := _built_on(info, layers):
+        return f"{len(children)} other image(s) are built on it ({children[0][:19]}...)"
+    if info.created > made_before:
+        return "made within --min-age (a run going on now may have just built it)"
+    return ""
+
+
+def _not_trajforges(tag: str, info: ImageInfo) -> str:
+    """Why the image under ``tag`` is not one trajforge built ("" when it is): its labels imply
+    a name (an environment's profile id, an evaluation image's recipe hash) and ``tag`` is not
+    it. A user's image built FROM one of ours inherits our labels, never our name."""
+    from trajforge.generators.environments.recipe import (
+        EVAL_KIND,
+        EVAL_REPOSITORY,
+        KIND_LABEL,
+        PROFILE_LABEL,
+        RECIPE_LABEL,
+    )
+    from trajforge.verifiers.sandbox.containers import split_image
+
+    repository, name = split_image(tag)
+    labels = info.labels
+    if labels.get(KIND_LABEL) == EVAL_KIND or repository == EVAL_REPOSITORY:
+        if repository == EVAL_REPOSITORY and name and name == labels.get(RECIPE_LABEL):
+            return ""
+        return "not trajforge's (its name is not trajforge-eval:<its recipe label>)"
+    environment = repository == "trajforge-env" or repository.endswith("/env")
+    if environment and name and name == labels.get(PROFILE_LABEL):
+        return ""
+    return "not trajforge's (its name is not the environment name its profile label implies)"
+
+
+def _built_on(info: ImageInfo, layers: dict[str, tuple[str, ...]]) -> list[str]:
+    """Ids of the other local images whose layers begin with all of this image's layers."""
+    mine = layers.get(info.image_id) or tuple(diff_id for diff_id, _ in info.layers)
+    if not mine:
+        return []
+    return sorted(
+        image_id
+        for image_id, theirs in layers.items()
+        if image_id != info.image_id and len(theirs) >= len(mine) and theirs[: len(mine)] == mine
+    )
 
 
 def _within(tags: list[str], repository: str | None) -> list[str]:

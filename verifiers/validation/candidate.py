@@ -9,14 +9,19 @@ candidates (no decisive test, or a base that fails on its own) cost one containe
 
 Results are cached by the content hash of everything that decides them (image, the exact trees
 tested, the command and the rerun policy), so rerunning the stage skips finished work and any
-worker can reuse any result. Only verdicts of complete runs are cached: when the sandbox breaks
-under a run (a container killed or gone, the engine erring: ``SandboxBroken``), the candidate is
-validated once more in fresh containers, and if that breaks too it is rejected as
-``infra_failure``, uncached, so the next run of the stage tries again.
+worker can reuse any result. The cache holds a verdict, not an identity: two rows with the same
+trees (a dataset that lists one fix under two ids) share the verdict, and a hit is handed to
+the asking candidate with its own ids, patches and provenance (``as_candidate``).
+
+Only verdicts of complete runs are cached: when the sandbox breaks under a run (a container
+killed or gone, the engine erring: ``SandboxBroken``), the candidate is validated once more in
+fresh containers, and if that breaks too it is rejected as ``infra_failure``, uncached, so the
+next run of the stage tries again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -110,7 +115,7 @@ def validate_candidate(
     policy = (params.reruns, params.rerun_scope, params.test_timeout_s)
     key = content_id(CACHE_VERSION, *decides, *policy, length=32)
     if cache is not None and (hit := cache.get(key)) is not None:
-        return from_cache(hit)
+        return from_cache(hit, candidate)
     ctx = RunContext(
         candidate.candidate_id,
         profile.profile_id,
@@ -201,14 +206,9 @@ def build_task(
 ) -> TaskInstance:
     """The proven task; index 0 of each run list is the main run, the rest are reruns."""
     return TaskInstance(
-        instance_id=instance_id(candidate),
-        repo=candidate.repo,
-        base_commit=candidate.base_commit,
-        patch=candidate.patch,
-        test_patch=candidate.test_patch,
+        **_identity(candidate),
         problem_statement="",
         hints_text="",
-        created_at=candidate.created_at,
         FAIL_TO_PASS=verdict.fail_to_pass,
         PASS_TO_PASS=verdict.pass_to_pass,
         environment_setup_commit=profile.setup_commit,
@@ -217,20 +217,11 @@ def build_task(
         env_recipe=profile.recipe,
         test_cmd=profile.test_cmd,
         excluded_tests=profile.excluded,
-        origin=candidate.origin,
         profile_id=profile.profile_id,
-        candidate_id=candidate.candidate_id,
-        source=candidate.source,
         flaky_tests=verdict.flaky,
         difficulty=None,
         scores={},
-        provenance={
-            "validated_by": validated_by,
-            "commit": candidate.meta.commit,
-            # a model-written bug: who wrote it and what it meant to break (never the statement)
-            **({"bug_intent": candidate.meta.message} if candidate.origin == "bug/llm" else {}),
-            **({"dataset": candidate.labels.dataset} if candidate.labels is not None else {}),
-        },
+        provenance={"validated_by": validated_by, **_provenance(candidate)},
         validation=Validation(
             base_exit_code=base_runs[0].exit_code,
             gold_exit_code=gold_runs[0].exit_code,
@@ -239,8 +230,73 @@ def build_task(
             reruns=len(base_runs) + len(gold_runs) - 2,
             test_runs=len(base_runs) + len(gold_runs),
         ),
-        bug_patch=candidate.bug_patch,
     )
+
+
+def _identity(candidate: Candidate) -> dict:
+    """What a task takes from its candidate, not from the verdict: its ids and its patches."""
+    return {
+        "instance_id": instance_id(candidate),
+        "repo": candidate.repo,
+        "base_commit": candidate.base_commit,
+        "patch": candidate.patch,
+        "test_patch": candidate.test_patch,
+        "created_at": candidate.created_at,
+        "origin": candidate.origin,
+        "candidate_id": candidate.candidate_id,
+        "source": candidate.source,
+        "bug_patch": candidate.bug_patch,
+    }
+
+
+CANDIDATE_PROVENANCE = ("commit", "bug_intent", "dataset")  # from the candidate, not the verdict
+
+
+def _provenance(candidate: Candidate) -> dict[str, str]:
+    """The candidate's part of a task's provenance (CANDIDATE_PROVENANCE)."""
+    return {
+        "commit": candidate.meta.commit,
+        # a model-written bug: who wrote it and what it meant to break (never the statement)
+        **({"bug_intent": candidate.meta.message} if candidate.origin == "bug/llm" else {}),
+        **({"dataset": candidate.labels.dataset} if candidate.labels is not None else {}),
+    }
+
+
+def as_candidate(result: ValidationResult, candidate: Candidate) -> ValidationResult:
+    """A (cached) verdict handed to ``candidate``: the task, the rejection and the runs carry the
+    candidate's own ids, patches and provenance, whichever candidate first earned the verdict
+    (the cache is keyed by content, so rows with the same trees share it)."""
+    task, rejection = result.task, result.rejection
+    earned_by = task.candidate_id if task is not None else getattr(rejection, "input", "")
+    if task is not None:
+        kept = {k: v for k, v in task.provenance.items() if k not in CANDIDATE_PROVENANCE}
+        validated_by = {"validated_by": kept.pop("validated_by")} if "validated_by" in kept else {}
+        provenance = {**validated_by, **_provenance(candidate), **kept}
+        task = dataclasses.replace(task, **_identity(candidate), provenance=provenance)
+    if rejection is not None:
+        rejection = Rejection(
+            candidate.candidate_id, rejection.stage, rejection.reason,
+            _retold(rejection.detail, earned_by, candidate),
+        )  # fmt: skip
+    runs = tuple(_run_of(run, earned_by, candidate.candidate_id) for run in result.runs)
+    return ValidationResult(task, rejection, runs, result.cached)
+
+
+def _retold(detail: str, earned_by: str, candidate: Candidate) -> str:
+    """A rejection's line (``rejected``: "<repo>@<base> (<id>): why") told of ``candidate``."""
+    _, said, why = detail.partition(f" ({earned_by}): ") if earned_by else ("", "", "")
+    if not said:
+        return detail
+    return f"{candidate.repo}@{candidate.base_commit[:12]} ({candidate.candidate_id}): {why}"
+
+
+def _run_of(run: TestRun, earned_by: str, candidate_id: str) -> TestRun:
+    """``run`` as the asking candidate's (its id in the run and in the run's id, as
+    ``run_tests`` makes it); a run of no candidate (a snapshot's clean run) stays as it is."""
+    if run.candidate_id != earned_by or earned_by == candidate_id:
+        return run
+    run_id = content_id(candidate_id, run.state, run.attempt, run.selection, run.log_digest)
+    return dataclasses.replace(run, run_id=run_id, candidate_id=candidate_id)
 
 
 def infra_failure(candidate: Candidate, exc: SandboxBroken) -> ValidationResult:
@@ -266,10 +322,12 @@ def to_cache(result: ValidationResult) -> dict:
     }
 
 
-def from_cache(entry: dict) -> ValidationResult:
-    return ValidationResult(
+def from_cache(entry: dict, candidate: Candidate) -> ValidationResult:
+    """A cached verdict, handed to the candidate that asked for it (``as_candidate``)."""
+    cached = ValidationResult(
         task=from_row(TaskInstance, entry["task"]) if entry["task"] else None,
         rejection=from_row(Rejection, entry["rejection"]) if entry["rejection"] else None,
         runs=tuple(from_row(TestRun, run) for run in entry["runs"]),
         cached=True,
     )
+    return as_candidate(cached, candidate)

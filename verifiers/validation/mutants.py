@@ -123,7 +123,7 @@ def validate_mutations(
     results = _Settled(on_done)
     for index, key in enumerate(keys):
         if cache is not None and (hit := cache.get(key)) is not None:
-            results[index] = from_cache(hit)
+            results[index] = from_cache(hit, mutations[index].candidate)
     pending = [i for i in range(len(mutations)) if i not in results]
     if not pending:  # every verdict cached: the clean runs are not needed
         return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
