@@ -21,6 +21,12 @@ FAILING = ("FAILED", "ERROR")
 RESOLVED_FULL, RESOLVED_PARTIAL, RESOLVED_NO = "RESOLVED_FULL", "RESOLVED_PARTIAL", "RESOLVED_NO"
 
 
+def counts_as_passed(status: str) -> bool:
+    """trajforge's rule, the one place it is written: a graded test counts only when it PASSED
+    (SKIPPED, XFAIL, XPASS and a test missing from the report do not)."""
+    return status == "PASSED"
+
+
 @dataclass(frozen=True)
 class Graded:
     log_format: str

@@ -1,35 +1,44 @@
-"""Does a model patch resolve a task? SWE-bench's rule, in a fresh container, hardened.
+"""Does a model patch resolve a task? Decided from evidence the code under test cannot forge.
 
-Only the model's changes to source count. The patch is applied to the task's starting tree
-(``base_commit`` + ``bug_patch``) in a throwaway index, and git lists the paths it changes; a path
-that decides how the tests run or what they report is dropped (``schemas.test_ids
-.is_grading_path``: test files and directories, every ``conftest.py``, pytest/tox config,
-``pyproject.toml``/``setup.cfg``/``tox.ini`` whole, ``.coveragerc``, ``sitecustomize.py``,
-``usercustomize.py``, ``*.pth``), as is every file the ``test_patch`` touches or a graded test id
-names, and a new module that would shadow pytest or the standard library (a new ``pytest.py`` at
-the root would be the runner). The tree tested is the starting tree, the kept changes, then the
-``test_patch``, built fresh: each dropped path is exactly the task's own, and a grading file the
-model added does not exist. A patch of grading files only is ``no_source_changes`` (a validated
-bug needs a source change to go). A fix bundled with a test hack is judged on the fix alone, as
-SWE-bench resets test files; ``PatchVerdict.dropped`` lists what was set aside.
+The one verifier of rollouts, ``evaluate``, the reward API, ``serve-rewards`` and ``TaskEnv``.
+Each class of forgery is closed by what the code under test cannot reach, not by a list:
 
-The FAIL_TO_PASS and PASS_TO_PASS tests then run in a fresh container of the task's image.
-Resolved means every one of them passed (one missing from the report failed) and the process
-agrees with its report: not timed out (``timed_out``: a hang the patch caused), exit 0 when the
-report holds no failure and 1 when it does
-(``suite_failed`` otherwise: a crash or ``os._exit`` after the JUnit XML was written, or an XML
-rewritten behind pytest's back), and the ``-rA`` summary in the log fails no graded test the XML
-passed (``report_mismatch``). Code under test runs inside pytest's process, so a patch that
-tampers with pytest from within the package can still forge both; these checks catch what leaves
-a trace. Verdicts are cached by the exact tree tested, so a rerun runs nothing.
+1. **Only source changes count.** The patch is applied to the task's starting tree in a throwaway
+   index (its objects in a scratch object store: the source repository never grows). Start-up and
+   metadata files (``*.dist-info``, ``*.egg-info``, ``*.pth``, ``sitecustomize``...) and a new
+   top-level module whose name the task's image can already import refuse the patch
+   (``forbidden_file``, the file named: ``verifiers/grader/patch_policy.py``). Test files,
+   conftests and test configuration are reset to the task's own (``schemas.test_ids
+   .is_grading_path``, the ``test_patch``'s files, the graded tests' files), so a fix plus a test
+   hack is judged on the fix alone; a patch of such files only is ``no_source_changes``.
+2. **Nothing of the patch loads before or beside the tests.** pytest runs under ``python -I``
+   (the repository after site-packages, never first), plugin autoload off, the image's own
+   plugins named with ``-p`` from its site-packages; pytest and the grader's plugins load from a
+   folder only root can write.
+3. **The tests never report on themselves.** A supervisor (root, with nothing but the right to
+   change user) runs pytest as an unprivileged user that can neither signal, trace nor write
+   over it. Each test's report leaves the process on a pipe the moment pytest makes it; what was
+   sent cannot be taken back, and a second word on a test, or one after the session ended, is
+   tampering. When pytest exits, every process left of that user is killed before anything is
+   read. Sentinel tests with per-run names and outcomes only the grader knows sit in the graded
+   files: one with the wrong outcome (a report bent wholesale inside the process) is tampering.
+   Tampering is ``forged_result``: reward 0, counted, never exported. Test files and the folders
+   that hold them are read-only to the tests' user, the environment is root's.
+4. **One rule for "passed"**: a graded test counts only when it PASSED (``verifiers.grading
+   .counts_as_passed``): skipped, xfail, xpass and missing do not.
+
+What in-process code can still do: tell a sentinel from a graded test by reading the test files
+and bend only the graded tests' reports (docs/security.md). Verdicts are cached by the exact tree
+tested, so a rerun runs nothing.
 """
 
 from __future__ import annotations
 
+import io
 import os
-import posixpath
-import sys
+import tarfile
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from trajforge.schemas.diff import parse_patch
@@ -38,31 +47,35 @@ from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_ids import is_grading_path, test_file
-from trajforge.schemas.test_run import TestRun
-from trajforge.verifiers.log_parsers import get_parser
+from trajforge.verifiers.grader import patch_policy, sentinels
+from trajforge.verifiers.grader.sentinels import Sentinel
+from trajforge.verifiers.grader.supervised import (
+    SupervisedRun,
+    image_facts,
+    run_supervised,
+    ship,
+)
+from trajforge.verifiers.grading import counts_as_passed
 from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
-from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git
-from trajforge.verifiers.test_runner import RunContext, run_tests
+from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git, scratch_objects
 
-VERSION = "verify-v3"  # v3: the log is kept; a run past its time limit is timed_out
+VERSION = "verify-v4"  # v4: supervised runs, sentinels, the start-up file and shadowing refusals
 PASSED = "PASSED"
-FAILING = ("FAILED", "ERROR")
 MAX_SELECTED = 400  # beyond this many graded tests, run the whole suite and read them from it
-# Modules a new file must not shadow: ``python -m pytest`` puts the working directory (and pytest
-# the folders of test files) ahead of the standard library and site-packages on sys.path, so a new
-# /repo/pytest.py would be the test runner itself.
-SHADOWED = frozenset(sys.stdlib_module_names) | {"pytest", "_pytest", "pluggy", "py", "iniconfig"}
+SUITE_RAN_EXIT_CODES = (0, 1)
 
 
 @dataclass(frozen=True)
 class PatchVerdict:
     resolved: bool
     # resolved | tests_failed | empty_patch | patch_does_not_apply | no_source_changes
-    # | suite_did_not_run | suite_failed | report_mismatch | timed_out
+    # | forbidden_file | forged_result | suite_did_not_run | suite_failed | timed_out
+    # | unsupported_test_cmd
     reason: str
     test_report: dict[str, str] = field(default_factory=dict)  # graded test id -> status
     dropped: tuple[str, ...] = ()  # paths whose model changes were set aside, sorted
-    log: str = ""  # the test run's output ("" when nothing ran)
+    log: str = ""  # the test run's output ("" when nothing ran); a refusal's one-line why
+    trusted: bool = True  # False: the run's evidence was tampered with; no partial credit
 
 
 def verify_patch(
@@ -70,100 +83,178 @@ def verify_patch(
     task: TaskInstance,
     repo_path: str,
     model_patch: str,
-    junit_path: str,
+    junit_path: str,  # kept for callers; the grader reads the reporter's records instead
     timeout_s: float,
     cache: ContentCache | None,
 ) -> PatchVerdict:
     if not model_patch.strip():
         return PatchVerdict(False, "empty_patch")
+    with scratch_objects(repo_path) as objects:
+        return _verify(sandbox, task, repo_path, model_patch, timeout_s, cache, objects)
+
+
+def _verify(
+    sandbox: Sandbox,
+    task: TaskInstance,
+    repo: str,
+    model_patch: str,
+    timeout_s: float,
+    cache: ContentCache | None,
+    objects: Mapping[str, str],
+) -> PatchVerdict:
     graded = (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)
     try:
-        start = apply_patches(repo_path, task.base_commit, [task.bug_patch])
-        changed = apply_patches(repo_path, task.base_commit, [task.bug_patch, model_patch])
+        start = apply_patches(repo, task.base_commit, [task.bug_patch], env=objects)
+        changed = apply_patches(repo, task.base_commit, [task.bug_patch, model_patch], env=objects)
     except UserError:
         return PatchVerdict(False, "patch_does_not_apply")
+    paths = _changed_paths(repo, start, changed, objects)
+    startup = [why for p in paths if (why := patch_policy.startup_file(p))]
+    if startup:
+        return PatchVerdict(False, "forbidden_file", log="; ".join(startup[:5]))
     task_tests = parse_patch(task.test_patch).files | {test_file(t) for t in graded}
-    paths = _changed_paths(repo_path, start, changed)
-    new = set(_changed_paths(repo_path, start, changed, added_only=True))
-    import_dirs = {""} | {posixpath.dirname(test_file(t)) for t in graded}
-    dropped = tuple(
-        p
-        for p in paths
-        if p in task_tests or is_grading_path(p) or (p in new and _shadows(p, import_dirs))
-    )
+    dropped = tuple(p for p in paths if p in task_tests or is_grading_path(p))
     kept = [p for p in paths if p not in dropped]
     if not kept:
         return PatchVerdict(False, "no_source_changes", dropped=dropped)
+    new = set(_changed_paths(repo, start, changed, objects, added_only=True)) & set(kept)
     try:
-        clean = apply_patches(repo_path, task.base_commit, [task.bug_patch, task.test_patch])
-        tree = _overlay(repo_path, clean, changed, kept)
+        clean = apply_patches(repo, task.base_commit, [task.bug_patch, task.test_patch], objects)
+        tree = _overlay(repo, clean, changed, kept, objects)
     except UserError:  # git's own errors (GitError) are UserErrors too
         return PatchVerdict(False, "patch_does_not_apply", dropped=dropped)
     selection = graded if len(graded) <= MAX_SELECTED else ()
     key = content_id(VERSION, task.image_name, task.test_cmd, tree, selection, timeout_s)
     if cache is not None and (hit := cache.get(key)) is not None:
         return PatchVerdict(
-            hit["resolved"], hit["reason"], hit["test_report"], dropped, hit.get("log", "")
-        )
-    ctx = RunContext(task.candidate_id, task.profile_id, task.test_cmd, junit_path, timeout_s)
-    with sandbox.session(SessionSpec(task.image_name)) as session:
-        session.put_archive(archive(repo_path, tree, prefix="repo/"), "/")
-        run = run_tests(session, ctx, "model", attempt=0, selection=selection)
-    resolved, reason, report = judge(run, graded)
+            hit["resolved"], hit["reason"], hit["test_report"], dropped, hit.get("log", ""),
+            hit.get("trusted", True),
+        )  # fmt: skip
+    graded_files = sorted(
+        {test_file(t) for t in task.FAIL_TO_PASS} or {test_file(t) for t in graded}
+    )
+    with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
+        ship(session)
+        facts = image_facts(session, task.image_name)
+        dirs = patch_policy.import_dirs(graded_files, _tree_paths(repo, tree, objects))
+        shadowing = [
+            w
+            for p in sorted(new)
+            if (w := patch_policy.shadowing_module(p, dirs, facts.importable))
+        ]
+        if shadowing:
+            verdict = PatchVerdict(
+                False, "forbidden_file", dropped=dropped, log="; ".join(shadowing[:5])
+            )
+        else:
+            session.put_archive(archive(repo, tree, prefix="repo/", env=objects), "/")
+            originals = {p: _blob(repo, tree, p, objects) for p in graded_files}
+            planted, planted_sentinels = sentinels.plant(
+                {p: b for p, b in originals.items() if b is not None}
+            )
+            session.put_archive(_tar({f"repo/{p}": data for p, data in planted.items()}), "/")
+            run_selection = (
+                (*selection, *(s.test_id for s in planted_sentinels)) if selection else ()
+            )
+            run = run_supervised(session, task.test_cmd, facts, run_selection, timeout_s)
+            verdict = judge(run, graded, planted_sentinels, dropped)
     if cache is not None:
-        entry = {"resolved": resolved, "reason": reason, "test_report": report, "log": run.log}
+        entry = {
+            "resolved": verdict.resolved, "reason": verdict.reason,
+            "test_report": verdict.test_report, "log": verdict.log, "trusted": verdict.trusted,
+        }  # fmt: skip
         cache.put(key, entry)
-    return PatchVerdict(resolved, reason, report, dropped, run.log)
+    return verdict
 
 
-def judge(run: TestRun, graded: tuple[str, ...]) -> tuple[bool, str, dict[str, str]]:
-    """(resolved, reason, graded test id -> status) of one run of the graded tests."""
-    statuses = run.statuses()
+def judge(
+    run: SupervisedRun,
+    graded: tuple[str, ...],
+    planted: tuple[Sentinel, ...],
+    dropped: tuple[str, ...] = (),
+) -> PatchVerdict:
+    """The verdict of one supervised run of the graded tests (with their sentinels)."""
+    statuses = run.evidence.statuses
     report = {test_id: statuses.get(test_id, "MISSING") for test_id in graded}
+
+    def verdict(resolved: bool, reason: str, trusted: bool = True) -> PatchVerdict:
+        return PatchVerdict(resolved, reason, report, dropped, run.log, trusted)
+
     if run.timed_out:
-        return False, "timed_out", report
-    if not run.suite_ran and not statuses:
-        return False, "suite_did_not_run", report
-    if not all(status == PASSED for status in report.values()):
-        return False, "tests_failed", report
-    expected_exit = 1 if any(s in FAILING for s in statuses.values()) else 0
-    if run.exit_code != expected_exit:
-        return False, "suite_failed", report
-    logged = get_parser("pytest_log")(run.log.encode("utf-8", "replace")).statuses
-    if any(logged.get(test_id, PASSED) != PASSED for test_id in graded):
-        return False, "report_mismatch", report
-    return True, "resolved", report
+        return verdict(False, "timed_out")
+    if run.evidence.tampering:
+        return verdict(False, "forged_result", trusted=False)
+    if any(_bent(s, statuses) for s in planted):
+        return verdict(False, "forged_result", trusted=False)
+    if not statuses:
+        return verdict(False, "suite_did_not_run")
+    failures = any(s in ("FAILED", "ERROR") for s in statuses.values())
+    if run.exit_code == 0 and failures:  # a process that reports success over its failures
+        return verdict(False, "forged_result", trusted=False)
+    if run.exit_code not in SUITE_RAN_EXIT_CODES or not run.evidence.finished:
+        return verdict(False, "suite_failed")
+    if not all(counts_as_passed(status) for status in report.values()):
+        return verdict(False, "tests_failed")
+    return verdict(True, "resolved")
 
 
-def _shadows(path: str, import_dirs: set[str]) -> bool:
-    """Whether ``path`` is, or is inside, a module named like one in SHADOWED, as seen from a
-    folder on sys.path during the run (the repository root, the folders of the graded tests)."""
-    for folder in import_dirs:
-        prefix = folder + "/" if folder else ""
-        if path.startswith(prefix):
-            head = path[len(prefix) :].split("/", 1)[0]
-            if head.split(".", 1)[0] in SHADOWED:
-                return True
-    return False
+def _bent(sentinel: Sentinel, statuses: Mapping[str, str]) -> bool:
+    """Whether a sentinel's outcome is wrong: reported otherwise than planted, or not reported
+    while tests of its file were (a file that did not collect reports none of them)."""
+    status = statuses.get(sentinel.test_id)
+    if status is not None:
+        return status != sentinel.expected
+    return any(test_file(t) == test_file(sentinel.test_id) for t in statuses)
 
 
-def _changed_paths(repo: str, old_tree: str, new_tree: str, added_only: bool = False) -> list[str]:
+def _changed_paths(
+    repo: str, old_tree: str, new_tree: str, env: Mapping[str, str], added_only: bool = False
+) -> list[str]:
     """Paths that differ between two trees, as git sees them (renames as delete + add)."""
     only = ["--diff-filter=A"] if added_only else []
     out = git(
-        repo, "diff-tree", "-r", "-z", "--no-renames", "--name-only", *only, old_tree, new_tree
-    )
+        repo, "diff-tree", "-r", "-z", "--no-renames", "--name-only", *only, old_tree, new_tree,
+        env=env,
+    )  # fmt: skip
     return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
 
 
-def _overlay(repo: str, base_tree: str, from_tree: str, paths: list[str]) -> str:
+def _tree_paths(repo: str, tree: str, env: Mapping[str, str]) -> list[str]:
+    out = git(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", tree, env=env)
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _blob(repo: str, tree: str, path: str, env: Mapping[str, str]) -> bytes | None:
+    try:
+        return git(repo, "cat-file", "blob", f"{tree}:{path}", env=env)
+    except UserError:
+        return None
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path, data in sorted(files.items()):
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _overlay(
+    repo: str, base_tree: str, from_tree: str, paths: list[str], objects: Mapping[str, str]
+) -> str:
     """``base_tree`` with ``paths`` as they are in ``from_tree`` (absent there: removed).
 
     Blob ids move from tree to tree in a throwaway index, so content, modes and symlinks are kept
     byte for byte and nothing is checked out. Removals go first, so a file may replace a folder.
     """
     with tempfile.TemporaryDirectory(prefix="trajforge-verify-") as tmp:
-        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), "GIT_LITERAL_PATHSPECS": "1"}
+        env = {
+            **objects,
+            "GIT_INDEX_FILE": os.path.join(tmp, "index"),
+            "GIT_LITERAL_PATHSPECS": "1",
+        }
         git(repo, "read-tree", base_tree, env=env)
         listed = git(repo, "ls-tree", "-r", "-z", "--full-tree", from_tree, "--", *paths, env=env)
         added = []

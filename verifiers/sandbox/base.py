@@ -67,11 +67,17 @@ class FileRead:
     size: int = 0  # the size the sandbox reported (of the link itself for a link)
 
 
+# The capabilities a grading session keeps (every other one is dropped): root changes to the
+# tests' user, which then holds none (verifiers/grader/).
+GRADING_CAPABILITIES = ("SETUID", "SETGID")
+
+
 @dataclass(frozen=True)
 class SessionSpec:
     image: str
     network: bool = False  # only image builds get a network; test runs never do
     env: dict[str, str] = field(default_factory=dict)
+    grading: bool = False  # keeps GRADING_CAPABILITIES, so the grader can run tests as a user
 
 
 class Session(Protocol):

@@ -31,6 +31,7 @@ from trajforge.schemas.errors import SandboxUnavailable
 from trajforge.schemas.params import size_bytes
 from trajforge.verifiers.sandbox.base import (
     BASE_ENV,
+    GRADING_CAPABILITIES,
     MISSING,
     NOT_A_FILE,
     REPO_DIR,
@@ -611,7 +612,7 @@ class DockerSandbox:
             with _engine(f"starting a container of {spec.image}"):
                 return self._start(spec)
         with self.lock:
-            queue = self.spares.setdefault(spec.image, [])
+            queue = self.spares.setdefault(f"{spec.image}\0{spec.grading}", [])
             spare = queue.pop(0) if queue else None
             while len(queue) < self.spares_per_image:
                 queue.append(self.background.submit(self._start, spec))
@@ -633,6 +634,7 @@ class DockerSandbox:
             init=True,
             network_mode="bridge" if spec.network else "none",
             cap_drop=["ALL"],
+            cap_add=list(GRADING_CAPABILITIES) if spec.grading else None,
             security_opt=["no-new-privileges"],
             mem_limit=self.limits.memory,
             memswap_limit=self.limits.memory,

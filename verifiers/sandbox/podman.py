@@ -39,6 +39,7 @@ from trajforge.schemas.errors import SandboxUnavailable
 from trajforge.schemas.params import size_bytes
 from trajforge.verifiers.sandbox.base import (
     BASE_ENV,
+    GRADING_CAPABILITIES,
     MISSING,
     NOT_A_FILE,
     REPO_DIR,
@@ -397,6 +398,8 @@ class PodmanSandbox:
             # What podman adds to every container's environment and Docker does not.
             "--unsetenv", "TERM", "--unsetenv", "container",
         ]  # fmt: skip
+        if spec.grading:
+            args += [arg for cap in GRADING_CAPABILITIES for arg in ("--cap-add", cap)]
         for key, value in owner_labels(self.owner, self.owner_start).items():
             args += ["--label", f"{key}={value}"]
         if not spec.network:  # test sessions; image builds keep their whole disk for installs

@@ -1,0 +1,213 @@
+"""The forge kit: every route to reward without a fix, through every door a trainer uses.
+
+A real validated task (calc: ``add`` subtracts; FAIL_TO_PASS test_add, PASS_TO_PASS test_mul),
+real Docker containers of its image, real pytest. Each route of ``forge_routes.ROUTES`` is graded
+once by the grader itself (``Evaluator``, partial credit on), then through ``evaluate``'s
+predictions, the reward service over HTTP (binary and partial), ``reward()``, a ``TaskEnv``
+episode and a scripted rollout -> curate -> export: every one scores 0 with its named reason,
+and nothing reaches an export. The later doors reuse the verdict cache (the same tree is the
+same verdict), so they check that each door passes the grader's verdict on, unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import run_cli, write_params
+from forge_routes import ALWAYS_PASS, F2P, FIX, P2P, ROUTES, model_patch
+from repo_factory import build_add_fix_repo
+from scripted_llm import ScriptedLLM, tool_call, turn
+from trajforge.pipelines.evaluation.evaluator import Evaluator
+from trajforge.pipelines.evaluation.rewards import reward
+from trajforge.pipelines.evaluation.service import RewardService, serve
+from trajforge.schemas.params import load_params
+from trajforge.schemas.storage import read_records
+from trajforge.schemas.task_instance import TaskInstance
+
+
+@pytest.fixture(scope="module")
+def task_env(docker_engine, tmp_path_factory):
+    """(task, repo path, work dir): the calc task mined, validated and described."""
+    root = tmp_path_factory.mktemp("forge")
+    build_add_fix_repo(root / "calc")
+    work = root / "work"
+    work.mkdir()
+    write_params(work / "params.yaml", root / "cache", "rollout:\n  max_steps: 6\n")
+    for args in (
+        ("mine", "--repo", str(root / "calc"), "--output", "mine"),
+        ("validate", "--input", "mine", "--output", "validate"),
+        ("describe", "--input", "validate", "--output", "describe"),
+    ):
+        done = run_cli(*args, cwd=work)
+        assert done.returncode == 0, done.stderr
+    (task,) = read_records(TaskInstance, str(work / "validate/tasks"))
+    assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == ((F2P,), (P2P,))
+    return task, str(root / "calc"), work
+
+
+@pytest.fixture(scope="module")
+def patches(task_env, tmp_path_factory) -> dict[str, str]:
+    task, repo, _ = task_env
+    made = {}
+    for name, (files, _) in {**ROUTES, "fix": (FIX, "resolved")}.items():
+        made[name] = model_patch(task, repo, tmp_path_factory.mktemp(name), files)
+    return made
+
+
+@pytest.fixture(scope="module")
+def evaluator(task_env):
+    _, _, work = task_env
+    made = Evaluator(load_params(str(work / "params.yaml")), timeout_s=30, spares=2)
+    yield made
+    made.close()
+
+
+@pytest.fixture(scope="module")
+def graded(task_env, patches, evaluator) -> dict[str, object]:
+    """Every route graded once by the grader (partial credit on)."""
+    task, _, _ = task_env
+    return {name: evaluator.evaluate(task, patch, partial=True) for name, patch in patches.items()}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_every_route_scores_zero_with_its_reason(graded, route):
+    evaluation = graded[route]
+    _, reason = ROUTES[route]
+    assert (evaluation.reason, evaluation.error) == (reason, False), evaluation.log[-3000:]
+    assert (evaluation.resolved, evaluation.reward, evaluation.partial_credit) == (False, 0.0, 0.0)
+    assert evaluation.report["resolved"] is False
+
+
+def test_the_fix_alone_still_resolves(graded):
+    fix = graded["fix"]
+    assert (fix.resolved, fix.reason, fix.reward) == (True, "resolved", 1.0), fix.log[-3000:]
+
+
+def test_refusals_name_the_file(graded):
+    assert "calc_rt-1.0.dist-info" in graded["dist_info_plugin"].log
+    assert "calc/evil.pth" in graded["pth_file"].log
+    assert "'pygments'" in graded["shadow_pygments"].log
+    assert "'iniconfig'" in graded["shadow_iniconfig"].log
+
+
+def test_code_under_test_reaches_nothing_outside_its_package(graded):
+    log = graded["reach_outside_repo"].log
+    assert "REACHED" not in log
+    assert log.count("REFUSED") >= 6, log[-3000:]
+
+
+def test_skips_and_xfails_from_source_are_not_passes(graded):
+    assert graded["skip_from_source"].report["tests_status"]["FAIL_TO_PASS"]["failure"] == [F2P]
+    assert graded["xfail_from_source"].partial_credit == 0.0
+
+
+def test_a_fix_with_a_forger_in_the_source_is_forged(task_env, tmp_path, evaluator):
+    """The fix is right, but source code also writes to the channel: the run is not evidence."""
+    task, repo, _ = task_env
+    files, _ = ROUTES["channel_prewrite"]
+    patch = model_patch(task, repo, tmp_path, {**files, **FIX})
+    evaluation = evaluator.evaluate(task, patch, partial=True)
+    assert (evaluation.reason, evaluation.reward) == ("forged_result", 0.0)
+
+
+def test_a_fix_plus_a_test_hack_is_judged_on_the_fix(task_env, tmp_path, evaluator):
+    task, repo, _ = task_env
+    patch = model_patch(task, repo, tmp_path, {**FIX, "conftest.py": ALWAYS_PASS})
+    evaluation = evaluator.evaluate(task, patch)
+    assert (evaluation.resolved, evaluation.dropped) == (True, ("conftest.py",))
+
+
+# --- the other doors ----------------------------------------------------------------------------
+
+
+def test_reward_api_and_task_env(task_env, patches, graded, evaluator):
+    task, _, _ = task_env
+    for name in ROUTES:
+        answer = reward(task, patches[name], partial=True, evaluator=evaluator)
+        assert (answer.reward, answer.reason) == (0.0, graded[name].reason), name
+    with evaluator.env(task) as env:
+        env.reset()
+        for path, text in ROUTES["exit_forgery"][0].items():
+            assert env.step("create", {"path": path, "file_text": text}).error is None
+        outcome = env.close()
+    assert (outcome.reward, outcome.verdict.reason) == (0.0, "forged_result")
+
+
+def test_reward_service_binary_and_partial(task_env, patches, graded, evaluator):
+    task, _, _ = task_env
+    service = RewardService(evaluator, {task.instance_id: task}, workers=2)
+    server = serve(service, port=0)
+    url = f"http://127.0.0.1:{server.server_address[1]}/reward"
+    try:
+        for name in ROUTES:
+            for partial in (False, True):
+                body = {"instance_id": task.instance_id, "patch": patches[name], "partial": partial}
+                request = urllib.request.Request(url, json.dumps(body).encode(), method="POST")
+                with urllib.request.urlopen(request, timeout=300) as answer:
+                    said = json.loads(answer.read())
+                assert (said["reward"], said["reason"]) == (0.0, graded[name].reason), name
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_evaluate_command_reports_every_route_unresolved(task_env, patches, graded, tmp_path):
+    _, _, work = task_env
+    rows = [
+        {"instance_id": task_env[0].instance_id, "model_name_or_path": name, "model_patch": patch}
+        for name, patch in patches.items()
+    ]
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    done = run_cli("evaluate", "--tasks", "validate", "--predictions", str(predictions),
+                   "--output", str(tmp_path / "eval"), cwd=work)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    by_hash = {hashlib.sha256(patch.encode()).hexdigest(): name for name, patch in patches.items()}
+    said = {
+        by_hash[record["patch_sha256"]]: record
+        for record in (
+            json.loads(path.read_text()) for path in (tmp_path / "eval").rglob("evaluation.json")
+        )
+    }
+    assert set(said) == set(patches), sorted(said)
+    for name, record in said.items():
+        expected = (True, 1.0) if name == "fix" else (False, 0.0)
+        assert (record["resolved"], record["reward"]) == expected, name
+        assert record["reason"] == graded[name].reason, name
+
+
+def _forger(files: dict[str, str]):
+    """A scripted agent that writes ``files`` and submits."""
+    steps = [tool_call("create", path=p, file_text=t) for p, t in files.items()]
+    steps.append(tool_call("submit"))
+
+    def answer(request):
+        return {"content": "Next.", "tool_calls": [steps[min(turn(request), len(steps) - 1)]]}
+
+    return answer
+
+
+@pytest.mark.parametrize("route", ["dist_info_plugin", "exit_forgery"])
+def test_a_forged_rollout_earns_nothing_and_is_not_exported(task_env, route):
+    _, _, work = task_env
+    files, reason = ROUTES[route]
+    out = f"rollout-{route}"
+    with ScriptedLLM(_forger(files)) as llm:
+        for args in (
+            ("rollout", "--input", "describe", "--output", out,
+             "--base-url", llm.base_url, "--model", "forger"),
+            ("curate", "--input", out, "--output", f"curate-{route}"),
+            ("export", "--input", f"curate-{route}", "--output", f"dataset-{route}"),
+        ):  # fmt: skip
+            done = run_cli(*args, cwd=work)
+            assert done.returncode == 0, done.stderr
+    (row,) = pl.read_parquet(work / out / "trajectories/*.parquet").to_dicts()
+    assert row["exit_status"] == "submitted"
+    assert (row["resolved"], row["reward"]) == (False, 0.0)
+    assert not list(Path(work / f"dataset-{route}").rglob("sft/*.parquet"))

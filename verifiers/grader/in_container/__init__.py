@@ -1,0 +1,1 @@
+"""Files shipped into a grading container (read as data, never imported by trajforge itself)."""

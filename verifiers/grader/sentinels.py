@@ -1,0 +1,92 @@
+"""Sentinel tests: planted beside the graded tests, with outcomes only the grader knows.
+
+Each run gets new ones, drawn with the system's randomness: names made of the words of the file's
+own test names, bodies from a few ordinary shapes, some written to pass and some to fail. A test
+process that bends outcomes wholesale (every report "passed", every failure skipped, a summary
+rewritten) bends a sentinel too, and any sentinel with the wrong outcome marks the run forged.
+They are appended to the graded test files, so they share their module, imports and fixtures.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+
+PASS, FAIL = "PASSED", "FAILED"
+_RANDOM = secrets.SystemRandom()
+_WORDS = ("value", "result", "items", "empty", "order", "basic", "round", "simple", "check", "case")
+
+
+@dataclass(frozen=True)
+class Sentinel:
+    test_id: str  # <file>::<name>
+    expected: str  # PASSED | FAILED
+    source: str  # the function, as appended
+
+
+def _shapes(ok: bool) -> str:
+    """One test body; ``ok`` False makes its assertion wrong by a small, ordinary mistake."""
+    r = _RANDOM
+    a, b, c = r.randint(2, 97), r.randint(2, 97), r.randint(2, 97)
+    shape = r.randrange(5)
+    if shape == 0:
+        items = [a, b, c]
+        expected = sorted(items) if ok else [*sorted(items, reverse=True), a]
+        return f"    items = {items!r}\n    assert sorted(items) == {expected!r}\n"
+    if shape == 1:
+        word = r.choice(_WORDS)
+        expected = word.upper() if ok else word.upper()[:-1]
+        return f"    text = {word!r}\n    assert text.upper() == {expected!r}\n"
+    if shape == 2:
+        expected = a * (a - 1) // 2 + (0 if ok else b)
+        return f"    total = sum(range({a}))\n    assert total == {expected}\n"
+    if shape == 3:
+        key = r.choice(_WORDS)
+        expected = b if ok else b + c
+        return f"    mapping = {{{key!r}: {b}}}\n    assert mapping.get({key!r}) == {expected}\n"
+    expected = a * b if ok else a * b + 1
+    return f"    value = {a} * {b}\n    assert value == {expected}\n"
+
+
+def _names(source: str, count: int) -> list[str]:
+    """``count`` new test names from the words of the module's own test names."""
+    taken = set(re.findall(r"def (test\w*)", source))
+    words = sorted({w for name in taken for w in name.split("_")[1:] if w.isalpha()}) or list(
+        _WORDS
+    )
+    names: list[str] = []
+    while len(names) < count:
+        parts = _RANDOM.sample(words, min(len(words), _RANDOM.choice((1, 2, 2, 3))))
+        if _RANDOM.random() < 0.5 or len(parts) < 2:
+            parts.append(_RANDOM.choice(_WORDS))
+        name = "test_" + "_".join(parts)
+        if name not in taken:
+            taken.add(name)
+            names.append(name)
+    return names
+
+
+def plant(files: dict[str, bytes]) -> tuple[dict[str, bytes], tuple[Sentinel, ...]]:
+    """The graded test files with sentinels appended (at least one that must pass and one that
+    must fail in all), and the sentinels."""
+    paths = sorted(files)
+    if not paths:
+        return {}, ()
+    outcomes = [True, False] + [_RANDOM.random() < 0.5 for _ in range(_RANDOM.randint(1, 3))]
+    _RANDOM.shuffle(outcomes)
+    by_file: dict[str, list[bool]] = {}
+    for ok in outcomes:
+        by_file.setdefault(_RANDOM.choice(paths), []).append(ok)
+    planted: dict[str, bytes] = {}
+    sentinels: list[Sentinel] = []
+    for path, oks in sorted(by_file.items()):
+        text = files[path].decode("utf-8", "replace")
+        added = []
+        for name, ok in zip(_names(text, len(oks)), oks, strict=True):
+            source = f"def {name}():\n{_shapes(ok)}"
+            added.append(source)
+            sentinels.append(Sentinel(f"{path}::{name}", PASS if ok else FAIL, source))
+        tail = "" if files[path].endswith(b"\n") else "\n"
+        planted[path] = files[path] + (tail + "\n\n" + "\n\n".join(added)).encode()
+    return planted, tuple(sentinels)

@@ -1,0 +1,179 @@
+"""One graded run: the grader's programs into the session, the tests run under the supervisor.
+
+The session must be a grading session (``SessionSpec(grading=True)``: root may change user, and
+nothing else). The supervisor starts pytest as ``TEST_UID`` with plugin autoload off and the
+image's own plugins named with ``-p``, and the reporter's records come back in a file only root
+can read; the run's log is the supervisor's output. What the image offers (its plugins and every
+importable name) is probed once per image and process.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shlex
+import tarfile
+import threading
+from dataclasses import dataclass
+from importlib import resources
+
+from trajforge.schemas.errors import UserError
+from trajforge.verifiers.grader.channel import Evidence, read_records
+from trajforge.verifiers.sandbox.base import REPO_DIR, SandboxBroken, Session
+
+ROOT = "/tmp/.trajforge-grader"  # the tests' user cannot write it: root's folder in sticky /tmp
+RESULT = f"{ROOT}/out/result.json"
+PYTHON = "/venv/bin/python"
+TEST_UID = 10001
+PROBE_TIMEOUT_S = 120.0
+GRACE_S = 30.0  # beyond the tests' time limit, for the supervisor to kill and write
+# Runners pytest names itself by; anything else is not a test command the grader can supervise.
+RUNNERS = (("python", "-m", "pytest"), ("python3", "-m", "pytest"), ("pytest",))
+# Options whose output files the grader does not read (it reads the reporter's records).
+DROPPED_OPTIONS = ("--junitxml", "--junit-xml", "--resultlog", "--result-log")
+# Plugins a graded run never loads (they would take over coverage or fork the run); the options
+# they add are accepted and ignored by trajforge_pytest.
+BLOCKED_PLUGINS = ("xdist", "pytest_cov", "pytest_xdist")
+MAXFAIL = 2**31 - 1
+FILES = {
+    "supervisor.py": "supervisor.py",
+    "launch.py": "launch.py",
+    "plugins/trajforge_reporter.py": "trajforge_reporter.py",
+}
+
+
+class UnsupportedTestCommand(UserError):
+    reason = "unsupported_test_cmd"
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    plugins: tuple[tuple[str, str], ...]  # (entry point name, module) of the image's pytest11
+    importable: frozenset[str]  # every top-level name the image can import
+
+
+@dataclass(frozen=True)
+class SupervisedRun:
+    exit_code: int
+    timed_out: bool
+    leftovers: bool  # a process of the tests was still running after pytest exited
+    evidence: Evidence
+    log: str
+    duration_s: float
+
+
+_FACTS: dict[str, ImageFacts] = {}
+_FACTS_LOCK = threading.Lock()
+
+
+def ship(session: Session) -> None:
+    """The supervisor, the launcher and the plugins, root's and read-only to everyone else."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for folder, mode in (("", 0o755), ("/plugins", 0o755), ("/out", 0o700)):
+            info = tarfile.TarInfo(f"{ROOT}{folder}".lstrip("/"))
+            info.type, info.mode = tarfile.DIRTYPE, mode
+            tar.addfile(info)
+        for target, name in FILES.items():
+            data = _program(name)
+            info = tarfile.TarInfo(f"{ROOT}/{target}".lstrip("/"))
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+        data = _plugin_options()
+        info = tarfile.TarInfo(f"{ROOT}/plugins/trajforge_pytest.py".lstrip("/"))
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    session.put_archive(buffer.getvalue(), "/")
+
+
+def image_facts(session: Session, image: str) -> ImageFacts:
+    """The image's pytest plugins and importable names (probed once per image and process)."""
+    with _FACTS_LOCK:
+        if image in _FACTS:
+            return _FACTS[image]
+    result = session.exec(
+        f"{PYTHON} -I {ROOT}/supervisor.py probe {REPO_DIR}", PROBE_TIMEOUT_S, "/"
+    )
+    last = (result.output.strip().splitlines() or [""])[-1]
+    try:
+        said = json.loads(last)
+        facts = ImageFacts(
+            tuple((str(n), str(m)) for n, m in said["plugins"]), frozenset(said["importable"])
+        )
+    except (ValueError, KeyError, TypeError):
+        raise SandboxBroken(
+            f"grader: probing {image} failed (exit {result.exit_code}): {last[:200]}"
+        ) from None
+    with _FACTS_LOCK:
+        _FACTS[image] = facts
+    return facts
+
+
+def pytest_args(test_cmd: str, facts: ImageFacts, selection: tuple[str, ...]) -> list[str]:
+    """The task's pytest options, less its report files, with the image's plugins named."""
+    try:
+        words = shlex.split(test_cmd)
+    except ValueError as exc:
+        raise UnsupportedTestCommand(f"grader: cannot read test_cmd {test_cmd!r} ({exc})") from None
+    runner = next((r for r in RUNNERS if tuple(words[: len(r)]) == r), None)
+    if runner is None:
+        raise UnsupportedTestCommand(
+            f"grader: test_cmd {test_cmd[:120]!r} does not run pytest (python -m pytest ...); "
+            "only pytest suites can be graded"
+        )
+    options = [w for w in words[len(runner) :] if not w.startswith(DROPPED_OPTIONS)]
+    disabled = {options[i + 1][3:] for i, w in enumerate(options[:-1]) if w == "-p"} | {
+        w[5:] for w in options if w.startswith("-pno:")
+    }
+    plugins: list[str] = []
+    for name, module in facts.plugins:
+        blocked = any(b in (name, module.split(".")[0]) for b in BLOCKED_PLUGINS)
+        if not blocked and name not in disabled and module not in disabled:
+            plugins += ["-p", module]
+    # Every graded test runs: a project's -x or --maxfail would stop at a failing sentinel.
+    own = ["-p", "trajforge_pytest", "-p", "trajforge_reporter", f"--maxfail={MAXFAIL}"]
+    return [*options, *plugins, *own, *selection]
+
+
+def run_supervised(
+    session: Session, test_cmd: str, facts: ImageFacts, selection: tuple[str, ...], timeout_s: float
+) -> SupervisedRun:
+    """The graded tests, run by the supervisor; raises SandboxBroken when it left no result."""
+    args = pytest_args(test_cmd, facts, selection)
+    command = f"{PYTHON} -I {ROOT}/supervisor.py run {TEST_UID} {timeout_s:g} -- " + " ".join(
+        shlex.quote(a) for a in args
+    )
+    result = session.exec(command, timeout_s=timeout_s + GRACE_S)
+    if result.timed_out:
+        empty = Evidence({}, (), False, ())
+        return SupervisedRun(-9, True, False, empty, result.output, result.duration_s)
+    read = session.read_file_checked(RESULT)
+    if read.data is None:
+        tail = (result.output.strip().splitlines() or [""])[-1][:200]
+        raise SandboxBroken(f"grader: the supervisor left no result ({read.problem}): {tail}")
+    try:
+        said = json.loads(read.data)
+        evidence = read_records(str(said["records"]))
+        if said.get("records_overflow"):
+            overflow = "the records outgrew the channel"
+            evidence = Evidence(
+                evidence.statuses, evidence.collection_errors, evidence.finished,
+                (*evidence.tampering, overflow),
+            )  # fmt: skip
+        return SupervisedRun(
+            int(said["exit_code"]), bool(said["timed_out"]), bool(said["leftovers"]), evidence,
+            result.output, result.duration_s,
+        )  # fmt: skip
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SandboxBroken(f"grader: the supervisor's result is unreadable ({exc})") from None
+
+
+def _program(name: str) -> bytes:
+    return resources.files("trajforge.verifiers.grader.in_container").joinpath(name).read_bytes()
+
+
+def _plugin_options() -> bytes:
+    """trajforge's own pytest plugin (accepts the blocked plugins' options), as a file."""
+    return (
+        resources.files("trajforge.verifiers.validation").joinpath("pytest_plugin.py").read_bytes()
+    )
