@@ -34,6 +34,15 @@ HEAVY = ("apache_beam", "pyarrow", "docker", "datasets", "pandas", "polars", "op
 FOLDERS = ("pipelines", "generators", "verifiers", "filters", "schemas")
 
 
+def _python(*args: str, cwd: Path, timeout: int = 120) -> str:
+    """This interpreter run with ``args``; its stdout, or the test fails with its stderr."""
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
 def test_every_public_name_imports_and_is_its_deep_paths_object():
     assert set(PROMISED) <= set(trajforge.__all__)
     assert set(trajforge.__all__) == set(trajforge._EXPORTS)
@@ -60,11 +69,7 @@ def test_import_trajforge_loads_nothing_heavy(tmp_path):
         "import json, sys, trajforge\n"
         "print(json.dumps({'file': trajforge.__file__, 'modules': sorted(sys.modules)}))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert proc.returncode == 0, proc.stderr
-    found = json.loads(proc.stdout)
+    found = json.loads(_python("-c", code, cwd=tmp_path))
     assert Path(found["file"]).resolve() == ROOT / "pipelines" / "api" / "__init__.py"
     heavy = [m for m in found["modules"] if m.split(".")[0] in HEAVY]
     assert heavy == []
@@ -81,26 +86,16 @@ def test_a_wheel_ships_trajforge_once_and_it_imports(tmp_path):
     for folder in FOLDERS:
         ignore = shutil.ignore_patterns("__pycache__")
         shutil.copytree(ROOT / folder, src / folder, ignore=ignore)
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert built.returncode == 0, built.stderr
+    _python("-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(src), cwd=tmp_path,
+            timeout=600)  # fmt: skip
     (wheel,) = tmp_path.glob("trajforge-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"trajforge/__init__.py", "trajforge/py.typed"} <= names
     assert "trajforge/pipelines/evaluation/rewards.py" in names
     assert not [n for n in names if n.startswith("trajforge/pipelines/api/")]
     site = tmp_path / "site"
-    installed = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-t", str(site), str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert installed.returncode == 0, installed.stderr
+    _python("-m", "pip", "install", "-q", "--no-deps", "-t", str(site), str(wheel), cwd=tmp_path,
+            timeout=300)  # fmt: skip
     # The installed copy alone: the checkout's editable finder is taken off the import path.
     code = (
         "import json, sys\n"
@@ -112,11 +107,8 @@ def test_a_wheel_ships_trajforge_once_and_it_imports(tmp_path):
         "print(json.dumps([trajforge.__file__, evaluator.__file__,\n"
         "                  Evaluator is evaluator.Evaluator]))\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    init, deep, same = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = _python("-c", code, cwd=tmp_path)
+    init, deep, same = json.loads(out.strip().splitlines()[-1])
     assert Path(init) == site / "trajforge" / "__init__.py"
     assert Path(deep) == site / "trajforge" / "pipelines" / "evaluation" / "evaluator.py"
     assert same is True
