@@ -11,7 +11,10 @@ data files; hidden folders such as ``.cache`` and the card's JSON are left out).
 ``read_rows`` yields ``(where, row)`` for each row (``where`` is ``path:LINE`` or
 ``path#row=N``) and a ``Rejection`` for what cannot be read: the rest of the file goes on where
 it can (a bad JSON line is one rejection), and a file that cannot be opened at all is one
-``bad_input_file`` rejection naming it.
+``bad_input_file`` rejection naming it. Rows are untrusted (``schemas/json_rows.py``): a row over
+``MAX_ROW_BYTES`` is ``row_too_large`` before it is parsed (a JSON line is never held whole); one
+nested past the parser, not UTF-8 or holding a lone surrogate is ``bad_row``; so every row read
+can be written to Arrow.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 from trajforge.generators.imports.rows import STAGE
+from trajforge.schemas import json_rows
 from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import is_local
 
@@ -33,6 +37,7 @@ SUFFIXES = (".jsonl", ".json", ".parquet", ".arrow")
 METADATA = frozenset({"state.json", "dataset_info.json", "dataset_infos.json", "dataset_dict.json"})
 BAD_INPUT_FILE = "bad_input_file"
 BATCH_ROWS = 256
+MAX_ROW_BYTES = json_rows.MAX_ROW_BYTES
 Read = tuple[str, dict[str, Any]] | Rejection
 
 
@@ -92,7 +97,7 @@ def _saved_split(path: str) -> list[str]:
         with open(os.path.join(path, "state.json"), encoding="utf-8") as handle:
             state = json.load(handle)
         names = [entry["filename"] for entry in state["_data_files"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return sorted(
             os.path.join(path, n) for n in os.listdir(path) if n.endswith(".arrow")
         )  # a state.json we cannot read: every Arrow file, by name
@@ -104,7 +109,7 @@ def _splits(path: str) -> list[str]:
         with open(os.path.join(path, "dataset_dict.json"), encoding="utf-8") as handle:
             splits = json.load(handle)["splits"]
         return [s for s in splits if isinstance(s, str)]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return sorted(
             d for d in os.listdir(path) if os.path.isfile(os.path.join(path, d, "state.json"))
         )
@@ -148,47 +153,56 @@ def _bad_file(path: str, why: str) -> Rejection:
 
 
 def _json_lines(path: str, handle: BinaryIO) -> Iterator[Read]:
-    for number, raw in enumerate(handle, start=1):
+    for number, line in json_rows.lines(handle, MAX_ROW_BYTES):
         where = f"{path}:{number}"
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            if number == 1:  # a binary file, not a bad line: one rejection for the file
-                yield _bad_file(path, f"not UTF-8 text (bad byte at {exc.start}); is it JSONL?")
-                return
-            yield Rejection(where, STAGE, "bad_row", f"{where}: not UTF-8 text; fix the line")
+        if isinstance(line, json_rows.RowError):
+            yield _bad_row(where, line)
             continue
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            detail = f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); fix the line"
-            yield Rejection(where, STAGE, "bad_row", detail)
+            row = json_rows.loads(line, MAX_ROW_BYTES)
+        except json_rows.RowError as exc:
+            if number == 1 and exc.why.startswith("not UTF-8"):
+                # a binary file, not a bad line: one rejection for the file
+                yield _bad_file(path, f"{exc.why}; is it JSONL?")
+                return
+            yield _bad_row(where, exc)
             continue
         yield where, row
+
+
+def _bad_row(where: str, error: json_rows.RowError) -> Rejection:
+    fix = "the row is left out" if error.reason == json_rows.TOO_LARGE else "fix it"
+    return Rejection(where, STAGE, error.reason, f"{where}: {error.why}; {fix}")
 
 
 def _json_list(path: str, handle: BinaryIO) -> Iterator[Read]:
     data = handle.read()
     try:
-        rows = json.loads(data.decode("utf-8"))
-    except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data":  # JSON Lines named .json (as `Dataset.to_json` writes)
+        opener, members = json_rows.document(data, MAX_ROW_BYTES)
+    except json_rows.RowError as exc:
+        if exc.why.startswith("extra data"):  # JSON Lines named .json (as `Dataset.to_json`)
             yield from _json_lines(path, io.BytesIO(data))
             return
-        yield _bad_file(path, f"not a JSON file ({exc}); copy it again")
+        yield _bad_file(path, f"{exc.why}; copy it again")
         return
-    except (UnicodeDecodeError, RecursionError) as exc:
-        yield _bad_file(path, f"not a JSON file ({exc}); copy it again")
+    if opener == b"{":  # a single row
+        where = f"{path}#row=0"
+        if len(data) > MAX_ROW_BYTES:
+            yield _bad_row(where, json_rows.too_large(len(data), MAX_ROW_BYTES))
+            return
+        row: dict[str, Any] = {}
+        for key, value in members:
+            if isinstance(value, json_rows.RowError):
+                yield _bad_row(where, value)
+                return
+            row[str(key)] = value
+        yield where, row
         return
-    if isinstance(rows, dict):  # a single row
-        rows = [rows]
-    if not isinstance(rows, list):
-        yield _bad_file(path, f"holds a {type(rows).__name__}, not a list of rows")
-        return
-    for number, row in enumerate(rows):
-        yield f"{path}#row={number}", row
+    for number, value in members:
+        where = f"{path}#row={number}"
+        yield _bad_row(where, value) if isinstance(value, json_rows.RowError) else (where, value)
 
 
 def _parquet(path: str, handle: BinaryIO) -> Iterator[Read]:
@@ -220,7 +234,12 @@ def _batches(path: str, batches: Any) -> Iterator[Read]:
     try:
         for batch in batches:
             for row in batch.to_pylist():
-                yield f"{path}#row={number}", row
+                where = f"{path}#row={number}"
+                size = json_rows.text_bytes(row)
+                if size > MAX_ROW_BYTES:
+                    yield _bad_row(where, json_rows.too_large(size, MAX_ROW_BYTES))
+                else:
+                    yield where, row
                 number += 1
     except (pa.ArrowException, OSError, ValueError) as exc:
         yield _bad_file(path, f"unreadable after row {number} ({exc}); copy it again")

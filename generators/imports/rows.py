@@ -22,6 +22,7 @@ from typing import Any
 
 from trajforge.generators.imports.swesmith import parse_instance_id, parse_repo
 from trajforge.schemas.errors import UserError
+from trajforge.schemas.json_rows import lone_surrogate
 
 FORMATS = ("swe-bench", "swe-smith", "swe-gym", "nebius")
 BUGS = ("swe-smith",)  # rows whose patch makes the bug; the others' patch is the fix
@@ -113,6 +114,17 @@ def label_list(value: Any, name: str, label: str) -> tuple[str, ...]:
                 f"{label}: {name} is text but not JSON ({exc.msg} at column {exc.colno}); "
                 "SWE-bench writes it as a JSON list of test ids"
             ) from None
+        except (RecursionError, ValueError):  # nested past the parser; a number too long
+            raise BadRow(
+                f"{label}: {name} is text but not a readable JSON list; SWE-bench writes it as "
+                "a JSON list of test ids"
+            ) from None
+        lone = lone_surrogate(value)
+        if lone is not None:
+            raise BadRow(
+                f"{label}: {name} holds a lone surrogate (\\u{ord(lone):04x}), not valid Unicode; "
+                "fix the row"
+            )
     if hasattr(value, "tolist") and not isinstance(value, list | tuple):
         value = value.tolist()
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
@@ -138,7 +150,10 @@ def _date(value: Any, label: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):  # epoch milliseconds
-        return dt.datetime.fromtimestamp(value / 1000, dt.UTC).isoformat()
+        try:
+            return dt.datetime.fromtimestamp(value / 1000, dt.UTC).isoformat()
+        except (OverflowError, ValueError, OSError):  # out of any calendar, NaN
+            raise BadRow(f"{label}: created_at {value!r:.40} is not a date; fix the row") from None
     raise BadRow(f"{label}: created_at must be a date, got {_shape(value)}")
 
 

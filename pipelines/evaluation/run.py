@@ -6,6 +6,11 @@ patch's hash). ``<output>/<model>.<run_id>.json`` is the summary with SWE-bench'
 (``submitted_instances``, ``completed_ids``, ``error_ids``...) and trajforge's breakdown by
 reason. Files are written atomically; a rerun skips every prediction whose evaluation.json holds
 the same patch and no harness error, so a crash costs only the unfinished ones.
+
+Every file name made from a row (model, instance id) is one safe path component by construction
+(``path_name``): a plain name as SWE-bench writes it, anything else a slug and a hash of the raw
+value, so no row can name a place outside ``--output`` and distinct values never share a folder;
+each path is checked to lie under ``--output`` before anything is written there.
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ def evaluate_predictions(
     outcome = Outcome(problems=list(problems))
     todo: list[Prediction] = []
     for prediction in predictions:
+        unsafe = _unsafe(output, prediction)
+        if unsafe is not None:
+            outcome.problems.append(unsafe)
+            continue
         done = _finished(output, prediction)
         if done is not None:
             outcome.evaluations[prediction.instance_id] = (prediction, done)
@@ -78,7 +87,7 @@ def evaluate_predictions(
     outcome.seconds = time.monotonic() - started
     for model in sorted({p.model for p in predictions} or {"unknown-model"}):
         summary = run_report(outcome, tasks, model, run_id)
-        path = os.path.join(output, f"{model_dir(model)}.{run_id}.json")
+        path = os.path.join(output, f"{model_dir(model)}.{path_name(run_id)}.json")
         write_bytes_atomic(path, (json.dumps(summary, indent=2) + "\n").encode())
     return outcome
 
@@ -100,13 +109,50 @@ def _one(
     return evaluation
 
 
+# A name kept as it is: what SWE-bench's ids and model names look like. It never holds "~",
+# which every other name does (a slug, "~" and a hash of the raw value), so the two kinds never
+# meet; it never starts with "." or "-" and has no "/" or NUL, so it is one harmless component.
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
+HASH_CHARS = 16
+
+
+def path_name(value: str) -> str:
+    """``value`` as one file name: itself when plain (``PLAIN_NAME``), else ``slug~hash``."""
+    return value if PLAIN_NAME.fullmatch(value) else _hashed(value)
+
+
 def model_dir(model: str) -> str:
-    """A model name as one path component (SWE-bench replaces "/" with "__")."""
-    return re.sub(r"[^A-Za-z0-9._+-]", "_", model.replace("/", "__")) or "unknown-model"
+    """A model name as one path component: SWE-bench's ``org__name`` for ``org/name`` where
+    each part is plain and holds no "__" (so the "__" can only be a "/"), else ``path_name``."""
+    parts = model.split("/")
+    if all(PLAIN_NAME.fullmatch(p) and "__" not in p for p in parts) and len(model) <= 100:
+        return "__".join(parts)
+    return _hashed(model)
+
+
+def _hashed(value: str) -> str:
+    raw = value.encode("utf-8", "surrogatepass")
+    slug = re.sub(r"[^A-Za-z0-9._+-]+", "_", value)[:48].strip("._-") or "x"
+    return f"{slug}~{hashlib.sha256(raw).hexdigest()[:HASH_CHARS]}"
 
 
 def _instance_dir(output: str, prediction: Prediction) -> str:
-    return os.path.join(output, model_dir(prediction.model), model_dir(prediction.instance_id))
+    return os.path.join(output, model_dir(prediction.model), path_name(prediction.instance_id))
+
+
+def _unsafe(output: str, prediction: Prediction) -> Problem | None:
+    """A problem when the prediction's folder would not lie inside ``output`` (a link there that
+    points elsewhere); None for every folder ``path_name`` makes under a plain output."""
+    root = os.path.realpath(output)
+    folder = os.path.realpath(_instance_dir(output, prediction))
+    if os.path.commonpath([root, folder]) == root and folder != root:
+        return None
+    where = f"{prediction.instance_id!r} of {prediction.model!r}"
+    return Problem(
+        "", prediction.instance_id, "unsafe_output_path",
+        f"{where}: its folder {folder} is outside --output {output} (a link inside it points "
+        "elsewhere); remove the link or pass a new --output",
+    )  # fmt: skip
 
 
 def _patch_hash(patch: str | None) -> str:

@@ -14,7 +14,10 @@ Endpoints: ``POST /reward`` ``{"instance_id", "patch", "partial": false}``; ``GE
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import sys
 import threading
 import time
 from collections import Counter
@@ -159,30 +162,109 @@ def _quantile(ordered: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
 
 
-def serve(service: RewardService, host: str = "127.0.0.1", port: int = 8765) -> ThreadingHTTPServer:
-    """An HTTP server for ``service`` (call ``serve_forever``; port 0 picks a free one)."""
+READ_TIMEOUT_S = 30.0  # receiving one request: its line, headers and body (or a keep-alive's wait)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a request still grading never holds the process at shutdown
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line, never a traceback: the request is lost, the service goes on."""
+        exc = sys.exc_info()[1]
+        said = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        print(f"serve-rewards: a request from {client_address[0]} failed ({said})", file=sys.stderr)
+
+
+def serve(
+    service: RewardService,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    read_timeout_s: float = READ_TIMEOUT_S,
+) -> ThreadingHTTPServer:
+    """An HTTP server for ``service`` (call ``serve_forever``; port 0 picks a free one).
+
+    No client holds a thread by being slow: each request must arrive whole (line, headers and
+    body; for a kept-alive connection, the next request too) within ``read_timeout_s``, else the
+    connection is cut (a watchdog shuts its reading side, so a client that trickles bytes is too;
+    each read also times out on its own). A body is read only when its Content-Length is within
+    the limit (over it: 413 at once, unread); a body without a length (chunked) is 411, one that
+    ends before its length is 400, and one still missing at the deadline is 408."""
+    body_limit = service.max_patch_bytes * 2 + 4096  # the patch limit, room for the JSON around
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = read_timeout_s  # every read and write on the socket (StreamRequestHandler)
+        watchdog: threading.Timer | None = None
+        cut = False  # the watchdog shut the socket: the request did not arrive in time
+
+        def handle_one_request(self) -> None:
+            self.watchdog = threading.Timer(read_timeout_s, self._cut)
+            self.watchdog.daemon = True
+            self.watchdog.start()
+            try:
+                super().handle_one_request()
+            finally:
+                self._received()
+
+        def _received(self) -> None:
+            """The request is in: from here on the client waits for us, not we for it."""
+            if self.watchdog is not None:
+                self.watchdog.cancel()
+                self.watchdog = None
+
+        def _cut(self) -> None:
+            self.cut = True
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RD)  # reads end; the answer still goes
 
         def do_POST(self) -> None:
+            if self.cut:
+                why = f"the request did not arrive whole within {read_timeout_s:g}s"
+                return self._refuse(_error(408, "request_timeout", why))
             if self.path.rstrip("/") != "/reward":
-                return self._send(_error(404, "not_found", "POST /reward"))
+                return self._refuse(_error(404, "not_found", "POST /reward"))
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                why = "send the body with a Content-Length (chunked bodies are not read)"
+                return self._refuse(_error(411, "length_required", why))
             try:
                 length = int(self.headers.get("Content-Length") or 0)
             except ValueError:
                 length = -1
             if length < 0:
-                return self._send(_error(400, "malformed_request", "bad Content-Length"))
-            # The patch limit, with room for the JSON around it; a bigger body is not read.
-            if length > service.max_patch_bytes * 2 + 4096:
-                self.close_connection = True
-                answer = _error(413, "patch_too_large", f"a body of {length} bytes is too large")
-                return self._send(service.answered(answer, time.monotonic()))
-            body = self.rfile.read(length) if length else b""
-            self._send(service.reward(body))
+                return self._refuse(_error(400, "malformed_request", "bad Content-Length"))
+            if length > body_limit:
+                why = f"a body of {length} bytes is over the limit of {body_limit}"
+                return self._refuse(_error(413, "patch_too_large", why))
+            try:
+                body = self.rfile.read(length) if length else b""
+            except (TimeoutError, OSError):
+                body = None
+            self._received()
+            if self.cut:
+                body = None
+            if body is None or len(body) < length:
+                got = "none" if body is None else f"{len(body)} bytes"
+                why = f"the body ended before its Content-Length of {length} bytes ({got} came)"
+                late = _error(408, "request_timeout", f"{why} within {read_timeout_s:g}s")
+                return self._refuse(late if body is None else _error(400, "body_incomplete", why))
+            self._send(self._reward(body))
+
+        def _reward(self, body: bytes) -> Answer:
+            """The service's answer; whatever escapes it is still an answer, counted."""
+            started = time.monotonic()
+            try:
+                return service.reward(body)
+            except (ValueError, RecursionError) as exc:  # JSON too deep, a lone surrogate...
+                said = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+                answer = _error(400, "malformed_request", f"the body cannot be read ({said})")
+            except Exception as exc:
+                said = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+                answer = _error(500, "internal_error", f"the service failed ({said})")
+            return service.answered(answer, started)
 
         def do_GET(self) -> None:
+            self._received()
             path = self.path.rstrip("/")
             if path == "/health":
                 return self._send(Answer(200, service.health()))
@@ -192,15 +274,26 @@ def serve(service: RewardService, host: str = "127.0.0.1", port: int = 8765) -> 
                 return self._send(Answer(200, {"instance_ids": sorted(service.tasks)}))
             self._send(_error(404, "not_found", "GET /health, /stats or /tasks"))
 
+        def _refuse(self, answer: Answer) -> None:
+            """Answer, counted, and close: what is left of the body is never read."""
+            self._received()
+            self.close_connection = True
+            self._send(service.answered(answer, time.monotonic()))
+
         def _send(self, answer: Answer) -> None:
             data = (json.dumps(answer.body) + "\n").encode()
-            self.send_response(answer.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(answer.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if self.close_connection:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:  # the client left (or was cut): nobody to answer
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: requests are counted in /stats, and patches never reach a log."""
 
-    return ThreadingHTTPServer((host, port), Handler)
+    return _Server((host, port), Handler)
