@@ -1,4 +1,11 @@
-"""Git repositories by local path or URL; URLs are cloned once into the cache and fetched after."""
+"""Git repositories by local path or URL; URLs are cloned once into the cache and fetched after.
+
+Credentials in a clone URL (``https://user:TOKEN@host/...``, a secret query parameter) reach git
+only through its environment, never its arguments or a file: git is given the redacted URL, and
+``url.<URL as given>.insteadOf <redacted URL>`` in ``GIT_CONFIG_*`` variables puts them back for
+the transport alone. So the clone's ``.git/config`` names the redacted URL, FETCH_HEAD is not
+written, and nothing under the cache holds the token.
+"""
 
 from __future__ import annotations
 
@@ -41,23 +48,30 @@ def cloned_git_repo(url: str, cache_dir: str) -> str:
     """Clone ``url`` into the cache (or fetch if already there) and return the clone's path.
 
     The clone is keyed by the redacted URL, so a source recorded without its credentials opens
-    the same clone again (fetching through the remote it was cloned with). Messages name the
-    redacted URL only.
+    the same clone again; its remote is the redacted URL, so such a spec fetches without them,
+    and where the host refuses (a private repository) the clone is used as it is (it holds what
+    the earlier stage read). Messages name the redacted URL only.
     """
     shown = redact_source(url)
     target = os.path.join(cache_dir, "git", content_id(shown))
+    env = _credentials(url, shown)
     try:
         if is_git_repo(target):
-            if url != shown:  # fresh credentials replace the ones the clone was made with
-                git(target, "remote", "set-url", "origin", url)
-            git(target, "fetch", "--quiet", "origin")
-            git(target, "reset", "--quiet", "--hard", "FETCH_HEAD")
+            if git(target, "config", "remote.origin.url").decode().strip() != shown:
+                git(target, "remote", "set-url", "origin", shown)  # a token an older run left
+            try:
+                git(target, "fetch", "--quiet", "--no-write-fetch-head", "origin", env=env)
+            except GitError:
+                if url != shown:
+                    raise
+                return target  # nothing to fetch with: the clone as the earlier stage left it
+            git(target, "reset", "--quiet", "--hard", "@{upstream}")
             return target
         tmp = f"{target}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         try:
-            git(None, "clone", "--quiet", url, tmp)
+            git(None, "clone", "--quiet", shown, tmp, env=env)
         except GitError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             why = redact_text(exc.stderr_tail or "git clone failed").replace(url, shown)
@@ -71,3 +85,17 @@ def cloned_git_repo(url: str, cache_dir: str) -> str:
     except GitError as exc:
         why = redact_text(str(exc)).replace(url, shown)
         raise SourceError(f"{shown}: {why}", reason="repo_unreachable") from None
+
+
+def _credentials(url: str, shown: str) -> dict[str, str]:
+    """git's environment that turns ``shown`` back into ``url`` for the transport only (an
+    ``insteadOf`` rewrite in ``GIT_CONFIG_*``, after any the environment already sets)."""
+    if url == shown:
+        return {}
+    count = os.environ.get("GIT_CONFIG_COUNT") or "0"
+    index = int(count) if count.isdigit() else 0
+    return {
+        "GIT_CONFIG_COUNT": str(index + 1),
+        f"GIT_CONFIG_KEY_{index}": f"url.{url}.insteadOf",
+        f"GIT_CONFIG_VALUE_{index}": shown,
+    }
