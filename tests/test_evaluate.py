@@ -201,8 +201,9 @@ def test_reward_api_binary_and_partial(tasks, evaluator):
 
 
 def test_a_missing_image_is_rebuilt_from_the_tasks_recipe_or_reported(tasks, tasks_dir):
-    """On a machine without the image (and no registry): rebuilt from the row's env_recipe at its
-    setup commit, counted, and the gold patch resolves; with rebuilds off, one error line."""
+    """On a machine without the image (and no registry): the row's env_recipe is built at its
+    setup commit as trajforge-eval:<recipe hash> (never under the name the row gives), counted,
+    named in the evaluation, and the gold patch resolves; with rebuilds off, one error line."""
     work, _ = tasks_dir
     params = load_params(str(work / "params.yaml"))
     add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
@@ -213,17 +214,24 @@ def test_a_missing_image_is_rebuilt_from_the_tasks_recipe_or_reported(tasks, tas
     finally:
         refusing.close()
     assert (refused.error, refused.reason) == (True, "registry_error")
-    assert "rebuilds are off" in refused.log and "pull it" in refused.log
-    rebuilding = Evaluator(params, use_cache=False)
+    assert "rebuilds are off" in refused.log and "images pull" in refused.log
+    said: list[str] = []
+    rebuilding = Evaluator(params, use_cache=False, say=said.append)
+    sandbox = rebuilding.sandbox
+    assert isinstance(sandbox, DockerSandbox)
+    rebuilt = None
     try:
         rebuilt = rebuilding.evaluate(elsewhere, add.patch)
         assert (rebuilt.resolved, rebuilt.reason) == (True, "resolved"), rebuilt.log
         assert rebuilding.counts["images_rebuilt"] == 1
+        assert rebuilt.image.startswith("trajforge-eval:") and rebuilt.as_dict()["image"]
+        assert rebuilding.images == {rebuilt.image: 1}
+        assert len(said) == 1 and rebuilt.image in said[0] and elsewhere.image_name in said[0]
+        assert not sandbox.has_image(elsewhere.image_name)
     finally:
-        sandbox = rebuilding.sandbox
         rebuilding.close()
-        assert isinstance(sandbox, DockerSandbox)
-        sandbox.client.images.remove(elsewhere.image_name, force=True)
+        if rebuilt is not None and rebuilt.image and sandbox.has_image(rebuilt.image):
+            sandbox.client.images.remove(rebuilt.image, force=True)
 
 
 def test_patch_from_completion():
