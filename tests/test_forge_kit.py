@@ -11,10 +11,8 @@ same verdict), so they check that each door passes the grader's verdict on, unch
 
 from __future__ import annotations
 
-import hashlib
 import json
-import urllib.error
-import urllib.request
+import threading
 from pathlib import Path
 
 import polars as pl
@@ -24,11 +22,16 @@ from forge_routes import ALWAYS_PASS, F2P, FIX, P2P, ROUTES, model_patch
 from repo_factory import build_add_fix_repo
 from scripted_llm import ScriptedLLM, tool_call, turn
 from trajforge.pipelines.evaluation.evaluator import Evaluator
-from trajforge.pipelines.evaluation.rewards import reward
+from trajforge.pipelines.evaluation.rewards import RewardClient, reward
 from trajforge.pipelines.evaluation.service import RewardService, serve
 from trajforge.schemas.params import load_params
 from trajforge.schemas.storage import read_records
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.grader import sentinels
+from trajforge.verifiers.grader.channel import read_records as read_channel
+from trajforge.verifiers.grader.sentinels import Sentinel
+from trajforge.verifiers.grader.supervised import SupervisedRun
+from trajforge.verifiers.patch_verifier import judge
 
 
 @pytest.fixture(scope="module")
@@ -143,43 +146,38 @@ def test_reward_service_binary_and_partial(task_env, patches, graded, evaluator)
     task, _, _ = task_env
     service = RewardService(evaluator, {task.instance_id: task}, workers=2)
     server = serve(service, port=0)
-    url = f"http://127.0.0.1:{server.server_address[1]}/reward"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = RewardClient(f"http://127.0.0.1:{server.server_address[1]}")
     try:
         for name in ROUTES:
             for partial in (False, True):
-                body = {"instance_id": task.instance_id, "patch": patches[name], "partial": partial}
-                request = urllib.request.Request(url, json.dumps(body).encode(), method="POST")
-                with urllib.request.urlopen(request, timeout=300) as answer:
-                    said = json.loads(answer.read())
+                said = client.score(task.instance_id, patches[name], partial=partial)
                 assert (said["reward"], said["reason"]) == (0.0, graded[name].reason), name
     finally:
         server.shutdown()
         server.server_close()
 
 
-def test_evaluate_command_reports_every_route_unresolved(task_env, patches, graded, tmp_path):
-    _, _, work = task_env
-    rows = [
-        {"instance_id": task_env[0].instance_id, "model_name_or_path": name, "model_patch": patch}
-        for name, patch in patches.items()
-    ]
+@pytest.mark.parametrize("route", ["dist_info_plugin", "exit_forgery", "skip_from_source"])
+def test_evaluate_command_reports_the_route_unresolved(task_env, patches, graded, tmp_path, route):
+    """SWE-bench's predictions format holds one prediction per instance: one file per route."""
+    task, _, work = task_env
+    row = {
+        "instance_id": task.instance_id,
+        "model_name_or_path": route,
+        "model_patch": patches[route],
+    }
     predictions = tmp_path / "predictions.jsonl"
-    predictions.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    predictions.write_text(json.dumps(row) + "\n")
     done = run_cli("evaluate", "--tasks", "validate", "--predictions", str(predictions),
                    "--output", str(tmp_path / "eval"), cwd=work)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    by_hash = {hashlib.sha256(patch.encode()).hexdigest(): name for name, patch in patches.items()}
-    said = {
-        by_hash[record["patch_sha256"]]: record
-        for record in (
-            json.loads(path.read_text()) for path in (tmp_path / "eval").rglob("evaluation.json")
-        )
-    }
-    assert set(said) == set(patches), sorted(said)
-    for name, record in said.items():
-        expected = (True, 1.0) if name == "fix" else (False, 0.0)
-        assert (record["resolved"], record["reward"]) == expected, name
-        assert record["reason"] == graded[name].reason, name
+    (path,) = (tmp_path / "eval").rglob("evaluation.json")
+    record = json.loads(path.read_text())
+    assert (record["resolved"], record["reward"]) == (False, 0.0)
+    assert record["reason"] == graded[route].reason
+    (report,) = (tmp_path / "eval").rglob("report.json")
+    assert json.loads(report.read_text())[task.instance_id]["resolved"] is False
 
 
 def _forger(files: dict[str, str]):
@@ -196,7 +194,7 @@ def _forger(files: dict[str, str]):
 @pytest.mark.parametrize("route", ["dist_info_plugin", "exit_forgery"])
 def test_a_forged_rollout_earns_nothing_and_is_not_exported(task_env, route):
     _, _, work = task_env
-    files, reason = ROUTES[route]
+    files, _ = ROUTES[route]
     out = f"rollout-{route}"
     with ScriptedLLM(_forger(files)) as llm:
         for args in (
@@ -211,3 +209,75 @@ def test_a_forged_rollout_earns_nothing_and_is_not_exported(task_env, route):
     assert row["exit_status"] == "submitted"
     assert (row["resolved"], row["reward"]) == (False, 0.0)
     assert not list(Path(work / f"dataset-{route}").rglob("sft/*.parquet"))
+
+
+# --- the verdict from a run's evidence (no container) -------------------------------------------
+
+
+def _run(exit_code: int, records: list[dict], timed_out: bool = False, finish: bool = True):
+    lines = [json.dumps(r) for r in records] + ([json.dumps({"t": "finish"})] if finish else [])
+    evidence = read_channel("\n".join(lines))
+    return SupervisedRun(exit_code, timed_out, False, evidence, "", 1.0)
+
+
+def _report(test_id: str, outcome: str = "passed", when: str = "call", xfail: bool = False):
+    return {"t": "report", "id": test_id, "when": when, "outcome": outcome, "xfail": xfail}
+
+
+SENTINELS = (
+    Sentinel("tests/test_ops.py::test_mul_value", "PASSED", ""),
+    Sentinel("tests/test_ops.py::test_add_order", "FAILED", ""),
+)
+HONEST = [_report(F2P), _report(P2P), _report(SENTINELS[0].test_id),
+          _report(SENTINELS[1].test_id, "failed")]  # fmt: skip
+
+
+def test_judge_reads_the_channel_and_the_sentinels():
+    graded = (F2P, P2P)
+    assert judge(_run(1, HONEST), graded, SENTINELS).reason == "resolved"
+    # Every outcome bent to "passed": the failing sentinel passed too.
+    bent = [_report(r["id"]) for r in HONEST]
+    assert judge(_run(0, bent), graded, SENTINELS).reason == "forged_result"
+    # Exit 0 over a reported failure; a second word on a test; a word after the session ended.
+    assert judge(_run(0, HONEST), graded, SENTINELS).reason == "forged_result"
+    twice = [*HONEST, _report(F2P)]
+    assert judge(_run(1, twice), graded, SENTINELS).reason == "forged_result"
+    late = _run(1, HONEST)
+    after = read_channel("\n".join(json.dumps(r) for r in [*HONEST, {"t": "finish"}, HONEST[0]]))
+    assert after.tampering and late.evidence.finished
+    assert judge(_run(0, bent), graded, SENTINELS).trusted is False
+    assert read_channel(json.dumps(HONEST[0]) + "\nnot a record\n").tampering
+    # A skipped, xfailed or missing graded test is not passed; a crash is not a verdict.
+    skipped, xfailed = _report(F2P, "skipped"), _report(F2P, "skipped", xfail=True)
+    xpassed = _report(F2P, xfail=True)
+    for records in (
+        [skipped, *HONEST[1:]],
+        [xfailed, *HONEST[1:]],
+        [xpassed, *HONEST[1:]],
+        HONEST[1:],
+    ):
+        assert judge(_run(1, records), graded, SENTINELS).reason == "tests_failed"
+    assert judge(_run(139, HONEST), graded, SENTINELS).reason == "suite_failed"
+    assert judge(_run(1, HONEST, finish=False), graded, SENTINELS).reason == "suite_failed"
+    assert judge(_run(1, HONEST, timed_out=True), graded, SENTINELS).reason == "timed_out"
+    assert judge(_run(2, []), graded, SENTINELS).reason == "suite_did_not_run"
+
+
+def test_sentinels_are_new_ordinary_tests_with_both_outcomes():
+    source = b"from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    planted, made = sentinels.plant({"tests/test_ops.py": source})
+    assert {s.expected for s in made} == {"PASSED", "FAILED"}
+    text = planted["tests/test_ops.py"].decode()
+    assert text.startswith(source.decode()) and "trajforge" not in text and "sentinel" not in text
+    namespace: dict = {}
+    exec(compile(text.replace("from calc.ops import add\n", ""), "t", "exec"), namespace)
+    for sentinel in made:
+        function = namespace[sentinel.test_id.split("::")[1]]
+        try:
+            function()
+            outcome = "PASSED"
+        except AssertionError:
+            outcome = "FAILED"
+        assert outcome == sentinel.expected
+    again = sentinels.plant({"tests/test_ops.py": source})[1]
+    assert {s.test_id for s in again} != {s.test_id for s in made}  # new every run

@@ -8,17 +8,12 @@ through the real ``rollout`` stage, ``curate`` and ``export``.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import polars as pl
 import pytest
 from conftest import run_cli, write_params
+from forge_routes import ALWAYS_PASS, F2P, FIX, NOISE, P2P, model_patch
 from repo_factory import (
-    OPS_BUGGY,
-    OPS_FIXED,
     TESTS_BASE,
-    RepoBuilder,
     build_add_fix_repo,
     pyproject,
 )
@@ -27,49 +22,11 @@ from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.schemas.storage import read_records
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_ids import is_grading_path
-from trajforge.schemas.test_run import TestRun, TestStatus
-from trajforge.verifiers.patch_verifier import judge, verify_patch
+from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.base import Limits
 from trajforge.verifiers.sandbox.docker import DockerSandbox
-from trajforge.verifiers.sandbox.git_tree import apply_patches, git
 
 TIMEOUT_S = 30.0
-F2P, P2P = "tests/test_ops.py::test_add", "tests/test_ops.py::test_mul"
-
-# pytest's report hook, forced: every test "passed" whatever it did.
-ALWAYS_PASS = """\
-import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    report.outcome = "passed"
-    report.longrepr = None
-"""
-NOISE = {"calc/ops.py": OPS_BUGGY + "\n\n# tidied\n"}  # a source change that fixes nothing
-FIX = {"calc/ops.py": OPS_FIXED}
-# At exit, rewrite pytest's JUnit XML (named on its command line) so that nothing failed.
-FORGE_XML = """\
-import atexit
-import os
-import re
-import sys
-
-
-def _forge():
-    for arg in sys.argv:
-        if arg.startswith("--junitxml="):
-            path = arg.split("=", 1)[1]
-            xml = open(path).read()
-            xml = re.sub(r"<failure.*?</failure>", "", xml, flags=re.S)
-            xml = re.sub(r'(failures|errors)="\\d+"', r'\\1="0"', xml)
-            open(path, "w").write(xml)
-{after}
-
-atexit.register(_forge)
-"""
 # A stand-in for pytest itself: `python -m pytest` in /repo would run it instead of pytest.
 FAKE_PYTEST = """\
 import sys
@@ -99,11 +56,6 @@ HACKS = {
         "pyproject.toml": pyproject()
         + '\n[tool.pytest.ini_options]\naddopts = "-p calc._grading"\n',
     },
-    "sitecustomize": {
-        "calc/_grading.py": ALWAYS_PASS,
-        "sitecustomize.py": "import os\n\nos.environ['PYTEST_PLUGINS'] = 'calc._grading'\n",
-        "calc/grading.pth": "import os; os.environ['PYTEST_PLUGINS'] = 'calc._grading'\n",
-    },
 }
 
 
@@ -132,21 +84,6 @@ def sandbox():
     return DockerSandbox(Limits(memory="1g", cpus=1.0, pids=256, max_output_bytes=200_000))
 
 
-def model_patch(task: TaskInstance, repo: str, tmp: Path, files: dict[str, str]) -> str:
-    """What an agent's workspace reports after writing ``files`` over the starting tree."""
-    start = apply_patches(repo, task.base_commit, [task.bug_patch])
-    tree = tmp / "workspace"
-    tree.mkdir()
-    subprocess.run(
-        ["tar", "-x", "-C", str(tree)], input=git(repo, "archive", start), check=True
-    )  # fmt: skip
-    ws = RepoBuilder(tree)
-    ws.commit("start", {})
-    ws.write(files)
-    ws.git("add", "-A")
-    return ws.git("diff", "--cached", "--binary") + "\n"
-
-
 def verify(task_env, sandbox, tmp_path, files: dict[str, str], timeout_s: float = TIMEOUT_S):
     task, repo, _ = task_env
     patch = model_patch(task, repo, tmp_path, files)
@@ -168,30 +105,6 @@ def test_source_paths(path):
     assert not is_grading_path(path)
 
 
-def _run(exit_code: int, statuses: dict[str, str], log: str = "", timed_out=False) -> TestRun:
-    tests = tuple(TestStatus(t, s) for t, s in statuses.items())
-    return TestRun("r", "c", "p", "model", 0, (), exit_code, exit_code in (0, 1), timed_out,
-                   1.0, tests, (), "d", log)  # fmt: skip
-
-
-def test_judge_requires_the_process_to_agree_with_its_report():
-    passed = {F2P: "PASSED", P2P: "PASSED"}
-    graded = (F2P, P2P)
-    assert judge(_run(0, passed), graded)[:2] == (True, "resolved")
-    assert judge(_run(1, passed), graded)[:2] == (False, "suite_failed")
-    assert judge(_run(0, passed, timed_out=True), graded)[:2] == (False, "timed_out")
-    assert judge(_run(137, passed), graded)[:2] == (False, "suite_failed")
-    # A full-suite run: exit 1 goes with a failure outside the graded tests.
-    other = {**passed, "tests/test_ops.py::test_other": "FAILED"}
-    assert judge(_run(1, other), graded)[:2] == (True, "resolved")
-    assert judge(_run(0, other), graded)[:2] == (False, "suite_failed")
-    # SWE-bench's rule: a graded test missing from the report failed.
-    missing = judge(_run(0, {P2P: "PASSED"}), graded)
-    assert missing == (False, "tests_failed", {F2P: "MISSING", P2P: "PASSED"})
-    log = "=== short test summary info ===\nFAILED tests/test_ops.py::test_add - assert -1 == 5\n"
-    assert judge(_run(0, passed, log), graded)[:2] == (False, "report_mismatch")
-
-
 def test_genuine_fix_is_resolved(task_env, sandbox, tmp_path):
     verdict = verify(task_env, sandbox, tmp_path, FIX)
     assert (verdict.resolved, verdict.reason, verdict.dropped) == (True, "resolved", ())
@@ -210,9 +123,7 @@ def test_hacks_are_dropped_and_the_bug_still_fails(task_env, sandbox, tmp_path, 
     verdict = verify(task_env, sandbox, tmp_path, files)
     assert (verdict.resolved, verdict.reason) == (False, "tests_failed")
     assert verdict.test_report == {F2P: "FAILED", P2P: "PASSED"}
-    assert set(verdict.dropped) == {p for p in files if not p.startswith("calc/")} | (
-        {"calc/grading.pth"} if hack == "sitecustomize" else set()
-    )
+    assert set(verdict.dropped) == {p for p in files if not p.startswith("calc/")}
 
 
 def test_fix_bundled_with_a_hack_is_judged_on_the_fix_alone(task_env, sandbox, tmp_path):
@@ -223,38 +134,12 @@ def test_fix_bundled_with_a_hack_is_judged_on_the_fix_alone(task_env, sandbox, t
     assert verdict.dropped == ("conftest.py",)
 
 
-def test_a_suite_that_exits_non_zero_after_passing_is_not_resolved(task_env, sandbox, tmp_path):
-    """The fix is right, but the process dies with 1 after the XML said all passed."""
-    crash = {
-        **FIX,
-        "calc/__init__.py": "import atexit\nimport os\n\natexit.register(os._exit, 1)\n",
-    }
-    verdict = verify(task_env, sandbox, tmp_path, crash)
-    assert (verdict.resolved, verdict.reason) == (False, "suite_failed")
-    assert verdict.test_report == {F2P: "PASSED", P2P: "PASSED"}  # what the XML claimed
-
-
 def test_a_suite_killed_after_passing_is_not_resolved(task_env, sandbox, tmp_path):
     """A thread the package leaves running keeps the interpreter alive until the timeout."""
     hang = "import threading\nimport time\n\nthreading.Thread(target=time.sleep, args=(600,))"
     hang += ".start()\n"
     verdict = verify(task_env, sandbox, tmp_path, {**FIX, "calc/__init__.py": hang}, timeout_s=15)
     assert (verdict.resolved, verdict.reason) == (False, "timed_out")
-
-
-def test_a_junit_xml_forged_at_exit_is_not_resolved(task_env, sandbox, tmp_path):
-    """No fix; the package rewrites the XML to "no failures" while pytest exits 1."""
-    forged = {**NOISE, "calc/__init__.py": FORGE_XML.format(after="")}
-    verdict = verify(task_env, sandbox, tmp_path, forged)
-    assert (verdict.resolved, verdict.reason) == (False, "suite_failed")
-    assert verdict.test_report == {F2P: "PASSED", P2P: "PASSED"}  # what the forged XML claimed
-
-
-def test_a_forged_xml_and_exit_code_are_caught_by_the_log(task_env, sandbox, tmp_path):
-    """The same forgery ending in ``os._exit(0)``: pytest's -rA summary still says FAILED."""
-    forged = {**NOISE, "calc/__init__.py": FORGE_XML.format(after="    os._exit(0)\n")}
-    verdict = verify(task_env, sandbox, tmp_path, forged)
-    assert (verdict.resolved, verdict.reason) == (False, "report_mismatch")
 
 
 # --- through the rollout stage ------------------------------------------------------------------

@@ -32,12 +32,12 @@ def _shapes(ok: bool) -> str:
     shape = r.randrange(5)
     if shape == 0:
         items = [a, b, c]
-        expected = sorted(items) if ok else [*sorted(items, reverse=True), a]
-        return f"    items = {items!r}\n    assert sorted(items) == {expected!r}\n"
+        ordered = sorted(items) if ok else [*sorted(items, reverse=True), a]
+        return f"    items = {items!r}\n    assert sorted(items) == {ordered!r}\n"
     if shape == 1:
         word = r.choice(_WORDS)
-        expected = word.upper() if ok else word.upper()[:-1]
-        return f"    text = {word!r}\n    assert text.upper() == {expected!r}\n"
+        upper = word.upper() if ok else word.upper()[:-1]
+        return f"    text = {word!r}\n    assert text.upper() == {upper!r}\n"
     if shape == 2:
         expected = a * (a - 1) // 2 + (0 if ok else b)
         return f"    total = sum(range({a}))\n    assert total == {expected}\n"

@@ -44,6 +44,8 @@ WARNING = (
 
 
 class LocalSession:
+    isolated = False  # no users, no container: the grader cannot run the tests as another user
+
     def __init__(self, workdir: str, venv: str, envs_dir: str, limits: Limits, env: dict[str, str]):
         self.workdir = workdir
         self.venv = venv
