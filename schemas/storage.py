@@ -4,6 +4,10 @@ Paths go through Beam's FileSystems so the same code reads and writes local path
 Local writes go to a temporary name first and are renamed into place, so a crash never leaves a
 half-written file; object stores publish a file only when it is closed.
 
+A path is a name, never a pattern: Beam's FileSystems.match reads ``[``, ``*`` and ``?`` as
+glob characters, so every listing escapes the path it is given (``escape_glob``) and local
+folders are listed with ``os`` itself; an output named ``runs/exp[1]`` reads back what it wrote.
+
 Object-store credentials and endpoints come from each process's own environment (for s3://, the
 standard ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``), so
 they never sit in params, logs or datasets, and a worker on another machine needs only its env.
@@ -15,6 +19,8 @@ import contextlib
 import io
 import json
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
@@ -117,10 +123,24 @@ def join(base: str, *parts: str) -> str:
     return FileSystems.join(base, *parts)
 
 
+def escape_glob(path: str) -> str:
+    """``path`` as a pattern that matches exactly it: each glob character in brackets (Beam's
+    patterns, like fnmatch's, have no other quoting)."""
+    return re.sub(r"[\[*?]", lambda found: f"[{found.group()}]", path)
+
+
 def files_under(prefix: str) -> dict[str, int]:
     """Every file below the directory ``prefix`` (recursively) -> its size in bytes."""
+    if is_local(prefix):
+        found: dict[str, int] = {}
+        for root, _, names in os.walk(prefix):
+            for name in names:
+                path = os.path.join(root, name)
+                with contextlib.suppress(OSError):  # a file removed while we list
+                    found[path] = os.path.getsize(path)
+        return found
     with _remote(prefix, "listing"):
-        matches = FileSystems.match([join(prefix, "**")])[0].metadata_list
+        matches = FileSystems.match([join(escape_glob(prefix), "**")])[0].metadata_list
     return {m.path: m.size_in_bytes for m in matches}
 
 
@@ -132,10 +152,18 @@ def copy_files(sources: list[str], destinations: list[str]) -> None:
 
 
 def delete_files(paths: Iterable[str]) -> None:
+    """Delete these files (a local folder: whole); a name is never read as a pattern."""
     paths = list(paths)
-    if paths:
-        with _remote(paths[0], "deleting"):
-            FileSystems.delete(paths)
+    local = [p for p in paths if is_local(p)]
+    for path in local:  # Beam's local delete would match each path as a glob
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    remote = [p for p in paths if not is_local(p)]
+    if remote:
+        with _remote(remote[0], "deleting"):
+            FileSystems.delete(remote)
 
 
 def table_to_parquet_bytes(table: pa.Table) -> bytes:
@@ -155,7 +183,17 @@ def parquet_files(path: str) -> list[str]:
         path = os.path.abspath(path)
     if path.endswith(".parquet"):
         return [path]
-    pattern = join(path, "*.parquet")
+    if is_local(path):
+        try:
+            names = os.listdir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted(
+            os.path.join(path, name)
+            for name in names
+            if name.endswith(".parquet") and os.path.isfile(os.path.join(path, name))
+        )
+    pattern = join(escape_glob(path), "*.parquet")
     with _remote(path, "listing"):
         matches = FileSystems.match([pattern])[0].metadata_list
     return sorted(m.path for m in matches)

@@ -10,8 +10,10 @@ says where that repository is now.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterable, Mapping
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from trajforge.pipelines.runtime import outputs
 from trajforge.schemas.errors import UserError
@@ -25,10 +27,16 @@ REQUIRED = (
 )  # fmt: skip
 
 
+# The types a task's columns must have; ``scores`` and ``provenance`` are left out: an export
+# writes them as a struct and key/value pairs, and ``task_of`` reads either.
+TYPES = pa.schema([f for f in TaskInstance.ARROW_SCHEMA if f.name not in ("scores", "provenance")])
+
+
 def load_tasks(directories: Iterable[str], sources: Mapping[str, str] | None = None) -> dict:
     """instance_id -> TaskInstance over every directory (the first row of an id wins), with
-    ``source`` replaced where ``sources`` names the task's repo. One UserError line for a
-    directory that holds no readable tasks."""
+    ``source`` replaced where ``sources`` names the task's repo. A file that cannot be read (or
+    holds a column of another type) is one line on stderr and left out; a directory that holds
+    no readable tasks is one UserError line."""
     tasks: dict[str, TaskInstance] = {}
     for directory in directories:
         files = outputs.table_files(directory, "tasks")
@@ -37,10 +45,14 @@ def load_tasks(directories: Iterable[str], sources: Mapping[str, str] | None = N
                 f"evaluate: {directory} holds no tasks (no tasks/ Parquet files); pass the output "
                 "of validate or a later stage, or an exported dataset"
             )
-        good, bad = outputs.readable(files, REQUIRED)
-        if bad:
-            path, why = next(iter(bad.items()))
-            raise UserError(f"evaluate: {path}: {why}")
+        good, bad = outputs.readable(files, REQUIRED, TYPES)
+        for path, why in bad.items():
+            print(f"evaluate: left out {path}: {why}", file=sys.stderr)
+        if not good:
+            raise UserError(
+                f"evaluate: {directory} holds no readable tasks (see the lines above); pass the "
+                "output of validate or a later stage, or an exported dataset"
+            )
         for path in good:
             for row in pq.read_table(outputs.source(path)).to_pylist():
                 task = task_of(row, sources or {})

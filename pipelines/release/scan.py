@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from trajforge.pipelines.release.shards import batches
-from trajforge.pipelines.runtime.outputs import unreadable
+from trajforge.pipelines.runtime.outputs import only, unreadable
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.explore_task import ExploreTask
 from trajforge.schemas.storage import join, parquet_files
@@ -87,12 +87,14 @@ def _all_files(inputs: Sequence[str]) -> dict[str, list[str]]:
 
 def bad_files(inputs: Sequence[str], configs: Sequence[str]) -> dict[str, str]:
     """path -> why the export leaves it out: not readable Parquet (zero bytes, truncated, another
-    format), or without a column the export reads (an older or different schema)."""
+    format), or without a column the export reads or with one of another type (an older or
+    different schema)."""
     found: dict[str, str] = {}
     reads = _columns_read(configs)
     for table, files in _all_files(inputs).items():
+        types = only(SCHEMAS[table], reads.get(table, ()))
         for path in files:
-            why = unreadable(path, reads.get(table, ()))
+            why = unreadable(path, reads.get(table, ()), types)
             if why:
                 found[path] = why
     return found

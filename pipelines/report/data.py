@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import polars as pl
 from trajforge.pipelines.runtime import outputs
 from trajforge.pipelines.runtime.outputs import read_frame, table_files
+from trajforge.pipelines.runtime.tables import RECORDS
 from trajforge.schemas.label_check import (
     CLASSES,
     CONFIRMED,
@@ -41,6 +42,16 @@ LABEL_CHECK_COLUMNS = [
     "candidate_id", "instance_id", "dataset", "repo", "verdict", "reason", "detail",
     "FAIL_TO_PASS", "PASS_TO_PASS",
 ]  # fmt: skip
+
+# What the report reads of each table, typed by the table's record: a file that holds one of
+# these columns with another type (every column cast to text, say) is left out and named.
+REPORT_COLUMNS = {
+    "tasks": ["repo", "origin", "difficulty", "patch"],
+    "trajectories": TRAJECTORY_COLUMNS,
+    "label_check": LABEL_CHECK_COLUMNS,
+    "rejections": ["reason"],
+}
+
 
 # What validate and explore summaries say of their environment images (generators/.../disk.py).
 DISK_FIGURES = ("image MB per task", "image MB (unique layers)", "environment images")
@@ -81,9 +92,7 @@ class RunData:
 def load_run(stage_dirs: Mapping[str, str]) -> RunData:
     bad = unreadable_files(stage_dirs.values())
     stages = [load_stage(name, path, bad) for name, path in stage_dirs.items()]
-    tasks, tasks_stage = _last_table(
-        stage_dirs, "tasks", ["repo", "origin", "difficulty", "patch"], bad
-    )
+    tasks, tasks_stage = _last_table(stage_dirs, "tasks", REPORT_COLUMNS["tasks"], bad)
     trajectories, traj_stage = _last_table(stage_dirs, "trajectories", TRAJECTORY_COLUMNS, bad)
     labels, labels_stage = _last_table(stage_dirs, "label_check", LABEL_CHECK_COLUMNS, bad)
     return RunData(
@@ -93,11 +102,17 @@ def load_run(stage_dirs: Mapping[str, str]) -> RunData:
 
 
 def unreadable_files(paths: Iterable[str]) -> dict[str, str]:
-    """file -> why, for every table file of the local stage outputs that is not readable Parquet."""
+    """file -> why, for every table file of the local stage outputs that is not readable Parquet
+    or holds a column the report reads with a type it cannot take."""
     bad: dict[str, str] = {}
     for path in paths:
         for table in outputs.tables(path):
-            bad.update(outputs.readable(table_files(path, table))[1])
+            record = RECORDS.get(table)
+            types = None
+            if record is not None and table in REPORT_COLUMNS:
+                schema = record.ARROW_SCHEMA  # type: ignore[attr-defined]
+                types = outputs.only(schema, REPORT_COLUMNS[table])
+            bad.update(outputs.readable(table_files(path, table), (), types)[1])
     return bad
 
 

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.storage import (
+    escape_glob,
     exists,
     files_under,
     is_local,
@@ -72,7 +73,7 @@ def published(directory: str) -> dict[str, int] | None:
         if not isinstance(found, dict):
             raise UserError(f"{marker} is not a trajforge marker; rerun the stage that wrote it")
         return found
-    if FileSystems.match([join(directory, f"{STAGING}*", MARKER)])[0].metadata_list:
+    if FileSystems.match([join(escape_glob(directory), f"{STAGING}*", MARKER)])[0].metadata_list:
         raise UserError(
             f"{directory} holds a run that was cut off or is still writing (a staging folder, "
             "no marker); rerun the stage that writes it, or wait for it to finish"
@@ -137,34 +138,127 @@ def source(path: str) -> str | io.BytesIO:
     return path if is_local(path) else io.BytesIO(read_bytes(path))
 
 
-def unreadable(path: str, columns: Iterable[str] = ()) -> str | None:
+def unreadable(
+    path: str, columns: Iterable[str] = (), types: pa.Schema | None = None
+) -> str | None:
     """Why ``path`` cannot be read as a table with ``columns`` (from its footer alone), or None:
-    zero bytes, truncated or not Parquet at all, or an older or different schema."""
+    zero bytes, truncated or not Parquet at all, an older or different schema (a column of
+    ``columns`` missing, or one of ``types`` present with a type its readers cannot take)."""
     try:
-        names = set(pq.read_schema(source(path)).names)
+        schema = pq.read_schema(source(path))
     except (OSError, ValueError, pa.ArrowException) as exc:  # ArrowInvalid is a ValueError
         text = str(exc).strip() or type(exc).__name__
         return f"not a readable Parquet file ({text.splitlines()[0].split('. ')[0].rstrip('.')})"
+    names = set(schema.names)
     missing = [c for c in columns if c not in names]
     if missing:
         return (
             f"lacks columns {', '.join(missing)} (an older or different schema); rerun the "
             "stage that wrote it with this trajforge"
         )
+    for wanted in types or ():
+        if wanted.name in names:
+            found = schema.field(wanted.name).type
+            if not compatible(found, wanted.type):
+                return (
+                    f"column {wanted.name} is {_shown(found)}, not {_shown(wanted.type)} (an older "
+                    "or different schema); rerun the stage that wrote it with this trajforge"
+                )
     return None
 
 
-def readable(files: list[str], columns: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
+def readable(
+    files: list[str], columns: Iterable[str] = (), types: pa.Schema | None = None
+) -> tuple[list[str], dict[str, str]]:
     """``files`` split into the readable ones and the others (path -> why, see ``unreadable``)."""
     good: list[str] = []
     bad: dict[str, str] = {}
+    columns = list(columns)
     for path in files:
-        why = unreadable(path, columns)
+        why = unreadable(path, columns, types)
         if why:
             bad[path] = why
         else:
             good.append(path)
     return good, bad
+
+
+def only(schema: pa.Schema, names: Iterable[str]) -> pa.Schema:
+    """The fields of ``schema`` named in ``names`` (the columns a reader takes)."""
+    wanted = set(names)
+    return pa.schema([field for field in schema if field.name in wanted])
+
+
+def compatible(found: pa.DataType, wanted: pa.DataType) -> bool:
+    """Whether a column written as ``found`` reads back as ``wanted`` does: the same kind of value
+    (text, whole number, number, flag, time, list, struct, map) all the way down, whatever the
+    width or flavour (``large_string``, ``int32``, a dictionary); an all-null column fits any
+    type, a map may be its key/value list (as an export writes it), and a struct may lack or add
+    fields (records give them defaults)."""
+    types = pa.types
+    if types.is_null(found):
+        return True
+    if types.is_dictionary(found):
+        found = found.value_type
+    if types.is_dictionary(wanted):
+        wanted = wanted.value_type
+    kinds = (
+        lambda t: types.is_string(t) or types.is_large_string(t) or types.is_string_view(t),
+        lambda t: types.is_binary(t) or types.is_large_binary(t) or types.is_fixed_size_binary(t),
+        types.is_integer,
+        types.is_boolean,
+        types.is_temporal,
+    )
+    for kind in kinds:
+        if kind(wanted):
+            return kind(found)
+    if types.is_floating(wanted) or types.is_decimal(wanted):
+        return types.is_floating(found) or types.is_integer(found) or types.is_decimal(found)
+    if types.is_map(wanted):
+        if types.is_map(found):
+            return compatible(found.key_type, wanted.key_type) and compatible(
+                found.item_type, wanted.item_type
+            )
+        pairs = _listed(found)
+        return (
+            pairs is not None
+            and types.is_struct(pairs)
+            and {"key", "value"} <= {pairs.field(i).name for i in range(pairs.num_fields)}
+            and compatible(pairs.field("key").type, wanted.key_type)
+            and compatible(pairs.field("value").type, wanted.item_type)
+        )
+    if _listed(wanted) is not None:
+        item = _listed(found)
+        return item is not None and compatible(item, _listed(wanted))
+    if types.is_struct(wanted):
+        if not types.is_struct(found):
+            return False
+        present = {found.field(i).name: found.field(i).type for i in range(found.num_fields)}
+        return all(
+            compatible(present[child.name], child.type)
+            for child in (wanted.field(i) for i in range(wanted.num_fields))
+            if child.name in present
+        )
+    return found.equals(wanted)
+
+
+def _listed(type_: pa.DataType) -> pa.DataType | None:
+    """The item type of any list type; None for anything else."""
+    types = pa.types
+    if (
+        types.is_list(type_)
+        or types.is_large_list(type_)
+        or types.is_fixed_size_list(type_)
+        or types.is_list_view(type_)
+        or types.is_large_list_view(type_)
+    ):
+        return type_.value_type
+    return None
+
+
+def _shown(type_: pa.DataType) -> str:
+    text = str(type_)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def row_count(files: list[str]) -> int:
@@ -185,7 +279,7 @@ def read_frame(files: list[str], columns: list[str] | None = None) -> pl.DataFra
         names = pq.read_schema(source(path)).names
         present = names if columns is None else [c for c in columns if c in names]
         if present:
-            frames.append(pl.read_parquet(source(path), columns=present))
+            frames.append(pl.read_parquet(source(path), columns=present, glob=False))
         else:  # none of the wanted columns: still count the rows
             rows = pq.ParquetFile(source(path)).metadata.num_rows
             frames.append(pl.repeat(None, rows, eager=True).alias("_row").to_frame())
