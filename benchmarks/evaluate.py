@@ -12,8 +12,13 @@ with the same parallelism (``--workers``), in the same run, on the same Docker e
   command on the test files the task's tests live in; the log is graded by SWE-bench's rules
   (``trajforge grade``'s code) and the instance image is removed (its default
   ``cache_level=env`` keeps environment images, not instance images).
-- ``trajforge``: ``Evaluator.evaluate``, what ``trajforge evaluate`` runs: a fresh container of
-  the shared environment image (the editable install picks up the tree), the graded tests only.
+- ``trajforge_unsupervised``: trajforge's grader before the supervisor (verify-v3), as a baseline
+  for what the unforgeable design costs: the same tree in a fresh container of the environment
+  image, ``python -m pytest`` on the graded tests as the container's root, reporting through its
+  own JUnit XML.
+- ``trajforge``: ``Evaluator.evaluate``, what ``trajforge evaluate`` runs: a fresh grading
+  container of the shared environment image (the editable install picks up the tree), the graded
+  tests and their sentinels run by the supervisor as an unprivileged user.
 
 Then the reward service (``serve-rewards``' code, over HTTP on 127.0.0.1) with 1, 2 and 4
 concurrent clients, each sending gold and wrong patches in turn: p50/p95 latency, rewards per
@@ -21,7 +26,8 @@ minute, and whether every request got its answer.
 
 Usage: ``python benchmarks/evaluate.py --tasks data/export [--limit 12] [--workers 2]``
 (``--tasks``: any stage output from validate on, or an exported dataset). The last line is
-``speedup_vs_swebench_harness: X``.
+``speedup_vs_swebench_harness: X``; the line before it ``grader_cost_vs_unsupervised: Y``
+(the supervised grader's time over the unsupervised one's).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from trajforge.generators.environments.image import build_session_spec  # noqa: E402
+from trajforge.generators.environments.profile import JUNIT_PATH  # noqa: E402
 from trajforge.generators.environments.recipe import CA_FILE  # noqa: E402
 from trajforge.generators.sources.specs import SourceOptions, open_source  # noqa: E402
 from trajforge.pipelines.evaluation.evaluator import Evaluator  # noqa: E402
@@ -55,9 +62,16 @@ from trajforge.schemas.params import EnvironmentParams, load_params  # noqa: E40
 from trajforge.schemas.task_instance import TaskInstance  # noqa: E402
 from trajforge.schemas.test_ids import is_grading_path, test_file  # noqa: E402
 from trajforge.verifiers.grading import grade_log  # noqa: E402
+from trajforge.verifiers.patch_verifier import MAX_SELECTED  # noqa: E402
 from trajforge.verifiers.sandbox.base import SessionSpec  # noqa: E402
 from trajforge.verifiers.sandbox.docker import DockerSandbox  # noqa: E402
-from trajforge.verifiers.sandbox.git_tree import apply_patches, git  # noqa: E402
+from trajforge.verifiers.sandbox.git_tree import (  # noqa: E402
+    apply_patches,
+    archive,
+    git,
+    scratch_objects,
+)
+from trajforge.verifiers.test_runner import RunContext, run_tests  # noqa: E402
 
 INSTALL = "pip install -q --no-deps -e ."  # the instance image's install (deps are in the env)
 GIT_ID = "-c user.name=swebench -c user.email=setup@swebench.config"
@@ -116,6 +130,25 @@ def harness_one(
         return bool(graded.report["resolved"])
     finally:
         sandbox.client.images.remove(tag, force=True)
+
+
+def unsupervised_one(
+    sandbox: DockerSandbox, task: TaskInstance, repo: str, timeout_s: float
+) -> bool:
+    """trajforge's grader before the supervisor: the tree (start, patch, test patch) in a fresh
+    container of the environment image, the graded tests run by ``python -m pytest`` as root,
+    read from its JUnit XML. Returns resolved."""
+    graded = (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)
+    with scratch_objects(repo) as objects:
+        patches = [task.bug_patch, task.patch, task.test_patch]
+        tree = apply_patches(repo, task.base_commit, patches, env=objects)
+        files = archive(repo, tree, prefix="repo/", env=objects)
+    context = RunContext(task.candidate_id, task.profile_id, task.test_cmd, JUNIT_PATH, timeout_s)
+    with sandbox.session(SessionSpec(task.image_name)) as session:
+        session.put_archive(files, "/")
+        selection = graded if len(graded) <= MAX_SELECTED else ()
+        statuses = run_tests(session, context, "model", 0, selection).statuses()
+    return all(statuses.get(test_id) == "PASSED" for test_id in graded)
 
 
 def git_bundle(repo: str) -> bytes:
@@ -231,6 +264,9 @@ def main() -> int:
         bundle = bundles[repos[task.instance_id]]
         return harness_one(sandbox, task, bundle, params.environment, timeout)
 
+    def unsupervised(task: TaskInstance) -> bool:
+        return unsupervised_one(sandbox, task, repos[task.instance_id], timeout)
+
     def ours(task: TaskInstance) -> bool:
         evaluation = evaluator.evaluate(task, task.patch)
         if not evaluation.resolved:
@@ -238,6 +274,7 @@ def main() -> int:
         return evaluation.resolved
 
     base_s, base = timed("swebench_harness", harness, tasks, args.workers)
+    before_s, before = timed("trajforge_unsupervised", unsupervised, tasks, args.workers)
     ours_s, mine = timed("trajforge", ours, tasks, args.workers)
     if not all(mine):
         raise SystemExit("trajforge left a gold patch unresolved: the benchmark is void")
@@ -245,10 +282,13 @@ def main() -> int:
         "tasks": len(tasks),
         "workers": args.workers,
         "swebench_harness_s": round(base_s, 1),
+        "trajforge_unsupervised_s": round(before_s, 1),
         "trajforge_s": round(ours_s, 1),
+        "trajforge_unsupervised_resolved": sum(before),
         "swebench_harness_resolved": sum(base),
         "trajforge_resolved": sum(mine),
         "speedup_vs_swebench_harness": round(base_s / ours_s, 2),
+        "grader_cost_vs_unsupervised": round(ours_s / before_s, 2),
     }
     service = RewardService(evaluator, {t.instance_id: t for t in tasks}, workers=args.workers)
     server = serve(service, port=0)
@@ -269,6 +309,7 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(figures, handle, indent=2)
+    print(f"grader_cost_vs_unsupervised: {figures['grader_cost_vs_unsupervised']}")
     print(f"speedup_vs_swebench_harness: {figures['speedup_vs_swebench_harness']}")
     return 0
 

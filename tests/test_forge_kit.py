@@ -12,6 +12,7 @@ same verdict), so they check that each door passes the grader's verdict on, unch
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from conftest import run_cli, write_params
 from forge_routes import ALWAYS_PASS, F2P, FIX, P2P, ROUTES, model_patch
 from repo_factory import build_add_fix_repo
 from scripted_llm import ScriptedLLM, tool_call, turn
+from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.pipelines.evaluation.rewards import RewardClient, reward
 from trajforge.pipelines.evaluation.service import RewardService, serve
@@ -31,7 +33,9 @@ from trajforge.verifiers.grader import sentinels
 from trajforge.verifiers.grader.channel import read_records as read_channel
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import SupervisedRun
-from trajforge.verifiers.patch_verifier import judge
+from trajforge.verifiers.patch_verifier import judge, verify_patch
+from trajforge.verifiers.sandbox.base import Limits
+from trajforge.verifiers.sandbox.podman import PodmanSandbox
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +45,9 @@ def task_env(docker_engine, tmp_path_factory):
     build_add_fix_repo(root / "calc")
     work = root / "work"
     work.mkdir()
-    write_params(work / "params.yaml", root / "cache", "rollout:\n  max_steps: 6\n")
+    # Near misses on: an unresolved run that touched the gold lines would be exported for SFT.
+    extra = "rollout:\n  max_steps: 6\ncurate:\n  near_miss_soft_reward: 0.1\n"
+    write_params(work / "params.yaml", root / "cache", extra)
     for args in (
         ("mine", "--repo", str(root / "calc"), "--output", "mine"),
         ("validate", "--input", "mine", "--output", "validate"),
@@ -191,10 +197,15 @@ def _forger(files: dict[str, str]):
     return answer
 
 
-@pytest.mark.parametrize("route", ["dist_info_plugin", "exit_forgery"])
+FIX_WITH_FORGER = {**FIX, **ROUTES["channel_prewrite"][0]}
+
+
+@pytest.mark.parametrize("route", ["dist_info_plugin", "fix_with_forger"])
 def test_a_forged_rollout_earns_nothing_and_is_not_exported(task_env, route):
+    """Through rollout -> curate (near misses on) -> export: no reward, no soft signal for a
+    forged run (the fix's lines are touched, so soft verification alone would keep it)."""
     _, _, work = task_env
-    files, _ = ROUTES[route]
+    files = FIX_WITH_FORGER if route == "fix_with_forger" else ROUTES[route][0]
     out = f"rollout-{route}"
     with ScriptedLLM(_forger(files)) as llm:
         for args in (
@@ -208,7 +219,25 @@ def test_a_forged_rollout_earns_nothing_and_is_not_exported(task_env, route):
     (row,) = pl.read_parquet(work / out / "trajectories/*.parquet").to_dicts()
     assert row["exit_status"] == "submitted"
     assert (row["resolved"], row["reward"]) == (False, 0.0)
+    if route == "fix_with_forger":
+        assert (row["soft_reward"], row["f2p_pass_rate"]) == (None, 0.0)
     assert not list(Path(work / f"dataset-{route}").rglob("sft/*.parquet"))
+
+
+def test_podman_grades_as_docker_does(task_env, patches, graded, podman_engine):
+    """The same image in podman's store (``docker save | podman load``), the same verdicts."""
+    task, repo, _ = task_env
+    save = subprocess.Popen(["docker", "save", task.image_name], stdout=subprocess.PIPE)
+    loaded = subprocess.run(["podman", "load", "--quiet"], stdin=save.stdout, capture_output=True)
+    assert save.wait() == 0 and loaded.returncode == 0, loaded.stderr
+    sandbox = PodmanSandbox(Limits(memory="1g", cpus=1.0, pids=256))
+    try:
+        for name in ("fix", "exit_forgery", "channel_prewrite", "reach_outside_repo"):
+            verdict = verify_patch(sandbox, task, repo, patches[name], JUNIT_PATH, 60, None)
+            assert verdict.reason == graded[name].reason, (name, verdict.log[-2000:])
+    finally:
+        sandbox.close()
+        subprocess.run(["podman", "rmi", "-f", task.image_name], capture_output=True)
 
 
 # --- the verdict from a run's evidence (no container) -------------------------------------------

@@ -97,8 +97,11 @@ def run_rollout(
         test_report=verdict.test_report,
         usage=usage,
         origin="rollout",
-        soft_reward=soft_reward(task.patch, outcome.patch),
-        f2p_pass_rate=f2p_pass_rate(task.FAIL_TO_PASS, verdict.test_report),
+        # A run whose evidence was bent earns no soft signal either: never a near miss.
+        soft_reward=soft_reward(task.patch, outcome.patch) if verdict.trusted else None,
+        f2p_pass_rate=f2p_pass_rate(task.FAIL_TO_PASS, verdict.test_report)
+        if verdict.trusted
+        else 0.0,
         test_output=output,
         guidance=guidance,
     )
