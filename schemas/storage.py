@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -125,8 +126,17 @@ def join(base: str, *parts: str) -> str:
 
 def escape_glob(path: str) -> str:
     """``path`` as a pattern that matches exactly it: each glob character in brackets (Beam's
-    patterns, like fnmatch's, have no other quoting)."""
+    patterns, like fnmatch's, have no other quoting). Match it with ``match``."""
     return re.sub(r"[\[*?]", lambda found: f"[{found.group()}]", path)
+
+
+def match(pattern: str) -> list[Any]:
+    """Beam's FileSystems.match of one pattern: its files' metadata (path, size_in_bytes). An
+    escaped "[" becomes the regex ``[[]``, which Python warns may change meaning one day; it
+    means "[" today, and the warning is kept off the user's terminal."""
+    with _remote(pattern, "listing"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return FileSystems.match([pattern])[0].metadata_list
 
 
 def files_under(prefix: str) -> dict[str, int]:
@@ -139,9 +149,7 @@ def files_under(prefix: str) -> dict[str, int]:
                 with contextlib.suppress(OSError):  # a file removed while we list
                     found[path] = os.path.getsize(path)
         return found
-    with _remote(prefix, "listing"):
-        matches = FileSystems.match([join(escape_glob(prefix), "**")])[0].metadata_list
-    return {m.path: m.size_in_bytes for m in matches}
+    return {m.path: m.size_in_bytes for m in match(join(escape_glob(prefix), "**"))}
 
 
 def copy_files(sources: list[str], destinations: list[str]) -> None:
@@ -193,10 +201,7 @@ def parquet_files(path: str) -> list[str]:
             for name in names
             if name.endswith(".parquet") and os.path.isfile(os.path.join(path, name))
         )
-    pattern = join(escape_glob(path), "*.parquet")
-    with _remote(path, "listing"):
-        matches = FileSystems.match([pattern])[0].metadata_list
-    return sorted(m.path for m in matches)
+    return sorted(m.path for m in match(join(escape_glob(path), "*.parquet")))
 
 
 def read_table(path: str, schema: pa.Schema | None = None) -> pa.Table:

@@ -19,7 +19,6 @@ from collections.abc import Iterable
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.storage import (
     escape_glob,
@@ -27,6 +26,7 @@ from trajforge.schemas.storage import (
     files_under,
     is_local,
     join,
+    match,
     parquet_files,
     read_bytes,
 )
@@ -73,7 +73,7 @@ def published(directory: str) -> dict[str, int] | None:
         if not isinstance(found, dict):
             raise UserError(f"{marker} is not a trajforge marker; rerun the stage that wrote it")
         return found
-    if FileSystems.match([join(escape_glob(directory), f"{STAGING}*", MARKER)])[0].metadata_list:
+    if match(join(escape_glob(directory), f"{STAGING}*", MARKER)):
         raise UserError(
             f"{directory} holds a run that was cut off or is still writing (a staging folder, "
             "no marker); rerun the stage that writes it, or wait for it to finish"

@@ -169,7 +169,7 @@ def load_reports(paths: Iterable[str]) -> dict[str, Verdict]:
 def input_files(fmt: str, paths: Iterable[str]) -> tuple[list[str], list[Rejection]]:
     """Files to read, in a stable order without repeats, and a rejection per path that has none."""
     from apache_beam.io.filesystems import FileSystems
-    from trajforge.schemas.storage import escape_glob, is_local, join
+    from trajforge.schemas.storage import escape_glob, is_local, join, match
 
     files: list[str] = []
     rejections: list[Rejection] = []
@@ -186,11 +186,7 @@ def input_files(fmt: str, paths: Iterable[str]) -> tuple[list[str], list[Rejecti
             found = [path]
         else:  # a remote directory
             pattern = join(escape_glob(path), "**")
-            found = sorted(
-                m.path
-                for m in FileSystems.match([pattern])[0].metadata_list
-                if m.path.endswith(suffixes)
-            )
+            found = sorted(m.path for m in match(pattern) if m.path.endswith(suffixes))
         if not found:
             wanted = ", ".join(f"*{s}" for s in suffixes)
             detail = f"{path}: no {wanted} files in it; check the path and --format {fmt}"
