@@ -118,8 +118,8 @@ def text_bytes(value: Any) -> int:
 def lines(
     handle: BinaryIO, max_bytes: int = MAX_ROW_BYTES
 ) -> Iterator[tuple[int, bytes | RowError]]:
-    """(line number, the line) of a JSON Lines stream, or ``(number, RowError)`` for a line over
-    ``max_bytes``: such a line is read past in chunks and never held whole."""
+    """(line number, the line without its end) of a JSON Lines stream, or ``(number, RowError)``
+    for a line over ``max_bytes``: such a line is read past in chunks and never held whole."""
     number = 0
     while True:
         line = handle.readline(max_bytes + 1)
@@ -135,7 +135,7 @@ def lines(
                 size += len(line)
             yield number, too_large(size - (1 if line.endswith(b"\n") else 0), max_bytes)
             continue
-        yield number, line
+        yield number, line.removesuffix(b"\n")
 
 
 def members(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:

@@ -10,6 +10,7 @@ lone surrogate; a huge integer; a slow, trickling, lying or oversized HTTP clien
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -193,6 +194,16 @@ def test_a_json_document_over_the_row_limit_is_read_row_by_row(tmp_path, shape):
     assert [p.instance_id for p in predictions] == ["ok"]
     assert sorted(p.reason for p in problems) == ["malformed_prediction", "row_too_large"]
     assert any("nested too deeply" in p.detail for p in problems)
+
+
+def test_a_line_is_held_to_the_limit_exactly_and_a_longer_one_never_held():
+    def read(data: bytes) -> list:
+        return [v.reason if isinstance(v, json_rows.RowError) else json_rows.loads(v, 10)
+                for _, v in json_rows.lines(io.BytesIO(data), 10)]  # fmt: skip
+
+    assert read(b'"12345678"\n1\n') == ["12345678", 1]  # 10 bytes and its newline
+    assert read(b'"123456789"\r\n1') == ["row_too_large", 1]
+    assert read(b'"' + b"x" * 5_000_000 + b'"\n{"a": 1}\n') == ["row_too_large", {"a": 1}]
 
 
 # import-tasks ----------------------------------------------------------------------------------

@@ -70,7 +70,9 @@ def _rows(path: str, handle: BinaryIO, max_row_bytes: int) -> list[tuple[str, ob
     prediction over several lines), or JSON Lines; a row that cannot be read is a ``Problem``."""
     head = handle.read(4096).lstrip()
     handle.seek(0)
-    if head.startswith(b"[") or (head.startswith(b"{") and not _first_line_reads(handle)):
+    if head.startswith(b"[") or (
+        head.startswith(b"{") and not _first_line_reads(handle, max_row_bytes)
+    ):
         data = handle.read()
         if head.startswith(b"[") or _one_value(data):
             return _document(path, data, max_row_bytes)
@@ -94,14 +96,14 @@ def _rows(path: str, handle: BinaryIO, max_row_bytes: int) -> list[tuple[str, ob
     return rows
 
 
-def _first_line_reads(handle: BinaryIO) -> bool:
+def _first_line_reads(handle: BinaryIO, max_row_bytes: int) -> bool:
     """Whether the first non-blank line is JSON by itself (JSON Lines); the handle is rewound."""
     try:
-        for _, line in json_rows.lines(handle):
+        for _, line in json_rows.lines(handle, max_row_bytes):
             if isinstance(line, json_rows.RowError):
                 return True  # a line too large to read: JSON Lines, refused line by line
             if line.strip():
-                json_rows.loads(line)
+                json_rows.loads(line, max_row_bytes)
                 return True
         return False
     except json_rows.RowError:
