@@ -250,7 +250,8 @@ def _run(exit_code: int, records: list[dict], timed_out: bool = False, finish: b
 
 
 def _report(test_id: str, outcome: str = "passed", when: str = "call", xfail: bool = False):
-    return {"t": "report", "id": test_id, "when": when, "outcome": outcome, "xfail": xfail}
+    record = {"t": "report", "id": test_id, "when": when, "outcome": outcome, "xfail": xfail}
+    return {**record, "sub": False}
 
 
 SENTINELS = (
@@ -290,6 +291,18 @@ def test_judge_reads_the_channel_and_the_sentinels():
     assert judge(_run(1, HONEST, finish=False), graded, SENTINELS).reason == "suite_failed"
     assert judge(_run(1, HONEST, timed_out=True), graded, SENTINELS).reason == "timed_out"
     assert judge(_run(2, []), graded, SENTINELS).reason == "suite_did_not_run"
+
+
+def test_subtests_and_reruns_repeat_without_tampering_and_only_fail():
+    """unittest's subTest and pytest-rerunfailures send more than one report per phase."""
+    graded = (F2P, P2P)
+    sub = {**_report(F2P), "sub": True}
+    rerun = _report(P2P, "rerun")
+    records = [rerun, rerun, sub, sub, *HONEST]
+    assert judge(_run(1, records), graded, SENTINELS).reason == "resolved"
+    failing = [*records, {**sub, "outcome": "failed"}]
+    verdict = judge(_run(1, failing), graded, SENTINELS)
+    assert (verdict.reason, verdict.test_report[F2P]) == ("tests_failed", "FAILED")
 
 
 def test_sentinels_are_new_ordinary_tests_with_both_outcomes():

@@ -4,7 +4,8 @@ The reporter sends one record per test phase the moment pytest makes it, on a pi
 supervisor drains; nothing sent can be taken back. So the evidence is the first word on each
 phase, and a record that tries to add to or overwrite it (a second record for a phase, anything
 after ``finish``, a line that is not a record) is a sign that code under test wrote to the
-channel: the run is forged.
+channel: the run is forged. Some reports are not a phase's word and may repeat: a subtest's
+(it can only fail its test) and a rerun's (pytest-rerunfailures: the last attempt decides).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Evidence:
 
 def read_records(text: str) -> Evidence:
     phases: dict[str, dict[str, tuple[str, bool]]] = {}
+    subfailed: set[str] = set()
     errors: dict[str, None] = {}
     tampering: list[str] = []
     finished = False
@@ -42,6 +44,9 @@ def read_records(text: str) -> Evidence:
             finished = True
         elif kind == "collect_error":
             errors[record["id"]] = None
+        elif record["sub"] or record["outcome"] not in OUTCOMES:
+            if record["sub"] and record["outcome"] == "failed":
+                subfailed.add(record["id"])
         else:
             seen = phases.setdefault(record["id"], {})
             if record["when"] in seen:
@@ -49,6 +54,8 @@ def read_records(text: str) -> Evidence:
                 continue
             seen[record["when"]] = (record["outcome"], record["xfail"])
     statuses = {test_id: _status(seen) for test_id, seen in phases.items()}
+    for test_id in subfailed:  # a failed subtest fails its test, whatever the test's own word
+        statuses[test_id] = "FAILED"
     return Evidence(statuses, tuple(errors), finished, tuple(tampering[:20]))
 
 
@@ -64,14 +71,15 @@ def _record(line: str) -> dict | None:
         return record if set(record) == {"t"} else None
     if kind == "collect_error":
         return record if set(record) == {"t", "id"} and isinstance(record["id"], str) else None
-    shape = {"t", "id", "when", "outcome", "xfail"}
+    shape = {"t", "id", "when", "outcome", "xfail", "sub"}
     if (
         kind == "report"
         and set(record) == shape
         and isinstance(record["id"], str)
         and record["when"] in PHASES
-        and record["outcome"] in OUTCOMES
+        and isinstance(record["outcome"], str)
         and isinstance(record["xfail"], bool)
+        and isinstance(record["sub"], bool)
     ):
         return record
     return None

@@ -5,6 +5,9 @@ own test names, bodies from a few ordinary shapes, some written to pass and some
 process that bends outcomes wholesale (every report "passed", every failure skipped, a summary
 rewritten) bends a sentinel too, and any sentinel with the wrong outcome marks the run forged.
 They are appended to the graded test files, so they share their module, imports and fixtures.
+
+Standard library only, Python 3.9 and up: Harbor's ``tests/test.sh`` plants them inside the task's
+container (``in_container/harbor_grade.py``).
 """
 
 from __future__ import annotations
@@ -83,7 +86,9 @@ def plant(files: dict[str, bytes]) -> tuple[dict[str, bytes], tuple[Sentinel, ..
     for path, oks in sorted(by_file.items()):
         text = files[path].decode("utf-8", "replace")
         added = []
-        for name, ok in zip(_names(text, len(oks)), oks, strict=True):
+        names = _names(text, len(oks))  # as many as oks (no zip(strict=): runs on 3.9)
+        for index, ok in enumerate(oks):
+            name = names[index]
             source = f"def {name}():\n{_shapes(ok)}"
             added.append(source)
             sentinels.append(Sentinel(f"{path}::{name}", PASS if ok else FAIL, source))

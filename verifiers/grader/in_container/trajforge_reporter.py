@@ -32,6 +32,8 @@ def pytest_runtest_logreport(report):
             "when": report.when,
             "outcome": report.outcome,
             "xfail": bool(getattr(report, "wasxfail", None) is not None),
+            # A subtest's report (pytest's own subtests, pytest-subtests) shares its test's id.
+            "sub": getattr(report, "context", None) is not None,
         }
     )
 
