@@ -1,5 +1,6 @@
-"""Grading logs that already exist: one parser per format, chosen by what the log is, and
-SWE-bench's rules (XFAIL passes, a missing test fails, a skipped one counts neither way).
+"""Grading logs that already exist: one parser per format, chosen by what the log is, under
+trajforge's rules (only PASSED counts) or SWE-bench's (XFAIL passes, a missing test fails, a
+skipped FAIL_TO_PASS test fails, a skipped PASS_TO_PASS test is kept).
 
 The pytest logs are real: a test-built suite is run by pytest with -v, -rA and --junitxml. The
 xdist and pytest-sugar logs (plugins not installed here) and SWE-bench's markers are written in
@@ -15,7 +16,13 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from trajforge.verifiers.grading import RESOLVED_FULL, RESOLVED_NO, RESOLVED_PARTIAL, grade_log
+from trajforge.verifiers.grading import (
+    RESOLVED_FULL,
+    RESOLVED_NO,
+    RESOLVED_PARTIAL,
+    counts_as_passed,
+    grade_log,
+)
 from trajforge.verifiers.log_parsers import LOG_PARSERS, detect_format
 
 SUITE = """
@@ -110,25 +117,61 @@ def test_each_format_is_recognised_and_read(logs, name):
 
 @pytest.mark.parametrize("name", sorted(LOG_PARSERS))
 def test_swebench_rules_in_every_format(logs, name):
-    graded = grade_log([FIXED, WORD_OK], [KEPT, KNOWN], logs[name])
+    graded = grade_log([FIXED, WORD_OK], [KEPT, KNOWN], logs[name], rules="swebench")
     assert graded.resolution == RESOLVED_FULL and graded.report["resolved"] is True
     assert graded.report["tests_status"]["PASS_TO_PASS"]["success"] == [KEPT, KNOWN]  # XFAIL
+    assert graded.rules == "swebench" and graded.reason == ""
 
-    partial = grade_log([FIXED, WORD_BAD], [KEPT], logs[name])
+    partial = grade_log([FIXED, WORD_BAD], [KEPT], logs[name], rules="swebench")
     assert partial.resolution == RESOLVED_PARTIAL and partial.report["resolved"] is False
     assert partial.report["tests_status"]["FAIL_TO_PASS"] == {
         "success": [FIXED],
         "failure": [WORD_BAD],
     }
-    missing = grade_log([FIXED], [KEPT, GONE], logs[name])
-    assert missing.resolution == RESOLVED_NO
+    missing = grade_log([FIXED], [KEPT, GONE], logs[name], rules="swebench")
+    assert missing.resolution == RESOLVED_NO and missing.reason == "tests_failed"
     assert missing.report["tests_status"]["PASS_TO_PASS"]["failure"] == [GONE]
 
 
-def test_a_skipped_test_counts_neither_way(logs):
-    graded = grade_log([FIXED], [KEPT, SKIPPED], logs["junit_xml"])
-    assert graded.report["tests_status"]["PASS_TO_PASS"] == {"success": [KEPT], "failure": []}
-    assert graded.resolution == RESOLVED_FULL
+@pytest.mark.parametrize("name", sorted(LOG_PARSERS))
+def test_trajforge_rules_in_every_format(logs, name):
+    """Only PASSED counts: the same XFAIL that SWE-bench keeps is a failure here."""
+    graded = grade_log([FIXED, WORD_OK], [KEPT], logs[name])
+    assert graded.resolution == RESOLVED_FULL and graded.report["resolved"] is True
+    assert graded.rules == "trajforge"
+    xfail = grade_log([FIXED, WORD_OK], [KEPT, KNOWN], logs[name])
+    assert xfail.resolution == RESOLVED_NO and xfail.reason == "tests_failed"
+    assert xfail.report["tests_status"]["PASS_TO_PASS"] == {"success": [KEPT], "failure": [KNOWN]}
+    assert KNOWN in xfail.detail
+    # Every graded test lands in success or failure: a skipped or missing one is a failure.
+    skipped = grade_log([FIXED, SKIPPED, GONE], [KEPT], logs[name])
+    assert skipped.report["tests_status"]["FAIL_TO_PASS"] == {
+        "success": [FIXED],
+        "failure": [SKIPPED, GONE],
+    }
+    assert skipped.resolution == RESOLVED_PARTIAL
+
+
+def test_one_rule_for_passed():
+    assert counts_as_passed("PASSED")
+    for status in ("SKIPPED", "XFAIL", "XPASS", "FAILED", "ERROR", "MISSING", None):
+        assert not counts_as_passed(status)
+
+
+def test_a_skipped_test_by_each_rule(logs):
+    """SWE-bench 5 keeps a skipped PASS_TO_PASS test and fails a skipped FAIL_TO_PASS one;
+    trajforge fails both."""
+    swebench = grade_log([FIXED], [KEPT, SKIPPED], logs["junit_xml"], rules="swebench")
+    assert swebench.report["tests_status"]["PASS_TO_PASS"] == {
+        "success": [KEPT, SKIPPED],
+        "failure": [],
+    }
+    assert swebench.resolution == RESOLVED_FULL
+    f2p = grade_log([FIXED, SKIPPED], [KEPT], logs["junit_xml"], rules="swebench")
+    assert f2p.report["tests_status"]["FAIL_TO_PASS"]["failure"] == [SKIPPED]
+    ours = grade_log([FIXED], [KEPT, SKIPPED], logs["junit_xml"])
+    assert ours.report["tests_status"]["PASS_TO_PASS"] == {"success": [KEPT], "failure": [SKIPPED]}
+    assert ours.resolution == RESOLVED_NO
 
 
 def test_a_patch_that_did_not_apply_is_not_resolved(logs):
@@ -157,7 +200,15 @@ def test_the_grade_command_writes_swebenchs_report(logs, tmp_path: Path):
         cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "acme__widgets-1: not resolved, tests_failed: " in done.stdout  # KNOWN is an XFAIL
+    assert "FAIL_TO_PASS 2/2, PASS_TO_PASS 1/2; swebench log; trajforge rules" in done.stdout
+    done = run_cli(
+        "grade", "--task", "task.json", "--log", "test_output.txt", "--output", "report.json",
+        "--rules", "swebench", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
     assert "acme__widgets-1: resolved (FAIL_TO_PASS 2/2, PASS_TO_PASS 2/2; swebench" in done.stdout
+    assert "SWE-bench's rules" in done.stdout
     report = json.loads((tmp_path / "report.json").read_text())["acme__widgets-1"]
     assert report["resolved"] is True and report["patch_successfully_applied"] is True
     assert set(report["tests_status"]) == {
