@@ -35,6 +35,7 @@ def reward(
     """``patch`` graded for ``task`` in a fresh container of its image: 1.0 when resolved, else
     0.0 (``partial``: the share of FAIL_TO_PASS passing with no PASS_TO_PASS broken)."""
     global _default
+    _check_partial(partial)
     if evaluator is None:
         if _default is None:
             _default = Evaluator(params or load_params(None))
@@ -65,6 +66,7 @@ class RewardClient:
     def score(self, instance_id: str, patch: str | None, partial: bool = False) -> dict:
         """The service's answer (``reward``, ``resolved``, ``reason``, ``report``); a refusal
         (queue full, request timeout, bad request) comes back as a body with ``error`` set."""
+        _check_partial(partial)
         body = json.dumps({"instance_id": instance_id, "patch": patch, "partial": partial})
         request = urllib.request.Request(
             f"{self.url}/reward", body.encode(), {"Content-Type": "application/json"}
@@ -81,6 +83,7 @@ def trl_reward_func(
 ) -> Callable[..., list[float]]:
     """A GRPOTrainer reward function: ``(prompts, completions, instance_id, **kwargs)`` ->
     rewards; the dataset (the export's ``rl`` config) supplies ``instance_id`` per row."""
+    _check_partial(partial)
     client = RewardClient(url)
 
     def trajforge_reward(prompts, completions, instance_id, **kwargs) -> list[float]:
@@ -90,3 +93,10 @@ def trl_reward_func(
         ]
 
     return trajforge_reward
+
+
+def _check_partial(partial: object) -> None:
+    """``partial`` is a bool: the service answers anything else 400, and a string such as
+    ``"false"`` would be true."""
+    if not isinstance(partial, bool):
+        raise TypeError(f"partial must be True or False, not {type(partial).__name__}")

@@ -109,10 +109,14 @@ class RewardService:
         if patch is not None and len(patch.encode()) > self.max_patch_bytes:
             why = f"the patch is over {self.max_patch_bytes} bytes"
             return _error(413, "patch_too_large", why, instance_id)
+        partial = data.get("partial", False)
+        if not isinstance(partial, bool):  # "false" is a string, and a string would be true
+            why = f"partial must be true or false (a JSON boolean), not {_json_type(partial)}"
+            return _error(400, "malformed_request", why, instance_id)
         task = self.tasks.get(instance_id)
         if task is None:
             return _error(404, "unknown_instance", "no task with this instance_id", instance_id)
-        return task, patch, bool(data.get("partial", False))
+        return task, patch, partial
 
     def answered(self, answer: Answer, started: float) -> Answer:
         with self.lock:
@@ -154,6 +158,17 @@ def _error(status: int, reason: str, why: str, instance_id: str = "") -> Answer:
     if instance_id:
         body["instance_id"] = instance_id
     return Answer(status, body)
+
+
+def _json_type(value: object) -> str:
+    kinds = {
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        list: "an array",
+        dict: "an object",
+    }
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
 def _quantile(ordered: list[float], q: float) -> float | None:
