@@ -16,6 +16,7 @@ from trajforge.verifiers.log_parsers import (
     get_parser,
     parse_junit_xml,
     parse_pytest_log,
+    read_log,
 )
 
 NESTED = """
@@ -225,6 +226,42 @@ def test_log_node_ids_and_statuses(main_run: tuple[Path, int, bytes, str]) -> No
     parsed = parse_pytest_log(log)
     assert parsed.statuses == MAIN_EXPECTED_FROM_LOG
     assert parsed.collection_errors == ()
+    # An XPASS stays PASSED for validation; grading sees it apart.
+    assert parsed.xpassed == {f"{M}::test_xpass"} and parsed.problem == ""
+
+
+SUBTESTS = """
+def test_sub(subtests):
+    for i in range(3):
+        with subtests.test(msg="m", i=i):
+            assert i != 1
+
+
+def test_sub_ok(subtests):
+    with subtests.test(i=0):
+        pass
+"""
+
+
+@pytest.mark.parametrize("args", [["-rA"], ["-v"], ["-v", "-rA"]], ids=["rA", "v", "v-rA"])
+def test_grading_reads_real_logs_as_the_xml_says(tmp_path: Path, args: list[str]) -> None:
+    """read_log (what grading reads) finds no contradiction in a genuine log, in any of the
+    shapes pytest writes: teardown errors, xfail/xpass, unittest and pytest 9 subtests."""
+    files = dict(MAIN_PROJECT)
+    if int(pytest.__version__.split(".")[0]) >= 9:  # subtests are built in from pytest 9
+        files["pkg/sub/test_subtests.py"] = SUBTESTS
+    project = write_project(tmp_path / "p", files)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "junit_family=xunit1"]
+    cmd += [f"--junitxml={tmp_path / 'x.xml'}", *args]
+    proc = subprocess.run(cmd, cwd=project, env=_env(), capture_output=True)
+    xml = parse_junit_xml((tmp_path / "x.xml").read_bytes()).statuses
+    name, parsed, _ = read_log(proc.stdout + proc.stderr)
+    assert parsed.problem == ""
+    assert name == ("pytest_verbose" if args == ["-v"] else "pytest_log")
+    # -rA names no skipped test; -v names every test
+    seen = xml if args == ["-v"] else {t: s for t, s in xml.items() if s != "SKIPPED"}
+    assert parsed.statuses == seen
+    assert parsed.xpassed == {f"{M}::test_xpass"}
 
 
 def test_log_with_colours(main_run: tuple[Path, int, bytes, str], tmp_path: Path) -> None:

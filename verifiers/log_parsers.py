@@ -48,10 +48,12 @@ class _Tally:
     def __init__(self) -> None:
         self.statuses: dict[str, str] = {}
         self.xpass: set[str] = set()
+        self.words: dict[str, set[str]] = {}  # every word each id was given, line by line
 
     def add(self, node_id: str, word: str) -> None:
         if word == "XPASS":
             self.xpass.add(node_id)
+        self.words.setdefault(node_id, set()).add(word)
         _record(self.statuses, node_id, _WORDS.get(word, word))
 
     def xpassed(self) -> frozenset[str]:
@@ -163,6 +165,7 @@ _SUMMARY_HEADER = "short test summary info"
 _INTERRUPTED = re.compile(r"Interrupted: \d+ errors? during collection")
 _SUMMARY_WORDS = ("PASSED", "FAILED", "ERROR", "XFAIL", "XPASS", "XPASS(strict)")
 _WORDS = {"XPASS": "PASSED", "XPASS(strict)": "FAILED"}
+_PASS_CLAIMS = {"PASSED", "XPASS", "XFAIL"}
 _SPACE = re.compile(r"\s")
 _STATS_COUNT = re.compile(r"(?<!\d)(\d+) (passed|xpassed)\b")
 _STATS_TIME = re.compile(r"in \d+(?:\.\d+)?(?:s| seconds)(?: \([\d:.]+\))?")
@@ -246,7 +249,7 @@ def _prefix_ok(s: str, end: int, paren_open: int) -> bool:
 @dataclass
 class _Summary:
     tally: _Tally
-    main: dict[str, str]  # worst status per id over its WORD lines (SUBFAILED lines left out)
+    main: dict[str, set[str]]  # the words of each id's WORD lines (SUBFAILED lines left out)
     collection_errors: dict[str, None]
     complete: bool  # it lists passes, skips or xfails too (-rA, -ra, -rp): not only failures
 
@@ -276,7 +279,7 @@ def _read_summary(lines: Iterable[str], interrupted: bool) -> _Summary:
         elif "::" in node_id:
             tally.add(node_id, word)
             main.add(node_id, word)
-    return _Summary(tally, main.statuses, collection_errors, complete)
+    return _Summary(tally, main.words, collection_errors, complete)
 
 
 def _headers(lines: list[str]) -> list[int]:
@@ -423,7 +426,7 @@ PER_TEST: dict[str, Matcher] = {
 START_TEST_OUTPUT = ">>>>> Start Test Output"  # swebench.harness.constants
 END_TEST_OUTPUT = ">>>>> End Test Output"
 TEST_EXIT_CODE = ">>>>> Test Exit Code"  # SWE-bench 5: the test command's status, after the end
-_EXIT_CODE = re.compile(r":\s*(-?\d{1,4})\b")
+_EXIT_CODE = re.compile(re.escape(TEST_EXIT_CODE) + r":\s*(-?\d{1,9})(?!\d)")
 
 
 def test_output(text: str) -> str:
@@ -466,13 +469,11 @@ def swebench_parts(text: str) -> SwebenchLog:
     if end < start:
         return SwebenchLog("", None, "the end-of-test-output marker comes before the start", "")
     after = text[end + len(END_TEST_OUTPUT) :]
-    if after.count(TEST_EXIT_CODE) > 1:
-        return SwebenchLog("", None, f"{after.count(TEST_EXIT_CODE)} {TEST_EXIT_CODE!r} lines", "")
-    code = None
-    at = after.find(TEST_EXIT_CODE)
-    if at != -1:
-        found = _EXIT_CODE.match(after, at + len(TEST_EXIT_CODE))
-        code = int(found.group(1)) if found else None
+    # SWE-bench 5 echoes the code under `set -x`: the traced command and its output say it twice.
+    codes = {int(code) for code in _EXIT_CODE.findall(after)}
+    if len(codes) > 1:
+        return SwebenchLog("", None, f"{TEST_EXIT_CODE!r} lines that disagree", "")
+    code = codes.pop() if codes else None
     return SwebenchLog(text[start + len(START_TEST_OUTPUT) : end], code, "", "")
 
 
@@ -607,21 +608,21 @@ def _read_text(text: str, name: str, graded: Collection[str]) -> ParsedLog:
     said = summary.tally.statuses
     outside = _per_test_tally((*lines[:header], *after), _outside_summary_line)
     for tally in (*per_test.values(), outside):
-        for node_id, status in tally.statuses.items():
+        for node_id, words in tally.words.items():
             if wanted and node_id not in wanted:
                 continue
-            claim = "XPASS" if node_id in tally.xpass and status == "PASSED" else status
-            if claim not in ("PASSED", "XPASS", "XFAIL"):
-                continue
-            if node_id in summary.main:
-                agrees = status in (said[node_id], summary.main[node_id])
-            else:  # named by SUBFAILED lines only (its own line passed), or not named at all
-                agrees = node_id in said or not summary.complete
-            if not agrees:
-                where = said.get(node_id, "absent")
-                return _refused(
-                    f"{node_id} is {claim} on a line outside the summary but {where} in it"
-                )
+            for claim in words & _PASS_CLAIMS:
+                if node_id in summary.main:  # every pass a line claims, the summary must say
+                    named = summary.main[node_id]
+                    # a failures-only summary names a test whose call passed only by the
+                    # ERROR of its teardown
+                    agrees = claim in named or (not summary.complete and named == {"ERROR"})
+                else:  # named by SUBFAILED lines only (its own line passed), or not at all
+                    agrees = node_id in said or not summary.complete
+                if not agrees:
+                    where = said.get(node_id, "absent")
+                    why = f"{_short(node_id)} is {claim} on a line outside the summary"
+                    return _refused(f"{why} but {where} in it")
     statuses = dict(said)
     xpass = set(summary.tally.xpassed())
     fill = per_test.get(name)
