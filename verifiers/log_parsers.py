@@ -17,6 +17,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 # When one test is reported more than once (a call failure plus a teardown error, a passing
 # unittest with failed subtests), the worst status wins. FAILED outranks ERROR, as SWE-bench's
@@ -81,7 +82,7 @@ class _Modules:
     module that prefixes a `classname` costs the classname's length, not the number of files."""
 
     def __init__(self, files: Iterable[str]) -> None:
-        self.root: dict[str, dict] = {}
+        self.root: dict[str, Any] = {}  # part -> node; "." -> the file path ending here
         for path in sorted(files):
             node = self.root
             for part in _dotted(path).split("."):
@@ -97,7 +98,7 @@ class _Modules:
         match (xunit2, or every test of a module inherited) trailing CapWords parts are classes.
         """
         parts = classname.split(".")
-        node: dict | None = self.root
+        node: dict[str, Any] | None = self.root
         found, depth = None, 0
         for i, part in enumerate(parts):
             node = node.get(part) if node is not None else None
