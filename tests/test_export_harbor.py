@@ -18,6 +18,7 @@ run ``tests/test.sh`` in a fresh container of the image; the loader checks are t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -31,7 +32,15 @@ import pytest
 from conftest import ROOT, run_cli, write_params
 from forge_routes import ALWAYS_PASS, FIX, NOISE, ROUTES
 from test_evaluate import build_three_fixes
-from trajforge.pipelines.release.harbor import AGENT_TREE, COLLECT, TASK_SCHEMA, content_digest
+from trajforge.pipelines.evaluation.task_rows import load_tasks
+from trajforge.pipelines.release.harbor import (
+    AGENT_TREE,
+    COLLECT,
+    TASK_SCHEMA,
+    content_digest,
+    write_task,
+)
+from trajforge.schemas.params import load_params
 from trajforge.verifiers.grader.channel import Evidence
 from trajforge.verifiers.grader.in_container import harbor_grade
 from trajforge.verifiers.grader.sentinels import Sentinel
@@ -228,9 +237,37 @@ def test_the_folders_are_harbor_tasks_with_no_path_to_the_fix(exported):
         assert "COPY repo/ /repo/" not in dockerfile
 
 
+def test_an_image_by_digest_replaces_the_recipe_where_the_task_has_one(exported, tmp_path):
+    """``--harbor-image digest``: a task whose image has a registry digest starts FROM it (no
+    build, no setup tree); one with a local image id only keeps its recipe (the CLI says so)."""
+    work = exported.parent
+    params = load_params(str(work / "params.yaml"))
+    task = next(iter(load_tasks([str(work / "describe")]).values()))
+    pushed = "registry.example:5000/trajforge/env@sha256:" + "a" * 64
+    name, by_digest = write_task(
+        dataclasses.replace(task, image_digest=pushed), str(tmp_path), params, "digest"
+    )
+    assert by_digest
+    environment = tmp_path / name / "environment"
+    assert (environment / "Dockerfile").read_text().splitlines()[2:4] == [
+        f"FROM {pushed}",
+        "ADD trajforge/start.tar /repo/",
+    ]
+    assert sorted(p.name for p in (environment / "trajforge").iterdir()) == ["start.tar"]
+    config = tomllib.loads((tmp_path / name / "task.toml").read_text())
+    assert config["metadata"]["environment"] == "image by digest"
+    done = run_cli(
+        "export", "--format", "harbor", "--harbor-image", "digest", "--input", "describe",
+        "--output", str(tmp_path / "local"), cwd=work,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "environments by digest: 0" in done.stderr
+    assert len(list((tmp_path / "local").glob("*/environment/trajforge/setup.tar"))) == 3
+
+
 def test_the_folders_load_with_harbors_own_loader(exported, harbor):
     if harbor is None:
-        pytest.skip("harbor is not installed here (no Python >= 3.12): checked with docker alone")
+        pytest.skip("harbor is not available here: the runs were checked with docker alone")
     python = str(Path(harbor[0]).parent / "python")
     script = """
 import json, sys
@@ -341,6 +378,7 @@ def test_oracle_scores_one_nop_zero_and_forgeries_zero(exported, harbor, tmp_pat
     for task in tasks:
         assert oracle[task][1]["reason"] == "resolved"
         assert oracle[task][1]["no_new_privileges"] is True
+        assert oracle[task][1]["privileged"] is True  # pytest ran as uid 10001, not as root
     for name, (_, reward, reason) in FORGERIES.items():
         got, grading = oracle[f"{add.name}-{name}"]
         assert (got, grading["reason"]) == (reward, reason), (name, grading)

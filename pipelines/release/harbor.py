@@ -348,7 +348,7 @@ def task_toml(task: TaskInstance, name: str, params: Params, by_digest: bool) ->
     )
     first = task.problem_statement.strip().splitlines()[0][:200]
     disk = size_bytes("sandbox.writable_layer_size", box.writable_layer_size)
-    meta = {
+    meta: dict[str, object] = {
         "instance_id": task.instance_id,
         "repo": task.repo,
         "base_commit": task.base_commit,

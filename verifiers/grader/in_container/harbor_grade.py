@@ -233,7 +233,7 @@ def place(repo: str, path: str, source) -> None:
 
 def tar_contents(path: str, wanted) -> dict:
     """path -> (mode, bytes or link target) of the ``wanted`` members of the tar at ``path``."""
-    found = {}
+    found: dict[str, tuple[str, str | bytes]] = {}
     with tarfile.open(path, mode="r:") as tar:
         for member in tar:
             name = member_path(member.name)
@@ -248,7 +248,7 @@ def tar_contents(path: str, wanted) -> dict:
 
 
 def file_contents(root: str, wanted) -> dict:
-    found = {}
+    found: dict[str, tuple[str, str | bytes]] = {}
     for path in wanted:
         full = os.path.join(root, path)
         if os.path.islink(full):
@@ -424,6 +424,7 @@ def grade(config: dict) -> tuple:
         "trusted": trusted,
         "test_report": {t: evidence.statuses.get(t, "MISSING") for t in graded},
         "tampering": tampering,
+        "privileged": bool(said.get("privileged")),  # the tests ran as the unprivileged user
         "seconds": round(time.monotonic() - started, 3),
     }
     return verdict, log
