@@ -222,6 +222,7 @@ ROUTES: dict[str, tuple[dict[str, str], str]] = {
         {**NOISE, "pygments/__init__.py": EXIT_FORGERY.format(code=0)},
         "forbidden_file",
     ),
+    "shadow_pytest": ({**NOISE, "pytest.py": ALWAYS_PASS}, "forbidden_file"),
     "shadow_iniconfig": (
         {**NOISE, "iniconfig.py": EXIT_FORGERY.format(code=0)},
         "forbidden_file",

@@ -27,19 +27,7 @@ from trajforge.verifiers.sandbox.base import Limits
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
 TIMEOUT_S = 30.0
-# A stand-in for pytest itself: `python -m pytest` in /repo would run it instead of pytest.
-FAKE_PYTEST = """\
-import sys
-
-CASES = '<testcase classname="tests.test_ops" name="{}" file="tests/test_ops.py"/>'
-for arg in sys.argv:
-    if arg.startswith("--junitxml="):
-        body = CASES.format("test_add") + CASES.format("test_mul")
-        open(arg.split("=", 1)[1], "w").write("<testsuite>" + body + "</testsuite>")
-sys.exit(0)
-"""
 HACKS = {
-    "shadowed_pytest": {**NOISE, "pytest.py": FAKE_PYTEST},
     "root_conftest": {**NOISE, "conftest.py": ALWAYS_PASS},
     "tests_conftest": {**NOISE, "tests/conftest.py": ALWAYS_PASS},
     "trivial_test": {
