@@ -39,7 +39,8 @@ RULES_LABEL = {
     TRAJFORGE: "trajforge rules: only PASSED counts",
     SWEBENCH: "SWE-bench's rules: PASSED or XFAIL passes, a skipped PASS_TO_PASS test is kept",
 }
-MAX_LOG_BYTES = 64 * 1024 * 1024  # a test log past this is refused, not read
+MAX_LOG_BYTES = 32 * 1024 * 1024  # a test log past this is refused, not read (grading one
+# this size takes a few seconds and about 250 MB)
 
 
 def counts_as_passed(status: str | None) -> bool:
