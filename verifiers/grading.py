@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from trajforge.verifiers.grader.rules import counts_as_passed  # the one rule, written once
 from trajforge.verifiers.log_parsers import read_log
 
 APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"  # swebench.harness.constants
@@ -41,12 +42,6 @@ RULES_LABEL = {
 }
 MAX_LOG_BYTES = 32 * 1024 * 1024  # a test log past this is refused, not read (grading one
 # this size takes a few seconds and about 250 MB)
-
-
-def counts_as_passed(status: str | None) -> bool:
-    """trajforge's one rule: a graded test passed only when its status is PASSED (not SKIPPED,
-    XFAIL, XPASS, FAILED, ERROR, MISSING, or absent)."""
-    return status == PASSED
 
 
 @dataclass(frozen=True)

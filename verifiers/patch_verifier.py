@@ -25,7 +25,8 @@ Each class of forgery is closed by what the code under test cannot reach, not by
    Tampering is ``forged_result``: reward 0, counted, never exported. Test files and the folders
    that hold them are read-only to the tests' user, the environment is root's.
 4. **One rule for "passed"**: a graded test counts only when it PASSED (``verifiers.grading
-   .counts_as_passed``): skipped, xfail, xpass and missing do not.
+   .counts_as_passed``, written in ``verifiers/grader/rules.py`` with the verdict rule):
+   skipped, xfail, xpass and missing do not.
 
 What in-process code can still do: tell a sentinel from a graded test by reading the test files
 and bend only the graded tests' reports (docs/security.md). Verdicts are cached by the exact tree
@@ -47,7 +48,7 @@ from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_ids import is_grading_path, test_file
-from trajforge.verifiers.grader import patch_policy, sentinels
+from trajforge.verifiers.grader import patch_policy, rules, sentinels
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import (
     SupervisedRun,
@@ -55,14 +56,12 @@ from trajforge.verifiers.grader.supervised import (
     run_supervised,
     ship,
 )
-from trajforge.verifiers.grading import counts_as_passed
 from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git, scratch_objects
 
 VERSION = "verify-v4"  # v4: supervised runs, sentinels, the start-up file and shadowing refusals
 PASSED = "PASSED"
 MAX_SELECTED = 400  # beyond this many graded tests, run the whole suite and read them from it
-SUITE_RAN_EXIT_CODES = (0, 1)
 
 
 @dataclass(frozen=True)
@@ -174,37 +173,13 @@ def judge(
     dropped: tuple[str, ...] = (),
 ) -> PatchVerdict:
     """The verdict of one supervised run of the graded tests (with their sentinels)."""
-    statuses = run.evidence.statuses
-    report = {test_id: statuses.get(test_id, "MISSING") for test_id in graded}
-
-    def verdict(resolved: bool, reason: str, trusted: bool = True) -> PatchVerdict:
-        return PatchVerdict(resolved, reason, report, dropped, run.log, trusted)
-
-    if run.timed_out:
-        return verdict(False, "timed_out")
-    if run.evidence.tampering:
-        return verdict(False, "forged_result", trusted=False)
-    if any(_bent(s, statuses) for s in planted):
-        return verdict(False, "forged_result", trusted=False)
-    if not statuses:
-        return verdict(False, "suite_did_not_run")
-    failures = any(s in ("FAILED", "ERROR") for s in statuses.values())
-    if run.exit_code == 0 and failures:  # a process that reports success over its failures
-        return verdict(False, "forged_result", trusted=False)
-    if run.exit_code not in SUITE_RAN_EXIT_CODES or not run.evidence.finished:
-        return verdict(False, "suite_failed")
-    if not all(counts_as_passed(status) for status in report.values()):
-        return verdict(False, "tests_failed")
-    return verdict(True, "resolved")
-
-
-def _bent(sentinel: Sentinel, statuses: Mapping[str, str]) -> bool:
-    """Whether a sentinel's outcome is wrong: reported otherwise than planted, or not reported
-    while tests of its file were (a file that did not collect reports none of them)."""
-    status = statuses.get(sentinel.test_id)
-    if status is not None:
-        return status != sentinel.expected
-    return any(test_file(t) == test_file(sentinel.test_id) for t in statuses)
+    evidence = run.evidence
+    resolved, reason, trusted = rules.verdict(
+        evidence.statuses, evidence.tampering, evidence.finished, run.exit_code, run.timed_out,
+        graded, [(s.test_id, s.expected) for s in planted],
+    )  # fmt: skip
+    report = {test_id: evidence.statuses.get(test_id, "MISSING") for test_id in graded}
+    return PatchVerdict(resolved, reason, report, dropped, run.log, trusted)
 
 
 def _changed_paths(

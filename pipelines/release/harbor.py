@@ -87,6 +87,7 @@ PROGRAMS = (  # (package, file, name under tests/trajforge/)
     ("trajforge.verifiers.grader.in_container", "trajforge_reporter.py", "trajforge_reporter.py"),
     ("trajforge.verifiers.validation", "pytest_plugin.py", "trajforge_pytest.py"),
     ("trajforge.verifiers.grader", "channel.py", "channel.py"),
+    ("trajforge.verifiers.grader", "rules.py", "rules.py"),
     ("trajforge.verifiers.grader", "sentinels.py", "sentinels.py"),
     ("trajforge.verifiers.grader", "patch_policy.py", "patch_policy.py"),
     ("trajforge.schemas", "test_ids.py", "test_ids.py"),

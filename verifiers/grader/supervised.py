@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from trajforge.schemas.errors import UserError
+from trajforge.verifiers.grader import rules
 from trajforge.verifiers.grader.channel import Evidence, read_records
 from trajforge.verifiers.sandbox.base import REPO_DIR, SandboxBroken, Session
 
@@ -122,17 +123,9 @@ def pytest_args(test_cmd: str, facts: ImageFacts, selection: tuple[str, ...]) ->
             "only pytest suites can be graded"
         )
     options = [w for w in words[len(runner) :] if not w.startswith(DROPPED_OPTIONS)]
-    disabled = {options[i + 1][3:] for i, w in enumerate(options[:-1]) if w == "-p"} | {
-        w[5:] for w in options if w.startswith("-pno:")
-    }
-    plugins: list[str] = []
-    for name, module in facts.plugins:
-        blocked = any(b in (name, module.split(".")[0]) for b in BLOCKED_PLUGINS)
-        if not blocked and name not in disabled and module not in disabled:
-            plugins += ["-p", module]
     # Every graded test runs: a project's -x or --maxfail would stop at a failing sentinel.
     own = ["-p", "trajforge_pytest", "-p", "trajforge_reporter", f"--maxfail={MAXFAIL}"]
-    return [*options, *plugins, *own, *selection]
+    return rules.pytest_args(options, own, BLOCKED_PLUGINS, facts.plugins, selection)
 
 
 def run_supervised(

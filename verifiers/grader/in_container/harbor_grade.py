@@ -20,12 +20,12 @@ decided: graded tests, the task's starting tree by digest, its pytest options, l
 3. ``/repo`` becomes the task's tree with the agent's kept changes; sentinels are planted into
    the graded test files with fresh randomness, and the supervisor runs pytest as an
    unprivileged user (no new privileges: a set-user-id program gives nothing back), each report
-   on a pipe; the verdict is ``patch_verifier.judge``'s rule.
+   on a pipe; the verdict is ``rules.verdict``, the host's rule.
 4. ``/logs/verifier/reward.txt`` is 1 only for ``resolved``; ``grading.json`` says why, and
    ``tests.log`` holds the run's output. Anything unexpected is reward 0 with its reason.
 
 Standard library only; runs on Python 3.9 (the oldest base image). The functions above ``main``
-import nothing beside this file, so trajforge's tests compare them with the host's.
+and the rules (``rules.py``) are the host's own files, copied beside this one.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ PROGRAMS = {  # file here -> where it goes under the grader's root
     "trajforge_pytest.py": "plugins/trajforge_pytest.py",
 }
 SYMLINK, EXECUTABLE, REGULAR = "120000", "100755", "100644"
-SUITE_RAN_EXIT_CODES = (0, 1)
 VERIFIER = "/logs/verifier"
 
 
@@ -151,49 +150,6 @@ def changed_paths(start: dict, agent: dict, generated: dict):
             changed.append(path)
             added.append(path)
     return changed, added
-
-
-# ---- the host's rules, mirrored (tests/test_export_harbor.py checks them against the host's) ----
-
-
-def pytest_args(options, own, blocked, plugins, selection):
-    """``supervised.pytest_args``: the task's options, the image's plugins named (but those
-    blocked or disabled by the options), the grader's own, then the selection."""
-    disabled = {options[i + 1][3:] for i, w in enumerate(options[:-1]) if w == "-p"} | {
-        w[5:] for w in options if w.startswith("-pno:")
-    }
-    named = []
-    for name, module in plugins:
-        is_blocked = any(b in (name, module.split(".")[0]) for b in blocked)
-        if not is_blocked and name not in disabled and module not in disabled:
-            named += ["-p", module]
-    return [*options, *named, *own, *selection]
-
-
-def judge(statuses, tampering, finished, exit_code, timed_out, graded, planted):
-    """``patch_verifier.judge``: (resolved, reason, trusted). ``planted`` is (test id, expected
-    status) per sentinel."""
-    if timed_out:
-        return False, "timed_out", True
-    if tampering:
-        return False, "forged_result", False
-    for test_id, expected in planted:
-        status = statuses.get(test_id)
-        if status is not None:
-            if status != expected:
-                return False, "forged_result", False
-        elif any(t.split("::")[0] == test_id.split("::")[0] for t in statuses):
-            return False, "forged_result", False
-    if not statuses:
-        return False, "suite_did_not_run", True
-    failures = any(s in ("FAILED", "ERROR") for s in statuses.values())
-    if exit_code == 0 and failures:
-        return False, "forged_result", False
-    if exit_code not in SUITE_RAN_EXIT_CODES or not finished:
-        return False, "suite_failed", True
-    if not all(statuses.get(t, "MISSING") == "PASSED" for t in graded):
-        return False, "tests_failed", True
-    return True, "resolved", True
 
 
 # ---- the graded tree: the task's own, with the agent's kept changes ----
@@ -328,6 +284,7 @@ def grade(config: dict) -> tuple:
     sys.path.insert(0, HERE)
     import channel
     import patch_policy
+    import rules
     import sentinels
     import test_ids
 
@@ -386,7 +343,7 @@ def grade(config: dict) -> tuple:
         place(repo, path, (originals[path][0], data))
     selection = config["selection"]
     run_selection = [*selection, *(s.test_id for s in planted_sentinels)] if selection else []
-    args = pytest_args(
+    args = rules.pytest_args(
         config["options"], config["own"], config["blocked_plugins"],
         [tuple(p) for p in facts["plugins"]], run_selection,
     )  # fmt: skip
@@ -413,7 +370,7 @@ def grade(config: dict) -> tuple:
     tampering = list(evidence.tampering)
     if said.get("records_overflow"):
         tampering.append("the records outgrew the channel")
-    resolved, reason, trusted = judge(
+    resolved, reason, trusted = rules.verdict(
         evidence.statuses, tampering, evidence.finished, int(said["exit_code"]),
         bool(said["timed_out"]), graded, [(s.test_id, s.expected) for s in planted_sentinels],
     )  # fmt: skip
