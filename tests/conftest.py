@@ -15,8 +15,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
 
 from llama_server import llama_endpoint  # noqa: F401  (session fixture: real llama.cpp server)
-from repo_factory import build_calc_repo
+from repo_factory import build_add_fix_repo, build_calc_repo
 from sandbox_backends import BACKENDS, Backend
+from trajforge.schemas.storage import read_records
+from trajforge.schemas.task_instance import TaskInstance
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAJFORGE = str(Path(sys.executable).parent / "trajforge")
@@ -85,3 +87,30 @@ def write_params(path: Path, cache_dir: Path, extra: str = "") -> Path:
         "environment:\n  pythons: ['3.11']\n" + extra
     )
     return path
+
+
+@pytest.fixture(scope="module")
+def calc_task(docker_engine, tmp_path_factory):
+    """(task, repo path, work dir): calc (``add`` subtracts; FAIL_TO_PASS test_add, PASS_TO_PASS
+    test_mul) mined, validated and described through the CLI, for the forge kit.
+
+    Near misses are on: an unresolved run that touched the gold lines would be exported for SFT,
+    so a forged run that reaches an export would show.
+    """
+    root = tmp_path_factory.mktemp("forge")
+    build_add_fix_repo(root / "calc")
+    work = root / "work"
+    work.mkdir()
+    extra = "rollout:\n  max_steps: 6\ncurate:\n  near_miss_soft_reward: 0.1\n"
+    write_params(work / "params.yaml", root / "cache", extra)
+    for args in (
+        ("mine", "--repo", str(root / "calc"), "--output", "mine"),
+        ("validate", "--input", "mine", "--output", "validate"),
+        ("describe", "--input", "validate", "--output", "describe"),
+    ):
+        done = run_cli(*args, cwd=work)
+        assert done.returncode == 0, done.stderr
+    (task,) = read_records(TaskInstance, str(work / "validate/tasks"))
+    assert task.FAIL_TO_PASS == ("tests/test_ops.py::test_add",)
+    assert task.PASS_TO_PASS == ("tests/test_ops.py::test_mul",)
+    return task, str(root / "calc"), work

@@ -18,17 +18,21 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import run_cli, write_params
-from forge_routes import ALWAYS_PASS, F2P, FIX, P2P, ROUTES, model_patch
-from repo_factory import build_add_fix_repo
+from conftest import run_cli
+from forge_routes import (
+    ALWAYS_PASS,
+    F2P,
+    FIX,
+    P2P,
+    ROUTES,
+    model_patch,
+)
 from scripted_llm import ScriptedLLM, tool_call, turn
 from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.pipelines.evaluation.rewards import RewardClient, reward
 from trajforge.pipelines.evaluation.service import RewardService, serve
 from trajforge.schemas.params import load_params
-from trajforge.schemas.storage import read_records
-from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.grader import sentinels
 from trajforge.verifiers.grader.channel import read_records as read_channel
 from trajforge.verifiers.grader.sentinels import Sentinel
@@ -39,30 +43,8 @@ from trajforge.verifiers.sandbox.podman import PodmanSandbox
 
 
 @pytest.fixture(scope="module")
-def task_env(docker_engine, tmp_path_factory):
-    """(task, repo path, work dir): the calc task mined, validated and described."""
-    root = tmp_path_factory.mktemp("forge")
-    build_add_fix_repo(root / "calc")
-    work = root / "work"
-    work.mkdir()
-    # Near misses on: an unresolved run that touched the gold lines would be exported for SFT.
-    extra = "rollout:\n  max_steps: 6\ncurate:\n  near_miss_soft_reward: 0.1\n"
-    write_params(work / "params.yaml", root / "cache", extra)
-    for args in (
-        ("mine", "--repo", str(root / "calc"), "--output", "mine"),
-        ("validate", "--input", "mine", "--output", "validate"),
-        ("describe", "--input", "validate", "--output", "describe"),
-    ):
-        done = run_cli(*args, cwd=work)
-        assert done.returncode == 0, done.stderr
-    (task,) = read_records(TaskInstance, str(work / "validate/tasks"))
-    assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == ((F2P,), (P2P,))
-    return task, str(root / "calc"), work
-
-
-@pytest.fixture(scope="module")
-def patches(task_env, tmp_path_factory) -> dict[str, str]:
-    task, repo, _ = task_env
+def patches(calc_task, tmp_path_factory) -> dict[str, str]:
+    task, repo, _ = calc_task
     made = {}
     for name, (files, _) in {**ROUTES, "fix": (FIX, "resolved")}.items():
         made[name] = model_patch(task, repo, tmp_path_factory.mktemp(name), files)
@@ -70,17 +52,17 @@ def patches(task_env, tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def evaluator(task_env):
-    _, _, work = task_env
+def evaluator(calc_task):
+    _, _, work = calc_task
     made = Evaluator(load_params(str(work / "params.yaml")), timeout_s=30, spares=2)
     yield made
     made.close()
 
 
 @pytest.fixture(scope="module")
-def graded(task_env, patches, evaluator) -> dict[str, object]:
+def graded(calc_task, patches, evaluator) -> dict[str, object]:
     """Every route graded once by the grader (partial credit on)."""
-    task, _, _ = task_env
+    task, _, _ = calc_task
     return {name: evaluator.evaluate(task, patch, partial=True) for name, patch in patches.items()}
 
 
@@ -116,17 +98,17 @@ def test_skips_and_xfails_from_source_are_not_passes(graded):
     assert graded["xfail_from_source"].partial_credit == 0.0
 
 
-def test_a_fix_with_a_forger_in_the_source_is_forged(task_env, tmp_path, evaluator):
+def test_a_fix_with_a_forger_in_the_source_is_forged(calc_task, tmp_path, evaluator):
     """The fix is right, but source code also writes to the channel: the run is not evidence."""
-    task, repo, _ = task_env
+    task, repo, _ = calc_task
     files, _ = ROUTES["channel_prewrite"]
     patch = model_patch(task, repo, tmp_path, {**files, **FIX})
     evaluation = evaluator.evaluate(task, patch, partial=True)
     assert (evaluation.reason, evaluation.reward) == ("forged_result", 0.0)
 
 
-def test_a_fix_plus_a_test_hack_is_judged_on_the_fix(task_env, tmp_path, evaluator):
-    task, repo, _ = task_env
+def test_a_fix_plus_a_test_hack_is_judged_on_the_fix(calc_task, tmp_path, evaluator):
+    task, repo, _ = calc_task
     patch = model_patch(task, repo, tmp_path, {**FIX, "conftest.py": ALWAYS_PASS})
     evaluation = evaluator.evaluate(task, patch)
     assert (evaluation.resolved, evaluation.dropped) == (True, ("conftest.py",))
@@ -135,8 +117,8 @@ def test_a_fix_plus_a_test_hack_is_judged_on_the_fix(task_env, tmp_path, evaluat
 # --- the other doors ----------------------------------------------------------------------------
 
 
-def test_reward_api_and_task_env(task_env, patches, graded, evaluator):
-    task, _, _ = task_env
+def test_reward_api_and_task_env(calc_task, patches, graded, evaluator):
+    task, _, _ = calc_task
     for name in ROUTES:
         answer = reward(task, patches[name], partial=True, evaluator=evaluator)
         assert (answer.reward, answer.reason) == (0.0, graded[name].reason), name
@@ -148,8 +130,8 @@ def test_reward_api_and_task_env(task_env, patches, graded, evaluator):
     assert (outcome.reward, outcome.verdict.reason) == (0.0, "forged_result")
 
 
-def test_reward_service_binary_and_partial(task_env, patches, graded, evaluator):
-    task, _, _ = task_env
+def test_reward_service_binary_and_partial(calc_task, patches, graded, evaluator):
+    task, _, _ = calc_task
     service = RewardService(evaluator, {task.instance_id: task}, workers=2)
     server = serve(service, port=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -165,9 +147,9 @@ def test_reward_service_binary_and_partial(task_env, patches, graded, evaluator)
 
 
 @pytest.mark.parametrize("route", ["dist_info_plugin", "exit_forgery", "skip_from_source"])
-def test_evaluate_command_reports_the_route_unresolved(task_env, patches, graded, tmp_path, route):
+def test_evaluate_command_reports_the_route_unresolved(calc_task, patches, graded, tmp_path, route):
     """SWE-bench's predictions format holds one prediction per instance: one file per route."""
-    task, _, work = task_env
+    task, _, work = calc_task
     row = {
         "instance_id": task.instance_id,
         "model_name_or_path": route,
@@ -201,10 +183,10 @@ FIX_WITH_FORGER = {**FIX, **ROUTES["channel_prewrite"][0]}
 
 
 @pytest.mark.parametrize("route", ["dist_info_plugin", "fix_with_forger"])
-def test_a_forged_rollout_earns_nothing_and_is_not_exported(task_env, route):
+def test_a_forged_rollout_earns_nothing_and_is_not_exported(calc_task, route):
     """Through rollout -> curate (near misses on) -> export: no reward, no soft signal for a
     forged run (the fix's lines are touched, so soft verification alone would keep it)."""
-    _, _, work = task_env
+    _, _, work = calc_task
     files = FIX_WITH_FORGER if route == "fix_with_forger" else ROUTES[route][0]
     out = f"rollout-{route}"
     with ScriptedLLM(_forger(files)) as llm:
@@ -224,9 +206,9 @@ def test_a_forged_rollout_earns_nothing_and_is_not_exported(task_env, route):
     assert not list(Path(work / f"dataset-{route}").rglob("sft/*.parquet"))
 
 
-def test_podman_grades_as_docker_does(task_env, patches, graded, podman_engine):
+def test_podman_grades_as_docker_does(calc_task, patches, graded, podman_engine):
     """The same image in podman's store (``docker save | podman load``), the same verdicts."""
-    task, repo, _ = task_env
+    task, repo, _ = calc_task
     save = subprocess.Popen(["docker", "save", task.image_name], stdout=subprocess.PIPE)
     loaded = subprocess.run(["podman", "load", "--quiet"], stdin=save.stdout, capture_output=True)
     assert save.wait() == 0 and loaded.returncode == 0, loaded.stderr

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import run_cli, write_params
-from forge_routes import ALWAYS_PASS, F2P, FIX, NOISE, P2P, model_patch
+from conftest import run_cli
+from forge_routes import (
+    ALWAYS_PASS,
+    F2P,
+    FIX,
+    NOISE,
+    P2P,
+    model_patch,
+)
 from repo_factory import (
     TESTS_BASE,
-    build_add_fix_repo,
     pyproject,
 )
 from scripted_llm import ScriptedLLM, tool_call, turn
 from trajforge.generators.environments.profile import JUNIT_PATH
-from trajforge.schemas.storage import read_records
-from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_ids import is_grading_path
 from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.base import Limits
@@ -48,32 +52,12 @@ HACKS = {
 
 
 @pytest.fixture(scope="module")
-def task_env(docker_engine, tmp_path_factory):
-    """(task, repo path, work dir): the calc task mined and validated through the real CLI."""
-    root = tmp_path_factory.mktemp("hacking")
-    build_add_fix_repo(root / "calc")
-    work = root / "work"
-    work.mkdir()
-    write_params(work / "params.yaml", root / "cache", "rollout:\n  max_steps: 4\n")
-    for args in (
-        ("mine", "--repo", str(root / "calc"), "--output", "mine"),
-        ("validate", "--input", "mine", "--output", "validate"),
-        ("describe", "--input", "validate", "--output", "describe"),
-    ):
-        done = run_cli(*args, cwd=work)
-        assert done.returncode == 0, done.stderr
-    (task,) = read_records(TaskInstance, str(work / "validate/tasks"))
-    assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == ((F2P,), (P2P,))
-    return task, str(root / "calc"), work
-
-
-@pytest.fixture(scope="module")
 def sandbox():
     return DockerSandbox(Limits(memory="1g", cpus=1.0, pids=256, max_output_bytes=200_000))
 
 
-def verify(task_env, sandbox, tmp_path, files: dict[str, str], timeout_s: float = TIMEOUT_S):
-    task, repo, _ = task_env
+def verify(calc_task, sandbox, tmp_path, files: dict[str, str], timeout_s: float = TIMEOUT_S):
+    task, repo, _ = calc_task
     patch = model_patch(task, repo, tmp_path, files)
     return verify_patch(sandbox, task, repo, patch, JUNIT_PATH, timeout_s, cache=None)
 
@@ -93,40 +77,40 @@ def test_source_paths(path):
     assert not is_grading_path(path)
 
 
-def test_genuine_fix_is_resolved(task_env, sandbox, tmp_path):
-    verdict = verify(task_env, sandbox, tmp_path, FIX)
+def test_genuine_fix_is_resolved(calc_task, sandbox, tmp_path):
+    verdict = verify(calc_task, sandbox, tmp_path, FIX)
     assert (verdict.resolved, verdict.reason, verdict.dropped) == (True, "resolved", ())
     assert verdict.test_report == {F2P: "PASSED", P2P: "PASSED"}
 
 
-def test_a_patch_of_grading_files_only_changes_nothing(task_env, sandbox, tmp_path):
-    verdict = verify(task_env, sandbox, tmp_path, {"conftest.py": ALWAYS_PASS})
+def test_a_patch_of_grading_files_only_changes_nothing(calc_task, sandbox, tmp_path):
+    verdict = verify(calc_task, sandbox, tmp_path, {"conftest.py": ALWAYS_PASS})
     assert (verdict.resolved, verdict.reason) == (False, "no_source_changes")
     assert verdict.dropped == ("conftest.py",)
 
 
 @pytest.mark.parametrize("hack", sorted(HACKS))
-def test_hacks_are_dropped_and_the_bug_still_fails(task_env, sandbox, tmp_path, hack):
+def test_hacks_are_dropped_and_the_bug_still_fails(calc_task, sandbox, tmp_path, hack):
     files = HACKS[hack]
-    verdict = verify(task_env, sandbox, tmp_path, files)
+    verdict = verify(calc_task, sandbox, tmp_path, files)
     assert (verdict.resolved, verdict.reason) == (False, "tests_failed")
     assert verdict.test_report == {F2P: "FAILED", P2P: "PASSED"}
     assert set(verdict.dropped) == {p for p in files if not p.startswith("calc/")}
 
 
-def test_fix_bundled_with_a_hack_is_judged_on_the_fix_alone(task_env, sandbox, tmp_path):
+def test_fix_bundled_with_a_hack_is_judged_on_the_fix_alone(calc_task, sandbox, tmp_path):
     """SWE-bench resets test files and grades the rest: the fix resolves, the hack is set aside
     (and named in ``dropped``, so a caller can still refuse such a run)."""
-    verdict = verify(task_env, sandbox, tmp_path, {**FIX, "conftest.py": ALWAYS_PASS})
+    verdict = verify(calc_task, sandbox, tmp_path, {**FIX, "conftest.py": ALWAYS_PASS})
     assert (verdict.resolved, verdict.reason) == (True, "resolved")
     assert verdict.dropped == ("conftest.py",)
 
 
-def test_a_suite_killed_after_passing_is_not_resolved(task_env, sandbox, tmp_path):
+def test_a_suite_killed_after_passing_is_not_resolved(calc_task, sandbox, tmp_path):
     """A thread the package leaves running keeps the interpreter alive until the timeout."""
     hang = "import threading\nimport time\n\nthreading.Thread(target=time.sleep, args=(600,))"
     hang += ".start()\n"
-    verdict = verify(task_env, sandbox, tmp_path, {**FIX, "calc/__init__.py": hang}, timeout_s=15)
+    verdict = verify(calc_task, sandbox, tmp_path, {**FIX, "calc/__init__.py": hang}, timeout_s=15)
     assert (verdict.resolved, verdict.reason) == (False, "timed_out")
 
 
@@ -142,8 +126,8 @@ def _hacker(request):
     return {"content": "Next step.", "tool_calls": [steps[min(turn(request), 1)]]}
 
 
-def test_a_conftest_hack_through_rollout_earns_nothing_and_is_not_exported(task_env):
-    _, _, work = task_env
+def test_a_conftest_hack_through_rollout_earns_nothing_and_is_not_exported(calc_task):
+    _, _, work = calc_task
     with ScriptedLLM(_hacker) as llm:
         for args in (
             ("rollout", "--input", "describe", "--output", "rollout-hack",
