@@ -77,6 +77,17 @@ def test_import_trajforge_loads_nothing_heavy(tmp_path):
     assert [m for m in found["modules"] if m.startswith("trajforge.")] == []
 
 
+def test_the_http_side_of_rewards_loads_nothing_heavy(tmp_path):
+    """A trainer that only talks to ``serve-rewards`` needs neither Beam nor docker."""
+    code = (
+        "import json, sys\n"
+        "from trajforge import RewardClient, patch_from_completion, trl_reward_func\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    modules = json.loads(_python("-c", code, cwd=tmp_path))
+    assert [m for m in modules if m.split(".")[0] in HEAVY] == []
+
+
 def test_a_wheel_ships_trajforge_once_and_it_imports(tmp_path):
     """A regular (not editable) install: the wheel built from the same setup.py."""
     src = tmp_path / "src"

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from trajforge.generators.agents.task_env import Observation, Outcome, TaskEnv
     from trajforge.pipelines.evaluation.evaluator import Evaluation, Evaluator
-    from trajforge.pipelines.evaluation.rewards import (
+    from trajforge.pipelines.evaluation.reward_client import (
         RewardClient,
         patch_from_completion,
-        reward,
         trl_reward_func,
     )
+    from trajforge.pipelines.evaluation.rewards import reward
     from trajforge.pipelines.evaluation.service import RewardService, serve
     from trajforge.pipelines.evaluation.task_rows import load_tasks
     from trajforge.schemas.errors import UserError
@@ -43,9 +43,9 @@ _EXPORTS = {
     "Evaluation": "trajforge.pipelines.evaluation.evaluator",
     "PatchVerdict": "trajforge.verifiers.patch_verifier",
     "reward": "trajforge.pipelines.evaluation.rewards",
-    "patch_from_completion": "trajforge.pipelines.evaluation.rewards",
-    "RewardClient": "trajforge.pipelines.evaluation.rewards",
-    "trl_reward_func": "trajforge.pipelines.evaluation.rewards",
+    "patch_from_completion": "trajforge.pipelines.evaluation.reward_client",
+    "RewardClient": "trajforge.pipelines.evaluation.reward_client",
+    "trl_reward_func": "trajforge.pipelines.evaluation.reward_client",
     "RewardService": "trajforge.pipelines.evaluation.service",
     "serve": "trajforge.pipelines.evaluation.service",
     # the multi-turn environment
