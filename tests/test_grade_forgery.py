@@ -603,6 +603,23 @@ def test_partial_must_be_a_json_boolean(partial):
     assert service.counts["refused:malformed_request"] == 1
 
 
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 100_000 + b"]" * 100_000, b'{"instance_id": "calc-1", "patch": "\\ud800"}', b"\xff"],
+    ids=["nested", "lone_surrogate", "not_utf8"],
+)
+def test_an_unreadable_request_body_is_a_one_line_refusal(body):
+    from trajforge.pipelines.evaluation.service import RewardService
+
+    service = RewardService(_NeverGrades(), {"calc-1": object()}, workers=1)  # type: ignore[arg-type]
+    try:
+        answer = service.reward(body)
+    finally:
+        service.close()
+    assert (answer.status, answer.body["reason"]) == (400, "malformed_request")
+    assert len(answer.body["detail"].splitlines()) == 1
+
+
 def test_the_clients_send_only_a_boolean_partial():
     from trajforge.pipelines.evaluation.rewards import RewardClient, reward, trl_reward_func
 

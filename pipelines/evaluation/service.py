@@ -28,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from trajforge.pipelines.evaluation.evaluator import Evaluator
+from trajforge.schemas import json_rows
 from trajforge.schemas.task_instance import TaskInstance
 
 MAX_PATCH_BYTES = 1_000_000
@@ -96,10 +97,10 @@ class RewardService:
     def _request(self, body: bytes) -> tuple[TaskInstance, str | None, bool] | Answer:
         if not body:
             return _error(400, "no_body", 'POST a JSON object: {"instance_id": ..., "patch": ...}')
-        try:
-            data = json.loads(body)
-        except ValueError as exc:
-            return _error(400, "malformed_request", f"the body is not JSON ({exc})")
+        try:  # bounded, and deep nesting or a lone surrogate is a refusal, not a crash
+            data = json_rows.loads(body, max(self.max_patch_bytes * 2, json_rows.MAX_ROW_BYTES))
+        except json_rows.RowError as exc:
+            return _error(400, "malformed_request", f"the body is not readable JSON: {exc.why}")
         if not isinstance(data, dict) or not isinstance(data.get("instance_id"), str):
             return _error(400, "malformed_request", "the body needs instance_id (a string)")
         instance_id = data["instance_id"]
