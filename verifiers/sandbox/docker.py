@@ -21,6 +21,7 @@ import io
 import os
 import queue
 import socket
+import struct
 import tarfile
 import threading
 import time
@@ -279,10 +280,52 @@ class DockerSession:
 
 
 def _frames(stream) -> Iterator[tuple[int, bytes]]:
-    """(stream id, bytes) of an exec's multiplexed output, until the engine ends it."""
-    from docker.utils.socket import frames_iter
+    """(stream id, bytes) of an exec's multiplexed output, until the engine ends it.
 
-    return frames_iter(stream, False)
+    The first frames may already sit in the HTTP response's read buffer, read with the upgrade's
+    headers (through a TCP engine the two often arrive in one segment); docker-py hands back the
+    raw socket behind that buffer, so they are taken from the buffer first, then from the socket.
+    """
+    from docker.utils.socket import read
+
+    pending = bytearray(_buffered(stream))
+
+    def fill(size: int) -> bool:
+        while len(pending) < size:
+            chunk = read(stream, 65536)
+            if not chunk:
+                return False
+            pending.extend(chunk)
+        return True
+
+    while fill(8):
+        kind, size = struct.unpack(">BxxxL", bytes(pending[:8]))
+        del pending[:8]
+        if not fill(size):
+            if pending:
+                yield kind, bytes(pending)
+            return
+        yield kind, bytes(pending[:size])
+        del pending[:size]
+
+
+def _buffered(stream) -> bytes:
+    """What the exec's HTTP response read past its headers and holds in its buffer (never waits:
+    the socket is read without blocking, and what is not there yet is left to ``_frames``)."""
+    response = getattr(stream, "_response", None)
+    reader = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
+    sock = getattr(stream, "_sock", None)
+    if reader is None or sock is None:
+        return b""
+    timeout = sock.gettimeout()
+    try:
+        sock.setblocking(False)
+        return reader.read1(1 << 20) or b""
+    except (BlockingIOError, OSError, ValueError):
+        return b""
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(timeout)
 
 
 def _cut(stream, cut: threading.Event) -> None:
