@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import polars as pl
@@ -117,17 +118,26 @@ def test_a_fix_plus_a_test_hack_is_judged_on_the_fix(calc_task, tmp_path, evalua
 # --- the other doors ----------------------------------------------------------------------------
 
 
+def _objects(repo: str) -> list[str]:
+    """Every file of the repository's object store (loose objects, packs)."""
+    return sorted(str(p) for p in Path(repo, ".git", "objects").rglob("*") if p.is_file())
+
+
 def test_reward_api_and_task_env(calc_task, patches, graded, evaluator):
-    task, _, _ = calc_task
+    task, repo, _ = calc_task
+    before = _objects(repo)
     for name in ROUTES:
         answer = reward(task, patches[name], partial=True, evaluator=evaluator)
         assert (answer.reward, answer.reason) == (0.0, graded[name].reason), name
     with evaluator.env(task) as env:
         env.reset()
-        for path, text in ROUTES["exit_forgery"][0].items():
+        unique = {"calc/notes.py": f"SEEN = {time.time_ns()}\n"}  # objects no grade wrote yet
+        for path, text in {**ROUTES["exit_forgery"][0], **unique}.items():
             assert env.step("create", {"path": path, "file_text": text}).error is None
         outcome = env.close()
     assert (outcome.reward, outcome.verdict.reason) == (0.0, "forged_result")
+    # Episodes and grades write their trees into a scratch object store, never the source's.
+    assert _objects(repo) == before
 
 
 def test_reward_service_binary_and_partial(calc_task, patches, graded, evaluator):

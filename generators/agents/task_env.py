@@ -20,7 +20,7 @@ from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Message
 from trajforge.verifiers.patch_verifier import PatchVerdict
 from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
-from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
+from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, scratch_objects
 from trajforge.verifiers.sandbox.workspace import StepOutcome, Workspace, tool_schemas
 
 PROMPT_VERSION = "rollout-v1"
@@ -103,11 +103,14 @@ class TaskEnv:
         """A fresh container at the starting tree (any earlier episode's is removed). Raises
         UserError when the starting tree cannot be built (a bad task, not an episode)."""
         self._discard()
-        start = apply_patches(self.repo_path, self.task.base_commit, [self.task.bug_patch])
+        with scratch_objects(self.repo_path) as objects:  # the source repository never grows
+            bug = [self.task.bug_patch]
+            start = apply_patches(self.repo_path, self.task.base_commit, bug, env=objects)
+            files = archive(self.repo_path, start, prefix="repo/", env=objects)
         stack = ExitStack()
         try:
             session = stack.enter_context(self.sandbox.session(SessionSpec(self.task.image_name)))
-            session.put_archive(archive(self.repo_path, start, prefix="repo/"), "/")
+            session.put_archive(files, "/")
             workspace = Workspace(session, self.command_timeout_s, self.max_observation_chars)
             workspace.open()
         except BaseException:
