@@ -89,6 +89,16 @@ def write_params(path: Path, cache_dir: Path, extra: str = "") -> Path:
     return path
 
 
+def run_stages(work: Path, *commands: tuple[str, ...]) -> subprocess.CompletedProcess:
+    """Each trajforge command in ``work``, in order, each required to succeed; the last's result."""
+    done = None
+    for args in commands:
+        done = run_cli(*args, cwd=work)
+        assert done.returncode == 0, done.stderr
+    assert done is not None
+    return done
+
+
 @pytest.fixture(scope="module")
 def calc_task(docker_engine, tmp_path_factory):
     """(task, repo path, work dir): calc (``add`` subtracts; FAIL_TO_PASS test_add, PASS_TO_PASS
@@ -103,13 +113,12 @@ def calc_task(docker_engine, tmp_path_factory):
     work.mkdir()
     extra = "rollout:\n  max_steps: 6\ncurate:\n  near_miss_soft_reward: 0.1\n"
     write_params(work / "params.yaml", root / "cache", extra)
-    for args in (
+    run_stages(
+        work,
         ("mine", "--repo", str(root / "calc"), "--output", "mine"),
         ("validate", "--input", "mine", "--output", "validate"),
         ("describe", "--input", "validate", "--output", "describe"),
-    ):
-        done = run_cli(*args, cwd=work)
-        assert done.returncode == 0, done.stderr
+    )
     (task,) = read_records(TaskInstance, str(work / "validate/tasks"))
     assert task.FAIL_TO_PASS == ("tests/test_ops.py::test_add",)
     assert task.PASS_TO_PASS == ("tests/test_ops.py::test_mul",)

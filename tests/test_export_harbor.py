@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli, write_params
+from conftest import ROOT, run_cli, run_stages, write_params
 from forge_routes import ALWAYS_PASS, FIX, NOISE, ROUTES
 from test_evaluate import build_three_fixes
 from trajforge.pipelines.evaluation.task_rows import load_tasks
@@ -62,14 +62,13 @@ def exported(docker_engine, tmp_path_factory) -> Path:
     work = root / "work"
     work.mkdir()
     write_params(work / "params.yaml", root / "cache")
-    for args in (
+    done = run_stages(
+        work,
         ("mine", "--repo", str(root / "calc"), "--output", "mine"),
         ("validate", "--input", "mine", "--output", "validate"),
         ("describe", "--input", "validate", "--output", "describe"),
         ("export", "--format", "harbor", "--input", "describe", "--output", "harbor"),
-    ):
-        done = run_cli(*args, cwd=work)
-        assert done.returncode == 0, done.stderr
+    )
     assert "3 Harbor tasks (task schema 1.4)" in done.stderr
     return work / "harbor"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import trajforge
-from conftest import ROOT, run_cli, write_params
+from conftest import ROOT, run_stages, write_params
 from repo_factory import build_add_fix_repo
 from trajforge.generators.environments.profile import TEST_CMD
 from trajforge.schemas.records import to_table
@@ -239,12 +239,11 @@ def test_a_trainer_grades_and_steps_a_validated_task(docker_engine, tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     write_params(work / "params.yaml", tmp_path / "cache")
-    for args in (
+    run_stages(
+        work,
         ("mine", "--repo", str(tmp_path / "calc"), "--output", "mine"),
         ("validate", "--input", "mine", "--output", "validate"),
-    ):
-        done = run_cli(*args, cwd=work)
-        assert done.returncode == 0, done.stderr
+    )
     (task,) = load_tasks([str(work / "validate")]).values()
     assert task.FAIL_TO_PASS == (F2P,)
     wrong = task.patch.replace("+    return a + b", "+    return a * b")
