@@ -83,7 +83,7 @@ def test_pyproject_with_test_extra(tmp_path: Path) -> None:
     assert profile.image == f"trajforge-env:{profile.profile_id}"
     assert (profile.status, profile.log, profile.setup_commit, profile.repo) == (
         "detected",
-        "",
+        "python 3.11: requires-python >=3.9",  # the evidence that chose the Python
         sha,
         REPO,
     )

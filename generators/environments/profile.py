@@ -21,9 +21,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from trajforge.generators.environments.python_choice import (
+    LOCK_FILES,
+    Choice,
+    NoSupportedPython,
+    choose,
+    declared_ranges,
+    is_evidence_file,
+    lock_head,
+    named_pythons,
+)
 from trajforge.generators.environments.recipe import image_name, render_dockerfile
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
@@ -46,7 +54,7 @@ INSTALL_PYTEST = "pip install pytest coverage"  # coverage: per-test contexts (b
 # suite written for pytest 8 with filterwarnings=error does not meet pytest 9's new deprecations.
 # The floor per Python is the oldest major that runs on it at all.
 PYTEST_MAJORS = (("2020-07-28", 6), ("2022-02-03", 7), ("2024-01-27", 8), ("2025-11-05", 9))
-PYTEST_FLOOR = {"3.9": 6, "3.10": 7, "3.11": 7, "3.12": 8, "3.13": 8, "3.14": 9}
+PYTEST_FLOOR = {"3.8": 6, "3.9": 6, "3.10": 7, "3.11": 7, "3.12": 8, "3.13": 8, "3.14": 9}
 
 TEST_NAMES = ("test", "tests", "testing", "dev")  # extras and dependency groups worth installing
 # Groups (and requirements files) for docs, lint, type checking and releases: the tests need none
@@ -250,32 +258,41 @@ def _python_spec(
     return match.group(2) if match else None
 
 
-def _supports(spec: SpecifierSet, python: str) -> bool:
-    """Whether a minor version fits the spec, at its first or a late patch release."""
+def choose_python(
+    texts: dict[str, str],
+    pyproject: dict[str, Any] | None,
+    setup_cfg: configparser.ConfigParser | None,
+    committed: str | None,
+    default: str,
+    pythons: Sequence[str],
+    where: str,
+    legacy: bool = False,
+) -> Choice:
+    """The Python the project was written for, by ``python_choice``'s rule over its own
+    evidence (``texts`` holds the evidence files too). ``legacy``: the detector before it,
+    which read ``requires-python`` alone."""
+    spec = _python_spec(pyproject, setup_cfg, texts.get("setup.py", ""))
+    if legacy:
+        ranges, named, committed = ([("requires-python", spec)] if spec else []), [], None
+    else:
+        poetry = _table(pyproject, "tool", "poetry", "dependencies").get("python")
+        ranges = declared_ranges(spec, poetry if isinstance(poetry, str) else None, texts)
+        classifiers = _table(pyproject, "project").get("classifiers")
+        named = named_pythons(texts, classifiers if isinstance(classifiers, list) else ())
     try:
-        return any(spec.contains(Version(v)) for v in (python, f"{python}.99"))
-    except InvalidVersion:
-        return False
+        return choose(ranges, named, committed, default, pythons, where)
+    except NoSupportedPython as exc:
+        raise ProfileError(str(exc), reason="no_supported_python") from None
 
 
-def choose_python(spec: str | None, default: str, pythons: Sequence[str], where: str) -> str:
-    """The default Python if the spec allows it, else the highest supported one that does."""
-    if not spec:
-        return default
-    try:
-        parsed = SpecifierSet(spec)
-    except InvalidSpecifier:
-        return default
-    if _supports(parsed, default):
-        return default
-    fitting = [p for p in pythons if _supports(parsed, p)]
-    if fitting:
-        return max(fitting, key=Version)
-    raise ProfileError(
-        f"{where}: requires-python {spec!r} matches none of the supported pythons "
-        f"({', '.join(pythons)}); add a matching version to the supported pythons or skip it",
-        reason="no_supported_python",
-    )
+def _python_evidence(
+    repo_path: str, commit: str, tree: dict[str, tuple[str, str]]
+) -> dict[str, str]:
+    """The files read only to choose the Python (CI workflows, .python-version, runtime.txt),
+    with lock files cut to the lines that say it."""
+    paths = [p for p in tree if is_evidence_file(p)]
+    texts = _decode_all(_read_paths(repo_path, commit, tree, paths))
+    return {p: lock_head(p, t) if p in LOCK_FILES else t for p, t in texts.items()}
 
 
 # --- the package itself and its extras -------------------------------------------------------
@@ -1049,13 +1066,18 @@ def detect_profile(
     paths = set(tree)
     pyproject = _load_toml(texts["pyproject.toml"]) if "pyproject.toml" in texts else None
     setup_cfg = _load_ini(texts["setup.cfg"]) if "setup.cfg" in texts else None
-    spec = _python_spec(pyproject, setup_cfg, texts.get("setup.py", ""))
-    python = choose_python(spec, default_python, pythons, f"{repo}@{commit}")
+    committed = _commit_date(repo_path, commit)
+    evidence = {**texts, **_python_evidence(repo_path, commit, tree)}
+    chosen = choose_python(
+        evidence, pyproject, setup_cfg, committed, default_python, pythons, f"{repo}@{commit}",
+        legacy,
+    )  # fmt: skip
+    python = chosen.python
     if legacy:
         commands, req_files = _legacy_install_commands(texts, paths, python, pyproject, setup_cfg)
         sets = [InstallSet("legacy", tuple(commands))]
     else:
-        runner = runner_requirement(python, _commit_date(repo_path, commit))
+        runner = runner_requirement(python, committed)
         sets, req_files = _install_sets(texts, paths, python, pyproject, setup_cfg, runner)
     used = _read_includes(repo_path, commit, tree, texts, req_files)
     declared = _declarations(texts, used, pyproject, setup_cfg)
@@ -1071,7 +1093,7 @@ def detect_profile(
         test_cmd=TEST_CMD,
         image=image_name(registry, profile_id),
         status="detected",
-        log="",
+        log=f"python {python}: {chosen.why}",
         setup_commit=commit,
         recipe=recipe,
         install_set=sets[0].name,
