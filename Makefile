@@ -28,7 +28,7 @@ llama: venv
 	VENV=$(VENV) bash scripts/setup_llama.sh
 
 base-image: venv docker
-	$(BIN)/trajforge base-image
+	$(BIN)/trajforge base-image --python 3.9 --python 3.11 --python 3.13  # others on demand
 
 # podman keeps its own images: Docker's base image is copied in (the same image, not a rebuild).
 podman-base-image: venv podman base-image

@@ -53,8 +53,11 @@ class MineParams:
 @dataclass
 class EnvironmentParams:
     default_python: str = "3.11"
-    # base images that may be used; requires-python picks among them (offline: 3.9, 3.11, 3.13)
-    pythons: list[str] = field(default_factory=lambda: ["3.9", "3.11", "3.13"])
+    # the Pythons a project may get (the project's evidence picks: python_choice.py); each base
+    # image is built the first time a profile needs it (make setup builds 3.9, 3.11, 3.13)
+    pythons: list[str] = field(
+        default_factory=lambda: ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"]
+    )
     ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"  # mounted at build time
     pip_index_url: str | None = None
     build_timeout_s: int = 1200

@@ -132,7 +132,7 @@ def test_defaults_pass_their_own_checks_and_every_checked_key_exists():
         ("environment:\n  build_timeout_s: 0\n", "environment.build_timeout_s"),
         ("environment:\n  build_network: bridge\n", "environment.build_network"),  # removed
         ("environment:\n  pythons: [3.10]\n", "environment.pythons[0]"),  # YAML reads 3.1
-        ("environment:\n  default_python: '3.12'\n", "environment.default_python"),
+        ("environment:\n  default_python: '3.15'\n", "environment.default_python"),
         ("inject:\n  max_candidates: 0\n", "inject.max_candidates"),
         ("inject:\n  combos: -1\n", "inject.combos"),
         ("curate:\n  num_perm: 0\n", "curate.num_perm"),

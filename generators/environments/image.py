@@ -20,11 +20,12 @@ import io
 import json
 import os
 import shlex
+import sys
 import tarfile
 import time
 from collections.abc import Callable
 
-from trajforge.generators.environments.base_image import base_image_tag
+from trajforge.generators.environments.base_image import base_image_tag, ensure_for_sandbox
 from trajforge.generators.environments.recipe import (
     CA_FILE,
     ENV_KIND,
@@ -85,12 +86,11 @@ def build_env_image(
         if note is not None:
             note(refused_line(profile, why))
     base = base_image_tag(profile.python)
-    if not sandbox.has_image(base):
-        raise UserError(
-            f"{profile.repo}: base image {base} is missing; run `make setup` "
-            f"or `trajforge base-image --python {profile.python}`",
-            reason="no_base_image",
-        )
+    if not sandbox.has_image(base):  # built on demand, once per machine (base_image.py's lock)
+        try:
+            ensure_for_sandbox(sandbox, profile.python, say=_tell)
+        except UserError as exc:
+            raise UserError(f"{profile.repo}: {exc}", reason="no_base_image") from None
     if isinstance(sandbox, ImageStore):
         ok, log = _build_recipe(sandbox, profile, repo_path, params)
         return _finish(profile, "built" if ok else "failed", log, logs_dir)
@@ -273,6 +273,11 @@ def _read_log(logs_dir: str, profile_id: str) -> str:
         return _read(_log_path(logs_dir, profile_id)).decode("utf-8", "replace")[-LOG_TAIL:]
     except OSError:
         return ALREADY_BUILT
+
+
+def _tell(line: str) -> None:
+    """One line to the user, on stderr (stdout may be a command's answer)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _ca_exists(path: str) -> bool:
