@@ -173,7 +173,7 @@ def choose(
 def _nearest(candidates: Sequence[str], named: set[str]) -> list[str]:
     """When the project names only Pythons trajforge lacks (3.6, 3.7): the candidate closest to
     them (3.8), the next best thing to what it was tested on; [] when it names none."""
-    minors = [_minor(m) for m in named if _minor(m) is not None]
+    minors = [minor for minor in map(_minor, named) if minor is not None]
     if not minors:
         return []
     return [min(candidates, key=lambda p: min(abs((_minor(p) or 0) - m) for m in minors))]

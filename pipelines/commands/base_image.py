@@ -11,7 +11,11 @@ HELP = "build or pull the base image(s) for the sandbox"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--python", action="append", help="Python version (default: params)")
+    parser.add_argument(
+        "--python",
+        action="append",
+        help="Python version (default: every environment.pythons; a build makes any it lacks)",
+    )
     parser.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
     parser.add_argument(
         "--sandbox",
