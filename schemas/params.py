@@ -87,6 +87,9 @@ class ValidateParams:
     rerun_scope: str = "changed"  # changed: rerun the tests the verdict rests on | suite
     test_timeout_s: int = 300
     max_log_bytes: int = 200_000
+    # One test's limit (pytest-timeout, signal method): a hanging test fails alone and the rest
+    # of the suite decides; 0: no per-test limit (a hang then costs the whole run)
+    per_test_timeout_s: int = 60
 
 
 @dataclass
@@ -103,6 +106,8 @@ class InjectParams:
     combos: int = 10  # harder tasks: combinations of 2-3 validated mutants per snapshot
     mode: str = "procedural"  # procedural | llm | both (llm and both need an LLM endpoint)
     llm_rewrites: int = 10  # mode llm|both: functions a model rewrites per snapshot (a call each)
+    # No tests at the newest commit: the newest of this many first-parent ancestors with a suite
+    max_commits_back: int = 50
 
 
 @dataclass
@@ -368,6 +373,7 @@ AT_LEAST_ONE = (
 )
 AT_LEAST_ZERO = (  # 0: none of them
     "validate.reruns", "inject.combos", "llm.max_retries", "rollout.guided_attempts",
+    "validate.per_test_timeout_s", "inject.max_commits_back",
 )  # fmt: skip
 ABOVE_ZERO = ("sandbox.cpus", "llm.timeout_s")
 NOT_NEGATIVE = ("llm.temperature", "rollout.temperature", "explore.temperature")

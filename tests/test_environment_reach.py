@@ -280,7 +280,9 @@ def test_failure_class_repos_yield_tasks(repos: dict[str, Path], work: Path, env
     assert set(candidates["repo"]) == {f"local/{n}" for n in names if n != "no_tests"}
     # No tests: inject already says so, in one counted line, and goes on with the rest.
     skipped = pl.read_parquet(run_dir / "inject" / "rejections" / "*.parquet").to_dicts()
-    assert [(r["input"], r["reason"]) for r in skipped] == [(str(repos["no_tests"]), "no_tests")]
+    assert [(r["input"], r["reason"]) for r in skipped] == [
+        (str(repos["no_tests"]), "no_tests_at_commit")
+    ]
     assert len(skipped[0]["detail"].splitlines()) == 1 and "local/no_tests" in skipped[0]["detail"]
 
     validate = run_cli(

@@ -145,11 +145,21 @@ def test_ranked_sets_narrow_step_by_step(tmp_path: Path) -> None:
 
 def test_the_runner_is_pinned_by_the_commits_era(tmp_path: Path) -> None:
     assert runner_requirement("3.11", "2026-01-10") == INSTALL_PYTEST
-    assert runner_requirement("3.11", "2025-03-01") == "pip install 'pytest<9' coverage"
-    assert runner_requirement("3.11", "2023-05-01") == "pip install 'pytest<8' coverage"
-    assert runner_requirement("3.11", "2019-01-01") == "pip install 'pytest<8' coverage"
-    assert runner_requirement("3.9", "2019-01-01") == "pip install 'pytest<7' coverage"
-    assert runner_requirement("3.13", "2023-05-01") == "pip install 'pytest<9' coverage"
+    assert (
+        runner_requirement("3.11", "2025-03-01") == "pip install 'pytest<9' coverage pytest-timeout"
+    )
+    assert (
+        runner_requirement("3.11", "2023-05-01") == "pip install 'pytest<8' coverage pytest-timeout"
+    )
+    assert (
+        runner_requirement("3.11", "2019-01-01") == "pip install 'pytest<8' coverage pytest-timeout"
+    )
+    assert runner_requirement("3.9", "2019-01-01") == (
+        "pip install 'pytest<7' coverage 'pytest-timeout<2.3'"
+    )
+    assert (
+        runner_requirement("3.13", "2023-05-01") == "pip install 'pytest<9' coverage pytest-timeout"
+    )
     assert runner_requirement("3.11", None) == INSTALL_PYTEST
     old = {"GIT_COMMITTER_DATE": "2023-05-01T00:00:00", "GIT_AUTHOR_DATE": "2023-05-01T00:00:00"}
     os.environ.update(old)
@@ -158,7 +168,7 @@ def test_the_runner_is_pinned_by_the_commits_era(tmp_path: Path) -> None:
     finally:
         for key in old:
             del os.environ[key]
-    assert _sets(tmp_path, sha)[0][1][-1] == "pip install 'pytest<8' coverage"
+    assert _sets(tmp_path, sha)[0][1][-1] == "pip install 'pytest<8' coverage pytest-timeout"
 
 
 def test_a_module_is_found_among_the_projects_own_declarations(tmp_path: Path) -> None:

@@ -129,7 +129,9 @@ def test_inject_bugs_samples_the_generators_mutants(calc_repo, tmp_path):
         out = p | beam.Create([str(path), str(no_tests.path)]) | InjectBugs(params)
         assert_that(out["candidates"], bugs_of_the_newest_commit, label="candidates")
         assert_that(
-            out["rejections"], reasons({str(no_tests.path): "no_tests"}), label="rejections"
+            out["rejections"],
+            reasons({str(no_tests.path): "no_tests_at_commit"}),
+            label="rejections",
         )
 
 

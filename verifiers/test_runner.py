@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trajforge.schemas.records import content_id
@@ -31,6 +32,12 @@ JUNIT_NOT_A_FILE = "junit_not_a_file"
 RUN_PROBLEMS = (JUNIT_TOO_LARGE, JUNIT_NOT_A_FILE)
 
 
+# pytest-timeout (installed with the runner, generators/environments/profile.py): a test over its
+# limit is failed by SIGALRM in pytest's own process, and the run goes on to the next test.
+TIMEOUT_PLUGIN = "pytest-timeout"
+PYTEST = "python -m pytest"
+
+
 class IncompleteRun(SandboxBroken):
     """The test command was killed from outside before it finished: no verdict rests on it."""
 
@@ -45,6 +52,18 @@ class RunContext:
     # Exit codes by which the command reports killing its own tests (coreutils `timeout`: 124,
     # 137): a hang the command caught, not a run killed from outside.
     own_kills: tuple[int, ...] = ()
+
+
+def with_test_limit(test_cmd: str, install: Sequence[str], seconds: int) -> str:
+    """The test command with each test limited to ``seconds``, so one hanging test fails alone
+    and the rest of the suite decides. Unchanged when ``seconds`` is 0, when the command is not
+    pytest's, or when the image's install has no pytest-timeout (an image built before it)."""
+    has_plugin = any(TIMEOUT_PLUGIN in step for step in install)
+    if seconds <= 0 or not test_cmd.startswith(PYTEST) or not has_plugin:
+        return test_cmd
+    if "--timeout=" in test_cmd:  # already limited (a task's own command)
+        return test_cmd
+    return f"{test_cmd} --timeout={int(seconds)} --timeout-method=signal"
 
 
 def run_tests(

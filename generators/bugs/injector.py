@@ -28,6 +28,7 @@ from trajforge.verifiers.sandbox.git_tree import git, resolve_commit
 STAGE = "inject"
 # Packaging and test plumbing: a bug there breaks the install or collection, never a test.
 NOT_LIBRARY = ("setup.py", "noxfile.py", "conftest.py", "__main__.py")
+TEST_PLUMBING = ("conftest.py", "__init__.py")  # in a test folder, yet no test
 MODES = CHOICES["inject.mode"]  # who writes the bugs: the operators, a model, or both
 
 
@@ -37,6 +38,8 @@ class InjectionResult:
     rejections: list[Rejection]
     files: int  # source files looked at
     rewrites: int = 0  # functions the model was asked to rewrite
+    # "" at the newest commit; else one line: the older commit taken, and why
+    moved: str = ""
 
 
 def check_operators(names: list[str]) -> list[str]:
@@ -87,12 +90,7 @@ def inject_snapshot(
             f"{repo.name}: commit {params.commit} not found; pass an existing SHA to --commit",
             reason="unknown_commit",
         )
-    paths = git(repo.path, "ls-tree", "-r", "--name-only", commit).decode().splitlines()
-    if not any(is_test_path(p) and p.endswith(".py") for p in paths):
-        raise SourceError(
-            f"{repo.name}: no test files at {commit[:12]}; injected bugs need tests to break",
-            reason="no_tests",
-        )
+    commit, paths, moved = _commit_with_suite(repo, commit, params)
     files, rejections = _library_sources(repo, commit, paths, skip_globs)
     snapshot = f"{repo.name}@{commit[:12]}"
     mutants: list[Mutant] = []
@@ -148,7 +146,53 @@ def inject_snapshot(
                 ),
             )
         )
-    return InjectionResult(candidates, rejections, len(files), rewrites)
+    return InjectionResult(candidates, rejections, len(files), rewrites, moved)
+
+
+def has_suite(paths: list[str]) -> bool:
+    """A test module by pytest's conventions (test_*.py, *_test.py, a .py under a tests/ folder),
+    not just a conftest.py or a package's __init__.py."""
+    return any(
+        is_test_path(p) and p.endswith(".py") and p.rsplit("/", 1)[-1] not in TEST_PLUMBING
+        for p in paths
+    )
+
+
+def _tree(repo: RepoRef, commit: str) -> list[str]:
+    return git(repo.path, "ls-tree", "-r", "--name-only", commit).decode().splitlines()
+
+
+def _commit_with_suite(
+    repo: RepoRef, commit: str, params: InjectParams
+) -> tuple[str, list[str], str]:
+    """The commit to mutate, its files, and "" or the line saying why it is an older one.
+
+    Bugs need tests to break: a snapshot with none is said so before anything is built. With
+    no commit asked for, the newest of ``inject.max_commits_back`` first-parent ancestors that
+    has a suite stands in for the newest commit (tests deleted, or not yet written back then)."""
+    paths = _tree(repo, commit)
+    if has_suite(paths):
+        return commit, paths, ""
+    asked = params.commit is not None
+    back = 0 if asked else params.max_commits_back
+    history = git(
+        repo.path, "rev-list", "--first-parent", f"--max-count={back + 1}", commit
+    ).decode()
+    for older in history.split()[1:]:
+        older_paths = _tree(repo, older)
+        if has_suite(older_paths):
+            moved = (
+                f"{repo.name}: {older[:12]} taken: the newest commit {commit[:12]} has no test "
+                f"files; {older[:12]} is the newest of its first-parent ancestors with tests"
+            )
+            return older, older_paths, moved
+    searched = "" if asked else f" nor in the {back} first-parent commits before it"
+    hint = "pass a --commit that has them" if asked else "raise inject.max_commits_back"
+    raise SourceError(
+        f"{repo.name}: no test files at {commit[:12]}{searched}; injected bugs need tests to "
+        f"break ({hint}, or pass another repository)",
+        reason="no_tests_at_commit",
+    )
 
 
 def _digest(text: str) -> str:

@@ -49,7 +49,11 @@ TEST_CMD = (
 PROFILE_FORMAT = "profile-v4"  # v4: ranked install sets, the runner pinned by era
 UPGRADE_PIP = "pip install --upgrade pip setuptools wheel"
 RELINK = "pip install --no-deps -e ."  # the code under test is /repo's, whatever came after
-INSTALL_PYTEST = "pip install pytest coverage"  # coverage: per-test contexts (bug injection)
+# coverage: per-test contexts (bug injection); pytest-timeout: a hanging test fails alone
+# (validate.per_test_timeout_s), the rest of the suite decides
+INSTALL_PYTEST = "pip install pytest coverage pytest-timeout"
+# pytest-timeout 2.3 and later need pytest 7; 2.2 runs on pytest 5 and 6
+TIMEOUT_PLUGIN_FOR_PYTEST_6 = "'pytest-timeout<2.3'"
 # The first day of each pytest major: a commit older than a major gets the one before it, so a
 # suite written for pytest 8 with filterwarnings=error does not meet pytest 9's new deprecations.
 # The floor per Python is the oldest major that runs on it at all.
@@ -771,7 +775,8 @@ def _requirements_step(path: str, texts: dict[str, str]) -> list[str]:
 
 
 def runner_requirement(python: str, committed: str | None) -> str:
-    """The test runner to install: pytest of the commit's era, never below what runs on Python."""
+    """The test runner to install: pytest of the commit's era, never below what runs on Python,
+    with the per-test time limit's plugin of a release that runs on that pytest."""
     floor = PYTEST_FLOOR.get(python, 7)
     later = [major for day, major in PYTEST_MAJORS if committed and committed < day]
     if not later:
@@ -779,7 +784,8 @@ def runner_requirement(python: str, committed: str | None) -> str:
     below = max(later[0], floor + 1)
     if below > PYTEST_MAJORS[-1][1]:
         return INSTALL_PYTEST
-    return f"pip install 'pytest<{below}' coverage"
+    plugin = TIMEOUT_PLUGIN_FOR_PYTEST_6 if below <= 7 else "pytest-timeout"
+    return f"pip install 'pytest<{below}' coverage {plugin}"
 
 
 def _install_sets(

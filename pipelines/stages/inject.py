@@ -46,6 +46,9 @@ class InjectSnapshotFn(StageFn):
             if self.client is not None:
                 self.count("llm_calls", self.client.calls - before[0])
                 self.count("llm_cache_hits", self.client.cache_hits - before[1])
+        if result.moved:  # the summary's line: which older commit was taken, and why
+            self.count("older_commits")
+            self.summary_text("older_commit_taken", result.moved)
         if result.rewrites:  # the summary's "functions a model rewrote" line
             self.summary_count("llm_rewrites", result.rewrites)
         for rejection in result.rejections:

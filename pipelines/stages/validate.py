@@ -28,6 +28,7 @@ from trajforge.schemas.params import Params
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.outside_world import describe, outside_world_tests
 from trajforge.verifiers.validation.candidate import (
     TestTree,
     ValidationResult,
@@ -171,6 +172,7 @@ class ValidateMutantsFn(ValidateFn):
             return
         for run in batch.clean_runs:
             yield beam.pvalue.TaggedOutput(RUNS, run)
+        self._count_outside_world(profile, batch.baseline)
         for mutation, result in zip(mutations, batch.results, strict=True):
             yield from self._emit(mutation.candidate, result, batch.baseline, moved=True)
         # Rows imported from a dataset are checked, not grown: no combinations of them.
@@ -188,6 +190,15 @@ class ValidateMutantsFn(ValidateFn):
             self.sandbox, profile, clean, mutations, self.params.validate, JUNIT_PATH, self.cache,
             workers, on_done=self._outcome,
         )  # fmt: skip
+
+    def _count_outside_world(self, profile: EnvProfile, baseline: tuple[TestRun, ...]) -> None:
+        """Tests that fail at the clean run for want of the network, a key or a service: not
+        PASS_TO_PASS (they fail), counted, and named per profile in the summary."""
+        found = outside_world_tests(baseline[0]) if baseline else {}
+        if found:
+            self.count("outside_world_tests", len(found))
+            where = f"{profile.repo}@{profile.setup_commit[:12]} ({profile.profile_id[:12]})"
+            self.summary_text("outside_world_tests", f"{where}: {describe(found)}")
 
     def _outcome(self, result: ValidationResult) -> None:
         """Each bug moves the bar as it finishes, not when its snapshot's batch does."""

@@ -36,7 +36,7 @@ from trajforge.schemas.task_instance import TaskInstance, Validation
 from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken, Session, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
-from trajforge.verifiers.test_runner import RunContext, run_tests
+from trajforge.verifiers.test_runner import RunContext, run_tests, with_test_limit
 from trajforge.verifiers.validation.rule import (
     Verdict,
     decisive_tests,
@@ -100,6 +100,14 @@ def instance_id(candidate: Candidate) -> str:
     return f"{candidate.repo.replace('/', '__')}-{candidate.candidate_id[:12]}"
 
 
+def with_limits(profile: EnvProfile, params: ValidateParams) -> EnvProfile:
+    """The profile whose test command limits each test (``validate.per_test_timeout_s``): one
+    hanging test fails alone. Every run, cache key and task of the profile uses this command, so
+    a task's ``test_cmd`` is how its lists were made."""
+    command = with_test_limit(profile.test_cmd, profile.install, params.per_test_timeout_s)
+    return dataclasses.replace(profile, test_cmd=command)
+
+
 def validate_candidate(
     sandbox: Sandbox,
     candidate: Candidate,
@@ -111,6 +119,7 @@ def validate_candidate(
     cache: ContentCache | None,
 ) -> ValidationResult:
     """``base`` is base + test_patch, ``gold`` is base + test_patch + patch."""
+    profile = with_limits(profile, params)
     decides = (profile.profile_id, profile.image, profile.test_cmd, base.tree_id, gold.tree_id)
     policy = (params.reruns, params.rerun_scope, params.test_timeout_s)
     key = content_id(CACHE_VERSION, *decides, *policy, length=32)

@@ -43,6 +43,7 @@ from trajforge.schemas.records import content_id, from_row, to_row
 from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.outside_world import describe, outside_world_tests
 from trajforge.verifiers.sandbox.base import (
     REPO_DIR,
     Sandbox,
@@ -60,6 +61,7 @@ from trajforge.verifiers.validation.candidate import (
     infra_failure,
     rejected,
     to_cache,
+    with_limits,
 )
 from trajforge.verifiers.validation.coverage import (
     FIRST_ENV,
@@ -70,7 +72,13 @@ from trajforge.verifiers.validation.coverage import (
     plugin_command,
 )
 from trajforge.verifiers.validation.patch_lines import outside_functions, with_statement_starts
-from trajforge.verifiers.validation.rule import FAILING, Verdict, judge, suite_failure
+from trajforge.verifiers.validation.rule import (
+    FAILING,
+    Verdict,
+    failing_tests,
+    judge,
+    suite_failure,
+)
 
 VERSION = "inject-v2"  # v2: one process per bug, confirmed full-run failures, files added/deleted
 TIMEOUT_EXIT_CODES = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
@@ -119,6 +127,7 @@ def validate_mutations(
 ) -> BatchResult:
     """Every mutation of one clean snapshot, ``workers`` containers at a time; ``on_done`` hears
     of each result the moment it is known (a progress bar that counts bugs as they finish)."""
+    profile = with_limits(profile, params)
     keys = [_cache_key(profile, clean, m, params) for m in mutations]
     results = _Settled(on_done)
     for index, key in enumerate(keys):
@@ -286,8 +295,27 @@ def _clean_baseline(workspace: _Workspace, ctx: RunContext) -> CleanBaseline:
     flaky = frozenset(t for t in set(first) | set(second) if first.get(t) != second.get(t))
     passing = frozenset(t for t, s in first.items() if s == "PASSED" and t not in flaky)
     if failure is None and not passing:
-        failure = Verdict(False, "no_passing_test_at_clean", "no test passes on the clean code")
+        failure = nothing_passes(covered)
     return CleanBaseline(runs, passing, flaky, coverage, failure)
+
+
+def nothing_passes(run: TestRun) -> Verdict:
+    """Why a clean run with no passing test gives no task: ``needs_outside_world`` when every
+    failing test failed for want of the network, a key or a service (``outside_world.py``)."""
+    failing = set(failing_tests(run))
+    outside = outside_world_tests(run)
+    if failing and failing <= set(outside):
+        example = min(outside)
+        return Verdict(
+            False,
+            "needs_outside_world",
+            f"every test fails for want of the outside world (the sandbox has no network and no "
+            f"secrets): {describe(outside)}, e.g. {example} ({outside[example]})",
+        )
+    detail = "no test passes on the clean code"
+    if outside:
+        detail += f"; {describe(outside)} of them fail for want of the outside world"
+    return Verdict(False, "no_passing_test_at_clean", detail)
 
 
 def _validate_one(
