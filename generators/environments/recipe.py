@@ -11,6 +11,14 @@ Build context (what ``build_context`` makes)::
     repo/                 the repository at the setup commit (``git archive``), no .git
     trajforge/ca.crt      a CA bundle for TLS-intercepting proxies; empty for none
     trajforge/env.json    the marker: profile id and setup commit (copied to /venv)
+
+Every ``pip install`` of the profile's commands goes through uv (pinned, installed in the build
+stage only) and falls back to pip when uv refuses the step; the build log says which one
+installed it. The profile keeps writing ``pip install ...``: the translation is the ``pip`` shell
+function of ``INSTALL_PRELUDE``, one place. Layers, in order, so Docker's build cache shares
+what it can: the system packages (``apt``) and uv, per base image; the repository; the main
+install; then each repair as its own ``RUN`` (``add_step``), so a repair round reuses the main
+install's layer and costs only its own step.
 """
 
 from __future__ import annotations
@@ -18,14 +26,17 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import re
 import tarfile
 from collections.abc import Sequence
 
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.verifiers.sandbox.base import BASE_ENV
 
-# bump when the template changes: every profile id changes too (v2: generated files are kept)
-RECIPE_FORMAT = "dockerfile-v2"
+# bump when the template changes: every profile id changes too (v2: generated files are kept;
+# v3: installs through uv with pip as the fallback, every VCS backend's pretend version, layers)
+RECIPE_FORMAT = "dockerfile-v3"
 PROFILE_LABEL = "trajforge.profile_id"  # on every environment image: what `images` lists
 SETUP_COMMIT_LABEL = "trajforge.setup_commit"
 # Set by trajforge at build time (``docker build --label``, never by the recipe's text, and a
@@ -39,18 +50,65 @@ RECIPE_HASH_VERSION = "recipe-hash-v1"
 CA_FILE = "/tmp/trajforge/ca.crt"
 MARKER_SOURCE = "trajforge/env.json"
 ENV_MARKER = "/venv/trajforge-env.json"  # read back to learn a reused image's setup commit
-# /repo is a plain tree (no .git), so setuptools-scm / hatch-vcs cannot read a version from git.
+# /repo is a plain tree (no .git), so a backend that reads the version from git has none. Each
+# is told one: a fixed 0.0.0, never the commit's, because the recipe is hashed into profile_id
+# and one image serves every commit of a profile. setuptools-scm, hatch-vcs and flit-scm read
+# SETUPTOOLS_SCM_PRETEND_VERSION; pdm-backend its own; poetry- and uv-dynamic-versioning (the
+# dunamai-based ones) a bypass. setuptools-git-versioning (0.0.1) and versioneer ("0+unknown")
+# fall back by themselves; versioningit has no variable, so it gets a PKG-INFO (VERSION_FILE).
+PRETEND = "0.0.0"
 PRETEND_VERSION = {
-    "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0",
-    "VCS_VERSIONING_PRETEND_VERSION": "0.0.0",
+    "SETUPTOOLS_SCM_PRETEND_VERSION": PRETEND,
+    "VCS_VERSIONING_PRETEND_VERSION": PRETEND,
+    "PDM_BUILD_SCM_VERSION": PRETEND,
+    "POETRY_DYNAMIC_VERSIONING_BYPASS": PRETEND,
+    "UV_DYNAMIC_VERSIONING_BYPASS": PRETEND,
+    "PBR_VERSION": PRETEND,
 }
-# The install sees the CA bundle only when one was given, and the index only when one is named.
-INSTALL_PRELUDE = (
-    f"if [ -s {CA_FILE} ]; then export PIP_CERT={CA_FILE} SSL_CERT_FILE={CA_FILE} "
-    f"REQUESTS_CA_BUNDLE={CA_FILE}; fi",
-    'if [ -n "$PIP_INDEX" ]; then export PIP_INDEX_URL="$PIP_INDEX"; fi',
+# versioningit falls back to an sdist's PKG-INFO: written only for a project that names it and
+# has none, before the stamp, so it is a build input and never carried into the image.
+VERSION_FILE = (
+    "if grep -qs versioningit pyproject.toml setup.cfg setup.py && [ ! -e PKG-INFO ]; then "
+    f"printf 'Metadata-Version: 1.0\\nName: unknown\\nVersion: {PRETEND}\\n' > PKG-INFO; fi"
 )
-
+# uv, pinned so a recipe resolves the same tomorrow, in a venv of its own in the build stage
+# only (never copied into the final image). A mirror without it leaves pip to do everything.
+UV_VERSION = "0.13.9"
+TOOLS = "/opt/trajforge-tools"
+UV = f"{TOOLS}/bin/uv"
+INSTALL_UV = (
+    f"python3 -m venv {TOOLS} && {TOOLS}/bin/pip install -q uv=={UV_VERSION} "
+    f"|| echo 'trajforge: uv could not be installed; pip installs every step'"
+)
+# Every `pip install` goes to uv first, then to pip when uv refuses it (another resolver, an
+# option uv does not know); other pip commands go to pip. The log names the installer.
+PIP_THROUGH_UV = (
+    "pip() { "
+    'if [ "$1" != install ]; then /venv/bin/pip "$@"; return; fi; shift; '
+    f'if [ -x {UV} ] && {UV} pip install --python /venv/bin/python "$@"; then '
+    'echo "trajforge: uv installed: $*"; return 0; fi; '
+    f'[ -x {UV} ] && echo "trajforge: uv failed, pip installs: $*"; '
+    '/venv/bin/pip install "$@"; echo "trajforge: pip installed: $*"; }'
+)
+# The install sees the CA bundle only when one was given, and the index only when one is named
+# (pip's and uv's variables: uv reads neither PIP_INDEX_URL nor PIP_CERT).
+CA_PRELUDE = (
+    f"if [ -s {CA_FILE} ]; then export PIP_CERT={CA_FILE} SSL_CERT_FILE={CA_FILE} "
+    f"REQUESTS_CA_BUNDLE={CA_FILE}; fi"
+)
+INSTALL_PRELUDE = (
+    CA_PRELUDE,
+    'if [ -n "$PIP_INDEX" ]; then export PIP_INDEX_URL="$PIP_INDEX" '
+    'UV_DEFAULT_INDEX="$PIP_INDEX"; fi',
+    "export UV_LINK_MODE=copy UV_NO_PROGRESS=1",
+    PIP_THROUGH_UV,
+)
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?")
+_APT_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]*")
+# The build stage's system packages and the shared libraries they need at run time: the
+# packages they depend on whose Debian section is `libs` (libxml2-dev -> libxml2), listed here
+# by `apt-cache depends` and installed again in the final stage; compilers and headers are not.
+APT_RUNTIME = "/opt/trajforge-apt/runtime"
 
 # Files the install wrote under /repo (hatch-vcs / setuptools-scm version files, in-place
 # extensions): the test's /repo is the git tree, which lacks them, so the image carries them in
@@ -87,12 +145,25 @@ def recipe_hash(dockerfile: str, tree: str, profile_id: str, setup_commit: str) 
     return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
-def render_dockerfile(python: str, install: Sequence[str]) -> str:
-    """The Dockerfile for a profile: a pure function of its Python and install commands."""
+def render_dockerfile(
+    python: str,
+    install: Sequence[str],
+    *,
+    exclude_newer: str | None = None,
+    apt: Sequence[str] = (),
+) -> str:
+    """The Dockerfile for a profile: a pure function of its Python, install commands and options.
+
+    ``exclude_newer`` (an ISO date or UTC time) resolves as of that moment: uv's
+    UV_EXCLUDE_NEWER, and pip's PIP_UPLOADED_PRIOR_TO for the steps pip takes over (a pip
+    older than 26 ignores it). ``apt``: Debian packages for the build stage, before the
+    install; the shared libraries they depend on are installed in the final stage too.
+    """
+    era = _era(exclude_newer) if exclude_newer else []
+    packages = _apt_names(apt)
     # One shell script: -e stops at the first failing step, -x puts each step in the build log.
-    script = "\n".join(
-        [*INSTALL_PRELUDE, f"touch {STAMP}", "set -x", "python3 -m venv /venv", *install, CARRY]
-    )
+    start = [*INSTALL_PRELUDE, *era, VERSION_FILE, f"touch {STAMP}", "set -x"]
+    script = "\n".join([*start, "python3 -m venv /venv", *install, CARRY])
     env = " ".join(f"{key}={value}" for key, value in BASE_ENV.items())
     pretend = " ".join(f"{key}={value}" for key, value in PRETEND_VERSION.items())
     return "\n".join(
@@ -106,14 +177,21 @@ def render_dockerfile(python: str, install: Sequence[str]) -> str:
             "ARG PIP_INDEX=",
             f"ENV {env} {pretend}",
             "COPY trajforge/ca.crt " + CA_FILE,
+            *([_run([CA_PRELUDE, _apt_build(packages)])] if packages else []),
+            _run([CA_PRELUDE, INSTALL_UV]),
             "COPY repo/ /repo/",
             "WORKDIR /repo",
-            f"RUN {json.dumps(['/bin/sh', '-ec', script])}",
+            _run([script]),
             "",
             "FROM ${BASE}",
             "ARG PROFILE_ID=",
             "ARG SETUP_COMMIT=",
             f"ENV {env}",
+            *(
+                [f"COPY --from=build {APT_RUNTIME} {APT_RUNTIME}", _run([_apt_runtime()])]
+                if packages
+                else []
+            ),
             "COPY --from=build /venv /venv",
             f"COPY --from=build {GENERATED}/ /repo/",
             f"COPY {MARKER_SOURCE} {ENV_MARKER}",
@@ -121,6 +199,72 @@ def render_dockerfile(python: str, install: Sequence[str]) -> str:
             f'LABEL {PROFILE_LABEL}="${{PROFILE_ID}}" {SETUP_COMMIT_LABEL}="${{SETUP_COMMIT}}"',
             "",
         ]
+    )
+
+
+def add_step(recipe: str, install: Sequence[str]) -> str:
+    """``recipe`` with ``install`` run after everything its build stage installed, as one more
+    ``RUN``: the layers before it are the same, so Docker's build cache reuses them and a repair
+    round costs only this step. The step sees what the main install saw (the prelude, the era)."""
+    lines = recipe.split("\n")
+    final = lines.index("FROM ${BASE}")  # the final stage; the build stage ends on a blank line
+    main = json.loads(next(line for line in lines if line.startswith("RUN ") and STAMP in line)[4:])
+    prelude = main[2].split(f"\n{VERSION_FILE}")[0]  # the CA, index, pip function and era
+    step = _run([prelude, "set -x", *install])
+    return "\n".join([*lines[: final - 1], step, *lines[final - 1 :]])
+
+
+def _run(script: Sequence[str]) -> str:
+    """One ``RUN`` of a shell script, in exec form so no shell of the builder rewrites it."""
+    return f"RUN {json.dumps(['/bin/sh', '-ec', chr(10).join(script)])}"
+
+
+def _era(exclude_newer: str) -> list[str]:
+    """The lines that make uv and pip resolve as of ``exclude_newer``."""
+    if not _ISO_DATE.fullmatch(exclude_newer):
+        raise ValueError(f"exclude_newer {exclude_newer!r} is not an ISO date (YYYY-MM-DD)")
+    moment = exclude_newer if "T" in exclude_newer else f"{exclude_newer}T00:00:00Z"
+    moment = moment if moment.endswith("Z") else f"{moment}Z"
+    return [f"export UV_EXCLUDE_NEWER={moment} PIP_UPLOADED_PRIOR_TO={moment}"]
+
+
+def _apt_names(apt: Sequence[str]) -> list[str]:
+    """Debian package names, sorted and once each (the recipe is hashed: order must not split
+    profiles); a name that is not one is a caller's bug, refused before it reaches a shell."""
+    names = sorted(set(apt))
+    bad = [name for name in names if not _APT_NAME.fullmatch(name)]
+    if bad:
+        raise ValueError(f"apt: {bad} are not Debian package names")
+    return names
+
+
+def _apt_build(packages: Sequence[str]) -> str:
+    """Install ``packages`` in the build stage and list the shared libraries they depend on."""
+    names = " ".join(packages)
+    ca = f"if [ -s {CA_FILE} ]; then set -- -o Acquire::https::CAInfo={CA_FILE}; fi"
+    return "\n".join(
+        [
+            ca,
+            'apt-get "$@" update',
+            'DEBIAN_FRONTEND=noninteractive apt-get "$@" install -y --no-install-recommends '
+            + names,
+            f"mkdir -p {os.path.dirname(APT_RUNTIME)}",
+            f"for p in {names}; do echo $p; apt-cache depends --no-recommends --no-suggests $p "
+            "| awk '$1 ~ /Depends:$/ && $2 !~ /^</ {print $2}'; done | sort -u "
+            "| while read -r p; do apt-cache show --no-all-versions $p 2>/dev/null "
+            f"| grep -qx 'Section: libs' && echo $p || true; done > {APT_RUNTIME}",
+            f"echo trajforge: runtime libraries: $(cat {APT_RUNTIME})",
+            "rm -rf /var/lib/apt/lists/*",
+        ]
+    )
+
+
+def _apt_runtime() -> str:
+    """Install in the final stage the shared libraries the build stage listed, if any."""
+    return (
+        f"if [ -s {APT_RUNTIME} ]; then apt-get update && DEBIAN_FRONTEND=noninteractive "
+        f"xargs apt-get install -y --no-install-recommends < {APT_RUNTIME} && "
+        f"rm -rf /var/lib/apt/lists/*; fi; rm -rf {os.path.dirname(APT_RUNTIME)}"
     )
 
 
