@@ -40,7 +40,7 @@ from trajforge.generators.environments.profile import (
     config_files,
     decode_set,
 )
-from trajforge.generators.environments.recipe import image_name, render_dockerfile
+from trajforge.generators.environments.recipe import add_step, image_name, render_dockerfile
 from trajforge.generators.environments.repairs import requirement_for, requirement_for_option
 from trajforge.generators.environments.setup_agent import agent_install
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
@@ -261,11 +261,14 @@ class _Preparation:
     def _install_repairs(
         self, built: EnvProfile, fixes: dict[str, tuple[str, str]]
     ) -> tuple[EnvProfile, list[str]]:
-        """A new image with the missing requirements added before the runner's install."""
+        """A new image with the missing requirements installed after the last good install, as
+        one more layer (``add_step``): the builder reuses every layer before it, so a round costs
+        its own step, not a rebuild. The runner's requirement is installed again after it, so a
+        repair cannot move pytest off the era's pin."""
         requirements = sorted({requirement for requirement, _ in fixes.values()})
-        step = "pip install " + " ".join(_quote(r) for r in requirements)
-        install = (*built.install[:-1], step, built.install[-1])
-        candidate = self._variant(built, InstallSet(built.install_set, install), "repair")
+        step = ("pip install " + " ".join(_quote(r) for r in requirements), built.install[-1])
+        install = InstallSet(built.install_set, (*built.install, *step))
+        candidate = self._variant(built, install, "repair", recipe=add_step(built.recipe, step))
         rebuilt = self._build(candidate)
         if rebuilt.status != "built":
             why = failure_line(rebuilt.log)
@@ -309,9 +312,15 @@ class _Preparation:
             return Prepared(profile, "no_tests", detail, 0)
         return Prepared(profile, "", "", collection.collected)
 
-    def _variant(self, base: EnvProfile, install_set: InstallSet, kind: str) -> EnvProfile:
-        """``base`` with another install: a new recipe, so a new profile id and image name."""
-        recipe = render_dockerfile(base.python, install_set.commands)
+    def _variant(
+        self, base: EnvProfile, install_set: InstallSet, kind: str, *, recipe: str | None = None
+    ) -> EnvProfile:
+        """``base`` with another install: a new recipe, so a new profile id and image name.
+
+        The recipe is rendered from the set, or given whole (a repair: the last good recipe
+        plus a step)."""
+        if recipe is None:
+            recipe = render_dockerfile(base.python, install_set.commands)
         profile_id = base.profile_id
         if kind:
             profile_id = content_id(kind, base.profile_id, recipe, length=16)
