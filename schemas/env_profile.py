@@ -33,6 +33,13 @@ class EnvProfile:
     origin: str = "rules"  # rules | agent (a model's recipe) | legacy (the pre-ranking detector)
     alternatives: tuple[str, ...] = ()  # the other ranked sets, "<name>\t<cmd>\n<cmd>..."
     declared: tuple[str, ...] = ()  # every requirement the project declares: what repairs use
+    # The relaxation ladder's rung that built (generators/environments/relax.py): declared | era
+    # | ranges | unpinned | no-deps; each rung that failed before it is in ``attempts``.
+    relaxation: str = "declared"
+    resolved_as_of: str = ""  # the day the install resolved as of (uv's --exclude-newer), or ""
+    # Debian packages the build stage installed because a failed build's log asked for them
+    # (a compiler, a header: generators/environments/build_errors.py)
+    system_packages: tuple[str, ...] = ()
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -54,5 +61,8 @@ class EnvProfile:
             ("origin", pa.string()),
             ("alternatives", pa.list_(pa.large_string())),
             ("declared", pa.list_(pa.string())),
+            ("relaxation", pa.string()),
+            ("resolved_as_of", pa.string()),
+            ("system_packages", pa.list_(pa.string())),
         ]
     )

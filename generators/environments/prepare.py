@@ -20,13 +20,18 @@ its image with no build and no probe.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
-import re
 import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from trajforge.generators.environments.build_errors import (
+    cause_line,
+    loosening_can_help,
+    system_packages,
+)
 from trajforge.generators.environments.image import (
     LOG_TAIL,
     build_env_image,
@@ -37,10 +42,12 @@ from trajforge.generators.environments.profile import (
     TEST_CMD,
     UPGRADE_PIP,
     InstallSet,
+    commit_date,
     config_files,
     decode_set,
 )
 from trajforge.generators.environments.recipe import add_step, image_name, render_dockerfile
+from trajforge.generators.environments.relax import LOOSENED, project_requirements, relaxed
 from trajforge.generators.environments.repairs import requirement_for, requirement_for_option
 from trajforge.generators.environments.setup_agent import agent_install
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
@@ -58,11 +65,13 @@ from trajforge.verifiers.collection import (
 from trajforge.verifiers.sandbox.base import ImageStore, Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import archive
 
-PREPARE_VERSION = "prepare-v1"
+PREPARE_VERSION = "prepare-v2"  # v2: the relaxation ladder and system packages
 MIN_BUILD_S = 30  # below this much of the build budget left, no new build starts
+MAX_BUILDS = 10  # install builds per profile: sets, rungs and system-package retries together
+APT_ROUNDS = 2  # a compiler's absence hides the missing header: a second round may name it
+RECENT_DAYS = 30  # a commit this recent resolves as of today: no era rung
 # unittest suites in files pytest's default python_files misses (tests.py, test.py, *tests.py)
 UNITTEST_FILES = "-o 'python_files=test*.py *_test.py *tests.py'"
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 Count = Callable[..., None]
 Fetch = Callable[[str], None]
 Say = Callable[[str], None]
@@ -192,22 +201,66 @@ class _Preparation:
         return self._finish(built, collection, [], [])
 
     def _install(self) -> tuple[EnvProfile, tuple[str, ...]]:
-        """The first ranked install set that builds (else the last one tried, failed), and why
-        each one before it did not."""
-        sets = [InstallSet(self.profile.install_set, self.profile.install)]
-        if not self.legacy:
-            sets += [decode_set(encoded) for encoded in self.profile.alternatives]
+        """The first install that builds (else the last one tried, failed), and why each one
+        before it did not, in ``_plan``'s order. A build whose log asks for system packages
+        (a compiler, a header: ``build_errors.py``) is built again with them, and they stay for
+        every later build; at most ``APT_ROUNDS`` times, ``MAX_BUILDS`` builds in all, within
+        the one build budget (``self.deadline``)."""
         attempts: list[str] = []
-        built = self.profile
-        for index, install_set in enumerate(sets):
-            candidate = self._variant(self.profile, install_set, "" if index == 0 else "set")
-            built = self._build(candidate)
+        apt: tuple[str, ...] = ()
+        built, builds, apt_rounds = self.profile, 0, 0
+        plan = self._plan()
+        index = 0
+        while index < len(plan) and builds < MAX_BUILDS:
+            install_set = dataclasses.replace(plan[index], apt=apt)
+            kind = "" if index == 0 and not apt else "set"
+            built = self._build(self._variant(self.profile, install_set, kind))
+            builds += 1
             if built.status == "built":
-                if index:
-                    self.count("install_fallbacks")
+                self.count("install_fallbacks", int(install_set.name != plan[0].name))
+                self.count("relaxations", 1 if install_set.rung != "declared" else 0)
+                self.count("system_packages", len(apt))
                 return built, tuple(attempts)
-            attempts.append(f"{install_set.name}: {failure_line(built.log)}")
+            log = self._full_log(built)
+            label = _label(install_set)
+            attempts.append(f"{label}: {cause_line(log, self.profile.python)}")
+            wanted = tuple(p for p in system_packages(log) if p not in apt)
+            if wanted and apt_rounds < APT_ROUNDS and not self.legacy:
+                apt, apt_rounds = (*apt, *wanted), apt_rounds + 1
+                continue  # the same install again, with what the log asked for
+            if "budget spent" in log:
+                break
+            index += 1
+            if not loosening_can_help(log):  # only another set as declared may install
+                plan = plan[:index] + [s for s in plan[index:] if s.rung == "declared"]
         return built, tuple(attempts)
+
+    def _plan(self) -> list[InstallSet]:
+        """What ``_install`` tries, in order: the first ranked set as declared, then resolved
+        as of the commit's date; the narrower sets as declared; then the first set's looser
+        rungs (relax.py), still as of that date. A narrower set drops whole files of pins at
+        the cost of one build, so it comes before loosening every pin of the widest set."""
+        first = InstallSet(self.profile.install_set, self.profile.install)
+        if self.legacy:
+            return [first]
+        narrower = [decode_set(encoded) for encoded in self.profile.alternatives]
+        era = _era(self.repo_path, self.profile.setup_commit)
+        dated = [dataclasses.replace(first, rung="era", exclude_newer=era)] if era else []
+        files = config_files(self.repo_path, self.profile.setup_commit)
+        own = project_requirements(files)
+        looser = [
+            InstallSet(first.name, relaxed(first.commands, rung, files, own), rung, era)
+            for rung in LOOSENED
+        ]
+        return [first, *dated, *narrower, *looser]
+
+    def _full_log(self, built: EnvProfile) -> str:
+        """The whole build log (the profile keeps its tail): the cause may be further up."""
+        try:
+            with open(os.path.join(self.logs, f"{built.profile_id}.log"), "rb") as handle:
+                return handle.read().decode("utf-8", "replace")
+        except OSError:
+            return built.log
 
     def _repair(self, built: EnvProfile) -> Prepared:
         """Collect, repair from what failed, collect again; bounded by environment.repair_rounds."""
@@ -267,7 +320,10 @@ class _Preparation:
         repair cannot move pytest off the era's pin."""
         requirements = sorted({requirement for requirement, _ in fixes.values()})
         step = ("pip install " + " ".join(_quote(r) for r in requirements), built.install[-1])
-        install = InstallSet(built.install_set, (*built.install, *step))
+        install = InstallSet(
+            built.install_set, (*built.install, *step), built.relaxation, built.resolved_as_of,
+            built.system_packages,
+        )  # fmt: skip
         candidate = self._variant(built, install, "repair", recipe=add_step(built.recipe, step))
         rebuilt = self._build(candidate)
         if rebuilt.status != "built":
@@ -313,14 +369,24 @@ class _Preparation:
         return Prepared(profile, "", "", collection.collected)
 
     def _variant(
-        self, base: EnvProfile, install_set: InstallSet, kind: str, *, recipe: str | None = None
+        self,
+        base: EnvProfile,
+        install_set: InstallSet,
+        kind: str,
+        *,
+        recipe: str | None = None,
     ) -> EnvProfile:
         """``base`` with another install: a new recipe, so a new profile id and image name.
 
-        The recipe is rendered from the set, or given whole (a repair: the last good recipe
-        plus a step)."""
+        The recipe is rendered from the set (its commands, the day it resolves as of, its
+        system packages), or given whole (a repair: the last good recipe plus a step)."""
         if recipe is None:
-            recipe = render_dockerfile(base.python, install_set.commands)
+            recipe = render_dockerfile(
+                base.python,
+                install_set.commands,
+                exclude_newer=install_set.exclude_newer or None,
+                apt=install_set.apt,
+            )
         profile_id = base.profile_id
         if kind:
             profile_id = content_id(kind, base.profile_id, recipe, length=16)
@@ -331,6 +397,9 @@ class _Preparation:
             image=image_name(registry, profile_id),
             install=install_set.commands,
             install_set=install_set.name,
+            relaxation=install_set.rung,
+            resolved_as_of=install_set.exclude_newer,
+            system_packages=install_set.apt,
             recipe=recipe,
             alternatives=(),
             status="detected",
@@ -381,21 +450,38 @@ def _all_errors(collection: Collection) -> list[CollectError]:
     return errors + ([collection.conftest_error] if collection.conftest_error else [])
 
 
-def failure_line(log: str) -> str:
-    """The line of a build log that says why it failed: a timeout, else pip's last ERROR (not its
-    "Ignored the following versions" notes), else the builder's error, else the last line."""
-    lines = [_ANSI.sub("", line).strip() for line in log.splitlines()]
-    lines = [line for line in lines if line]
-    pip = [line for line in lines if line.startswith("ERROR:") and "Ignored the" not in line]
-    other = [line for line in lines if line.lower().startswith("error")]
-    timed_out = [line for line in lines if "timed out" in line or "budget spent" in line]
-    chosen = (timed_out or pip or other or lines or ["no output"])[-1]
-    return chosen[:300]
+def failure_line(log: str, python: str = "") -> str:
+    """The line that names why a build failed (``build_errors.cause_line``)."""
+    return cause_line(log, python)
 
 
 def _install_detail(profile: EnvProfile, attempts: Sequence[str]) -> str:
-    tried = "; ".join(attempts[:4])
-    return f"{profile.repo}: no install set of profile {profile.profile_id} installs ({tried})"
+    """One line: the repository, then each install tried and its cause, the first first (the
+    one the ranking wanted) and the last (what the ladder ended on) when there are many."""
+    shown = list(attempts) if len(attempts) <= 3 else [*attempts[:2], "...", attempts[-1]]
+    tried = "; ".join(shown)
+    return f"{profile.repo}: nothing installs for profile {profile.profile_id} ({tried})"
+
+
+def _label(install_set: InstallSet) -> str:
+    """An install as the attempts name it: its set, its rung and its system packages."""
+    notes = [install_set.rung] if install_set.rung != "declared" else []
+    notes += [f"as of {install_set.exclude_newer}"] if install_set.exclude_newer else []
+    notes += [f"apt {' '.join(install_set.apt)}"] if install_set.apt else []
+    return install_set.name + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _era(repo_path: str, commit: str) -> str:
+    """The day after the commit's (uv resolves as of its midnight, so the commit's own day's
+    releases count), or "" when git cannot say or the commit is from the last 30 days (the
+    newest releases are the era's)."""
+    day = commit_date(repo_path, commit)
+    if day is None:
+        return ""
+    after = datetime.date.fromisoformat(day) + datetime.timedelta(days=1)
+    if after > datetime.date.today() - datetime.timedelta(days=RECENT_DAYS):
+        return ""
+    return after.isoformat()
 
 
 def _image_ready(

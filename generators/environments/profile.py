@@ -22,6 +22,7 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from trajforge.generators.environments.lockfiles import EXPORTABLE_LOCKS, locked_pins
 from trajforge.generators.environments.python_choice import (
     LOCK_FILES,
     Choice,
@@ -33,6 +34,7 @@ from trajforge.generators.environments.python_choice import (
     named_pythons,
 )
 from trajforge.generators.environments.recipe import image_name, render_dockerfile
+from trajforge.generators.environments.relax import is_direct_reference, pypi_release
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import content_id
@@ -171,7 +173,7 @@ def _read_paths(
 
 def _matters(path: str) -> bool:
     """The files that decide the install: packaging files, requirements files, tox and nox."""
-    if path in _PACKAGING_FILES:
+    if path in _PACKAGING_FILES or path in EXPORTABLE_LOCKS:
         return True
     if not path.endswith(".txt"):
         return False
@@ -703,12 +705,11 @@ class InstallSet:
 
     name: str
     commands: tuple[str, ...]
-
-
-def _is_direct_reference(requirement: str) -> bool:
-    """A VCS or URL requirement (``git+https://...``, ``pkg @ https://...``): offline builds and
-    private hosts make these the requirements most likely to fail."""
-    return "://" in requirement or requirement.startswith(("git+", "hg+", "svn+", "bzr+"))
+    # How prepare's relaxation ladder (relax.py) changed it: the rung, the day it resolves as of
+    # (uv's --exclude-newer; "" for today), the Debian packages the build stage gets first.
+    rung: str = "declared"
+    exclude_newer: str = ""
+    apt: tuple[str, ...] = ()
 
 
 def _is_tool(requirement: str) -> bool:
@@ -718,8 +719,10 @@ def _is_tool(requirement: str) -> bool:
 
 
 def _installable_here(requirements: Iterable[str]) -> list[str]:
-    """Requirements with the VCS and URL references left out (offline, or a private host)."""
-    return [r for r in requirements if not _is_direct_reference(r)]
+    """Requirements with each VCS or URL reference replaced by the PyPI release of the name the
+    project gave it (``lightning @ git+https://...`` -> ``lightning``), or left out when it
+    names none (offline, or a private host)."""
+    return [found for r in requirements for found in [pypi_release(r)] if found]
 
 
 def _without_tools(requirements: Iterable[str]) -> list[str]:
@@ -758,7 +761,7 @@ def _requirements_step(path: str, texts: dict[str, str]) -> list[str]:
     risky = [
         line
         for line in lines
-        if _is_direct_reference(line) or line.startswith(("-i", "--index-url", "--extra-index"))
+        if is_direct_reference(line) or line.startswith(("-i", "--index-url", "--extra-index"))
     ]
     if not risky:
         return [_pip_r(path)]
@@ -768,8 +771,8 @@ def _requirements_step(path: str, texts: dict[str, str]) -> list[str]:
         if line.startswith(("-r", "--requirement")):
             included = _repo_file(re.sub(r"^(-r|--requirement)=?", "", line), set(texts))
             steps += [_pip_r(included)] if included else []
-        elif line and not line.startswith("-") and not _is_direct_reference(line):
-            plain += _split_requirements(line)
+        elif line and not line.startswith("-"):
+            plain += [line] if is_direct_reference(line) else _split_requirements(line)
     plain = _installable_here(plain)
     return steps + ([_pip(plain)] if plain else [])
 
@@ -821,7 +824,9 @@ def _install_sets(
         runners += [step for path in files for step in _requirements_step(path, texts)]
         kept = _installable_here(requirements)
         runners += [_pip(kept)] if kept else []
+    lock = _lock_steps(texts, python, pyproject, setup_cfg, installable)
     candidates = [
+        *([("lock", lock)] if lock else []),  # what the project last resolved to, first
         ("tests+tox/nox", main + package + groups + tests_files + runners),
         ("tests", main + package + groups + tests_files),
         ("extras", main + package),
@@ -838,6 +843,28 @@ def _install_sets(
         if all(commands != s.commands for s in sets) and (steps or not sets):
             sets.append(InstallSet(name, commands))
     return sets, _dedupe(main_files + test_files + runner_files)
+
+
+def _lock_steps(
+    texts: dict[str, str],
+    python: str,
+    pyproject: dict[str, Any] | None,
+    setup_cfg: configparser.ConfigParser | None,
+    installable: bool,
+) -> list[str]:
+    """The project's lock file (``lockfiles.py``) as pinned installs, then the project itself
+    with no dependencies of its own resolving: what the project last resolved to. [] without
+    a lock."""
+    own = (
+        _table(pyproject, "project").get("name")
+        or _table(pyproject, "tool", "poetry").get("name")
+        or _ini_get(setup_cfg, "metadata", "name")
+    )
+    for path in EXPORTABLE_LOCKS:
+        pins = locked_pins(path, texts.get(path, ""), python, own if isinstance(own, str) else None)
+        if pins:
+            return [_pip(pins), *([RELINK] if installable else [])]
+    return []
 
 
 def _declared_requirements(
@@ -874,11 +901,11 @@ def _declared_requirements(
     return [  # never the project itself ("widget[test]"): PyPI's release would replace /repo's
         r
         for r in _dedupe(found)
-        if _parses(r) and not _is_direct_reference(r) and _requirement_name(r) != own_name
+        if _parses(r) and not is_direct_reference(r) and _requirement_name(r) != own_name
     ]
 
 
-def _commit_date(repo_path: str, commit: str) -> str | None:
+def commit_date(repo_path: str, commit: str) -> str | None:
     """The commit's date (YYYY-MM-DD, committer's), or None when git cannot say."""
     try:
         out = git(repo_path, "show", "-s", "--format=%cs", commit)
@@ -1072,7 +1099,7 @@ def detect_profile(
     paths = set(tree)
     pyproject = _load_toml(texts["pyproject.toml"]) if "pyproject.toml" in texts else None
     setup_cfg = _load_ini(texts["setup.cfg"]) if "setup.cfg" in texts else None
-    committed = _commit_date(repo_path, commit)
+    committed = commit_date(repo_path, commit)
     evidence = {**texts, **_python_evidence(repo_path, commit, tree)}
     chosen = choose_python(
         evidence, pyproject, setup_cfg, committed, default_python, pythons, f"{repo}@{commit}",
