@@ -516,3 +516,75 @@ REACH_REPOS: dict[str, ReachRepo] = {
     "no_tests": ReachRepo(build_no_tests, 0),
     "private_index": ReachRepo(build_private_index, CORE_TEST_COUNT),
 }
+
+
+# --- issue 30: test runs in the wild ------------------------------------------------------------
+
+HANGING_TESTS = """\
+import time
+
+
+def test_waits_for_a_server_that_never_answers():
+    time.sleep(600)
+"""
+
+
+def build_hanging_test(path: Path) -> None:
+    """A pure suite plus one test that hangs for 10 minutes: with a per-test limit it fails
+    alone and the rest decides."""
+    repo = DatedRepo(path)
+    files = {
+        "pyproject.toml": pyproject("sleepy", TEST_EXTRA),
+        **package("sleepy"),
+        "tests/test_hangs.py": HANGING_TESTS,
+    }
+    repo.commit("sleepy: clamps, totals, and a test that waits forever", files)
+
+
+OUTSIDE_WORLD_TESTS = """\
+import os
+import socket
+
+
+def test_summarises_with_the_api():
+    key = os.environ["SOME_API_KEY"]
+    assert key
+
+
+def test_asks_the_local_server():
+    with socket.create_connection(("127.0.0.1", 9), timeout=2):
+        pass
+"""
+
+
+def build_outside_world(path: Path, pure: bool = True) -> None:
+    """Tests that need an API key and a server beside (unless ``pure`` is false) pure ones."""
+    repo = DatedRepo(path)
+    files = {
+        "pyproject.toml": pyproject("webby", TEST_EXTRA),
+        **package("webby", tests=pure),
+        "tests/test_remote.py": OUTSIDE_WORLD_TESTS,
+    }
+    repo.commit("webby: helpers and the calls to the service", files)
+
+
+def build_tests_deleted(path: Path) -> None:
+    """A package whose newest commit deletes its tests (they moved elsewhere)."""
+    repo = DatedRepo(path)
+    files = {"pyproject.toml": pyproject("moved", TEST_EXTRA), **package("moved")}
+    repo.commit("moved: clamps, totals and pairs, tested", files)
+    repo.commit("tests live in another repository now", {"tests/test_core.py": None})
+
+
+def build_runner_dependency(path: Path) -> None:
+    """An application (no packaging files: nothing installs it) whose own package is named like
+    one of pytest's dependencies (iniconfig, src layout): PyPI's iniconfig, installed with the
+    runner, stands in for it, and the tests would import that, not /repo's code."""
+    repo = DatedRepo(path)
+    files = {
+        "requirements.txt": "pytest\n",
+        "src/iniconfig/__init__.py": "",
+        "src/iniconfig/core.py": CORE,
+        "tests/test_core.py": CORE_TESTS.format(pkg="iniconfig"),
+    }
+    repo.commit("iniconfig: our own, not PyPI's", files)

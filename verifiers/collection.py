@@ -5,20 +5,33 @@ An environment is only useful if its suite collects. ``collect`` runs pytest's
 network, and ``parse_collection`` reads, for every file that failed, the module it could not
 import or the pytest warning that the project's ``filterwarnings = error`` turned into an error:
 the evidence the environment stage repairs from (generators/environments/prepare.py).
+
+It also checks that the code under test is the repository's: trajforge's ``origin_plugin.py``
+runs in the same pytest process and names each of /repo's (or /repo/src's) own top-level
+packages that was imported from elsewhere (PyPI's pluggy standing in for the project pluggy,
+whose install pytest's replaced): ``Collection.foreign``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 import shlex
+import tarfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from trajforge.verifiers.sandbox.base import REPO_DIR, Session
 
+ORIGIN_DIR = "/tmp/trajforge-origin"  # origin_plugin.py, as a module on PYTHONPATH
+ORIGIN_PLUGIN = "trajforge_origin"
+ORIGINS = "/tmp/trajforge-origins.txt"  # what it writes: "name<TAB>file" per foreign package
 # -qqqq: one "path: count" line per file even where the project's addopts say -vv (bidict)
 COLLECT_CMD = (
-    f"python -m pytest --collect-only -qqqq -p no:cacheprovider --rootdir={REPO_DIR} "
+    f"env PYTHONPATH={ORIGIN_DIR}${{PYTHONPATH:+:$PYTHONPATH}} "
+    f"python -m pytest --collect-only -qqqq -p no:cacheprovider -p {ORIGIN_PLUGIN} "
+    f"--rootdir={REPO_DIR} "
     "--continue-on-collection-errors --color=no"  # after addopts: wins over their --color=yes
 )
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -52,15 +65,37 @@ class Collection:
     # options pytest refused (a plugin named in the project's addopts is not installed): nothing
     # collects until they are known
     unknown_options: tuple[str, ...] = ()
+    # the repository's own packages the tests imported from outside /repo:
+    # "pluggy from /venv/lib/python3.11/site-packages/pluggy/__init__.py"
+    foreign: tuple[str, ...] = ()
 
 
 def collect(session: Session, flags: str = "", timeout_s: float = 300) -> Collection:
     """Collect the suite in ``session`` (the repository already in /repo)."""
-    command = f"{COLLECT_CMD} {flags}".strip()
+    session.put_archive(_origin_plugin(), dest="/")
+    command = f"rm -f {ORIGINS}; {COLLECT_CMD} {flags}".strip()
     result = session.exec(f"timeout -k 5 {int(timeout_s)} {command}", timeout_s=timeout_s + 30)
     parsed = parse_collection(result.output)
     timed_out = result.timed_out or result.exit_code in (124, 137)
-    return dataclasses.replace(parsed, timed_out=timed_out)
+    origins = session.read_file(ORIGINS) or b""
+    return dataclasses.replace(parsed, timed_out=timed_out, foreign=parse_origins(origins))
+
+
+def parse_origins(data: bytes) -> tuple[str, ...]:
+    """``origin_plugin.py``'s lines as "name from file" (at most 20, each cut to 300)."""
+    lines = data.decode("utf-8", "replace").splitlines()[:20]
+    found = (line.partition("\t") for line in lines if "\t" in line)
+    return tuple(f"{name} from {where}"[:300] for name, _, where in found)
+
+
+def _origin_plugin() -> bytes:
+    text = Path(__file__).with_name("origin_plugin.py").read_bytes()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo(f"{ORIGIN_DIR.lstrip('/')}/{ORIGIN_PLUGIN}.py")
+        info.size, info.mode = len(text), 0o644
+        tar.addfile(info, io.BytesIO(text))
+    return buffer.getvalue()
 
 
 def parse_collection(output: str) -> Collection:

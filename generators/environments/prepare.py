@@ -39,6 +39,7 @@ from trajforge.generators.environments.image import (
     trusted_commit,
 )
 from trajforge.generators.environments.profile import (
+    RELINK,
     TEST_CMD,
     UPGRADE_PIP,
     InstallSet,
@@ -82,7 +83,9 @@ class Prepared:
     """A profile ready to test with (``reason`` empty), or why it is not."""
 
     profile: EnvProfile  # status "built" when ready, "failed" otherwise
-    reason: str  # "" | install_failed | no_tests | collection_failed | collection_timed_out
+    # "" | install_failed | no_tests | collection_failed | collection_timed_out
+    # | wrong_code_under_test
+    reason: str
     detail: str  # one line for the user
     collected: int  # tests collected at the setup commit, exclusions applied
 
@@ -268,6 +271,8 @@ class _Preparation:
         repairs: list[str] = []
         tried: set[str] = set()
         collection = self._collect(built, "")
+        if collection.foreign:  # the tests import PyPI's copy of the project: link /repo back
+            built, collection, repairs = self._relink(built, collection)
         for _ in range(self.params.environment.repair_rounds):
             errors = _all_errors(collection)
             new_flags = _dedupe(
@@ -332,6 +337,28 @@ class _Preparation:
         notes = [f"{module} -> {req} ({where})" for module, (req, where) in sorted(fixes.items())]
         return dataclasses.replace(rebuilt, attempts=built.attempts), notes
 
+    def _relink(
+        self, built: EnvProfile, collection: Collection
+    ) -> tuple[EnvProfile, Collection, list[str]]:
+        """One more layer, ``RELINK`` (after the runner, whose dependencies replaced the
+        project's own install), when that makes the tests import /repo's code; else as it was."""
+        if built.install[-1] == RELINK:
+            return built, collection, []
+        install = InstallSet(
+            built.install_set, (*built.install, RELINK), built.relaxation, built.resolved_as_of,
+            built.system_packages,
+        )  # fmt: skip
+        recipe = add_step(built.recipe, (RELINK,))
+        rebuilt = self._build(self._variant(built, install, "relink", recipe=recipe))
+        if rebuilt.status != "built":
+            return built, collection, []
+        again = self._collect(rebuilt, "")
+        if again.foreign or not again.collected:  # no better (pytest needs PyPI's copy itself)
+            return built, collection, []
+        self.count("repairs")
+        note = f"{RELINK} last ({collection.foreign[0]}: the runner's install replaced it)"
+        return dataclasses.replace(rebuilt, attempts=built.attempts), again, [note]
+
     def _finish(
         self, built: EnvProfile, collection: Collection, flags: list[str], repairs: list[str]
     ) -> Prepared:
@@ -351,6 +378,9 @@ class _Preparation:
         if collection.timed_out:
             detail = f"{where}: collecting the suite timed out"
             return Prepared(profile, "collection_timed_out", detail, 0)
+        if collection.foreign:  # a run would test PyPI's code and look like success
+            detail = f"{where}: tests import {collection.foreign[0]}, not /repo"
+            return Prepared(profile, "wrong_code_under_test", detail, collection.collected)
         if collection.unknown_options:
             options = " ".join(collection.unknown_options)
             detail = f"{where}: pytest does not know {options} (a plugin the addopts name)"

@@ -1,0 +1,44 @@
+"""Issue 30: the code under test must be the repository's. A project named like one of pytest's
+own dependencies (iniconfig) that nothing installs gets PyPI's iniconfig with the runner; the
+collection says which package the tests imported from where, linking /repo back last is tried
+(it cannot install here), and the environment ends with ``wrong_code_under_test`` instead of a
+run that tests PyPI's code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from reach_repos import build_runner_dependency
+from trajforge.verifiers.collection import parse_origins
+from wild_runs import inject_and_validate, remove_images
+
+
+def test_the_plugins_lines_read_as_name_from_file() -> None:
+    data = b"pluggy\t/venv/lib/python3.11/site-packages/pluggy/__init__.py\nnot a line\n"
+    assert parse_origins(data) == (
+        "pluggy from /venv/lib/python3.11/site-packages/pluggy/__init__.py",
+    )
+    assert parse_origins(b"") == ()
+    assert len(parse_origins(b"x\ty\n" * 1000)) == 20
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("docker_engine")
+def test_pypis_copy_standing_in_for_the_project_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "iniconfig"
+    build_runner_dependency(repo)
+    work = tmp_path / "run"
+    work.mkdir()
+    try:
+        out = inject_and_validate(repo, work)
+    finally:
+        remove_images(work)
+    assert not out.tasks
+    reasons = {r["reason"] for r in out.rejections}
+    assert reasons == {"wrong_code_under_test"}, out.rejections
+    detail = out.rejections[0]["detail"]
+    assert "tests import iniconfig from " in detail and "site-packages" in detail, detail
+    assert detail.endswith("not /repo") and len(detail.splitlines()) == 1
+    assert out.rerun_summary.get("images_built", 0) == 0, out.rerun_summary
