@@ -102,6 +102,23 @@ UV_PYTHON = f"""\
   ╰─▶ Because the current Python version (3.11.2) does not satisfy Python>=3.12 and widget==1.0 depends on Python>=3.12, we can conclude that widget==1.0 cannot be used.
 """  # noqa: E501
 
+# uv without a terminal, then pip trying the same step (recipe.py's shell function): the build
+# ended on pip's attempt, so pip's words name it.
+UV_THEN_PIP = f"""\
+{ESC}[91merror: No solution found when resolving dependencies
+  cause: Because trajforge-h3-no-such-dist was not found in the package registry and you require trajforge-h3-no-such-dist==1.0.0, we can conclude that your requirements are unsatisfiable.
+{ESC}[0m
+{ESC}[91m+ [{ESC}[0m
+trajforge: uv failed, pip installs: -r requirements.txt
+{ESC}[91m -x /opt/trajforge-tools/bin/uv ]
++ /venv/bin/pip install -r requirements.txt
+{ESC}[0m
+{ESC}[91mERROR: Could not find a version that satisfies the requirement trajforge-h3-no-such-dist==1.0.0 (from versions: none)
+{ESC}[0m
+{ESC}[91mERROR: No matching distribution found for trajforge-h3-no-such-dist==1.0.0
+{ESC}[0m
+{DOCKER_ECHO}"""  # noqa: E501
+
 SCM_METADATA = f"""\
 Obtaining file:///repo
   Installing build dependencies: finished with status 'done'
@@ -197,6 +214,17 @@ ERROR: failed to solve: process "/bin/sh -ec if [ -s /tmp/trajforge/ca.crt ]; th
             "require requests==2.31.0, we can conclude that your requirements are unsatisfiable.",
         ),
         (UV_PYTHON, "widget wants Python >=3.12 (the image has 3.11.2)"),
+        (
+            UV_THEN_PIP,
+            "No matching distribution found for trajforge-h3-no-such-dist==1.0.0 "
+            "(the index has no release of it for Python 3.11)",
+        ),
+        (
+            UV_THEN_PIP.split("trajforge: uv failed")[0],  # uv alone, with no terminal
+            "no solution: Because trajforge-h3-no-such-dist was not found in the package "
+            "registry and you require trajforge-h3-no-such-dist==1.0.0, we can conclude that "
+            "your requirements are unsatisfiable.",
+        ),
         (
             SCM_METADATA,
             "metadata generation failed: setuptools-scm could not find a version (no .git)",

@@ -29,6 +29,7 @@ _DOCKER_ECHO = re.compile(
 
 C_TOOLCHAIN = ("build-essential", "python3-dev")
 PIP_BOX = "\u00d7"  # the cross pip and uv put before a failed step's name
+PIP_AFTER_UV = "trajforge: uv failed, pip installs"  # recipe.py's shell function says so
 RUST = ("cargo", "rustc")
 
 # (what the log shows, as a regex; the Debian packages that provide it; what is missing).
@@ -133,18 +134,13 @@ def cause_line(log: str, python: str = "") -> str:
 
     ``python``: the image's Python, for "no file that installs on Python 3.11"."""
     lines = clean_lines(log)
-    for find in (
-        _timed_out,
-        _python_wanted,
-        _missing_system,
-        _pip_conflict,
-        _uv_no_solution,
-        _no_distribution,
-        _subprocess_error,
-    ):
-        found = find(lines, python)
-        if found:
-            return found[:MAX_LINE]
+    # When uv refused a step and pip failed it too, pip's attempt is what the build ended on.
+    last_try = max((i for i, line in enumerate(lines) if PIP_AFTER_UV in line), default=-1)
+    for part in ([lines[last_try + 1 :]] if last_try >= 0 else []) + [lines]:
+        for find in CAUSES:
+            found = find(part, python)
+            if found:
+                return found[:MAX_LINE]
     return _fallback(lines)[:MAX_LINE]
 
 
@@ -215,8 +211,8 @@ def _uv_no_solution(lines: Sequence[str], python: str) -> str:
         return ""
     said: list[str] = []
     for line in lines[start + 1 :]:
-        text = line.strip().lstrip("╰─▶│ ").strip()
-        if text.startswith(("hint:", "help:")) or not text:
+        text = line.strip().lstrip("\u2570\u2500\u25b6\u2502 ").removeprefix("cause:").strip()
+        if not line.startswith((" ", "\t")) or text.startswith(("hint:", "help:")) or not text:
             break
         said.append(text)
     return "no solution: " + (" ".join(said) or "the requirements are unsatisfiable")
@@ -289,6 +285,18 @@ def _fallback(lines: Sequence[str]) -> str:
     pip = [line for line in stripped if line.startswith("ERROR:") and "Ignored the" not in line]
     other = [line for line in stripped if line.lower().startswith(("error", PIP_BOX))]
     return (pip or other or stripped or ["no output"])[-1]
+
+
+# Each finds one kind of cause in the log's lines, most telling first; "" when it sees none.
+CAUSES = (
+    _timed_out,
+    _python_wanted,
+    _missing_system,
+    _pip_conflict,
+    _uv_no_solution,
+    _no_distribution,
+    _subprocess_error,
+)
 
 
 def loosening_can_help(log: str) -> bool:

@@ -222,7 +222,7 @@ class _Preparation:
             if built.status == "built":
                 self.count("install_fallbacks", int(install_set.name != plan[0].name))
                 self.count("relaxations", 1 if install_set.rung != "declared" else 0)
-                self.count("system_packages", len(apt))
+                self.count("system_packages", int(bool(apt)))  # environments that needed them
                 return built, tuple(attempts)
             log = self._full_log(built)
             label = _label(install_set)
@@ -241,8 +241,11 @@ class _Preparation:
     def _plan(self) -> list[InstallSet]:
         """What ``_install`` tries, in order: the first ranked set as declared, then resolved
         as of the commit's date; the narrower sets as declared; then the first set's looser
-        rungs (relax.py), still as of that date. A narrower set drops whole files of pins at
-        the cost of one build, so it comes before loosening every pin of the widest set."""
+        rungs (relax.py). A narrower set drops whole files of pins at the cost of one build, so
+        it comes before loosening every pin of the widest set. ``ranges`` keeps the commit's
+        date (the compatible releases of its time); ``unpinned`` and ``no-deps`` resolve as of
+        today, the one thing a dated rung cannot give: a later release with files for a Python
+        newer than the commit (``mecab-python3==1.0.5`` has no wheel for 3.11, 1.0.6 does)."""
         first = InstallSet(self.profile.install_set, self.profile.install)
         if self.legacy:
             return [first]
@@ -252,8 +255,8 @@ class _Preparation:
         files = config_files(self.repo_path, self.profile.setup_commit)
         own = project_requirements(files)
         looser = [
-            InstallSet(first.name, relaxed(first.commands, rung, files, own), rung, era)
-            for rung in LOOSENED
+            InstallSet(first.name, relaxed(first.commands, rung, files, own), rung, day)
+            for rung, day in zip(LOOSENED, (era, "", ""), strict=True)
         ]
         return [first, *dated, *narrower, *looser]
 

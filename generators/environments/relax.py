@@ -13,8 +13,9 @@ Each rung keeps what the project declared and gives up a little more of it:
 ``no-deps``   every install ``--no-deps``, the project's own direct requirements unpinned
               first; prepare's repair round then adds what a test still cannot import.
 
-The era holds on every rung after it: the rung loosens the pins, the date keeps the releases
-of the project's time. The order of rungs and sets is prepare's (``prepare.py``).
+``ranges`` keeps the era (the compatible releases of the project's time); ``unpinned`` and
+``no-deps`` resolve as of today, for a release newer than the commit with files for today's
+Python. The order of rungs and sets, and which date each gets, is prepare's (``_plan``).
 """
 
 from __future__ import annotations
