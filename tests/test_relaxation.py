@@ -393,11 +393,11 @@ def test_installs_get_through_and_failures_say_why(tmp_path: Path) -> None:
     rejections = pl.read_parquet(tmp_path / "val" / "rejections" / "*.parquet").to_dicts()
     failed = [r for r in rejections if r["reason"] == "install_failed"]
     assert failed and all("no_dist" in r["detail"] for r in failed), failed
-    line = failed[0]["detail"].splitlines()[0]  # the log's tail follows, on its own lines
+    line = failed[0]["detail"]
     assert re.fullmatch(
         r"local/no_dist: nothing installs for profile [0-9a-f]{16} \(tests\+tox/nox: No "
         rf"matching distribution found for {re.escape(MISSING)} \(the index has no release of "
-        r"it for Python 3\.11\)\)",
+        r"it for Python 3\.11\)\) \(raw log: <cache_dir>/build-logs/[0-9a-f]{16}\.log\)",
         line,
     ), line
     profile_id = re.search(r"profile ([0-9a-f]{16})", line).group(1)

@@ -91,13 +91,13 @@ def test_hanging_test_is_killed_by_the_timeout(validated):
     assert runs["timed_out"].to_list() == [True]
 
 
-def test_failed_install_is_rejected_with_the_log_tail(validated):
+def test_failed_install_is_rejected_with_its_cause_in_one_line(validated):
     work, shas, _ = validated
     cid = _by_commit(work)[shas["bad_install"]]
     frame = pl.read_parquet(work / "out" / "rejections" / "*.parquet")
     row = frame.filter(pl.col("input") == cid).to_dicts()[0]
     assert row["reason"] == "install_failed"
-    assert "trajforge-no-such-package-xyz" in row["detail"]
+    assert "trajforge-no-such-package-xyz" in row["detail"] and "\n" not in row["detail"]
     profiles = pl.read_parquet(work / "out" / "profiles" / "*.parquet")
     assert sorted(profiles["status"].to_list()) == ["built", "failed"]
 

@@ -8,7 +8,8 @@ collect (generators/environments/prepare.py). A profile is keyed by the source's
 (``RepoRef.identity``: its real path or redacted URL), never its display name, so every item of a
 profile comes from one repository and the image's setup commit is a commit of that repository.
 The outcome, failed or not, is cached by the detected profile's id, so a rerun neither builds nor
-probes again; a failed profile's items are rejected with the reason and the install log's tail.
+probes again; a failed profile's items are rejected with the reason in one line (the raw build
+log stays in ``<cache_dir>/build-logs/``).
 """
 
 from __future__ import annotations
@@ -96,11 +97,11 @@ class BuildEnvironmentFn(SandboxFn):
         yield beam.pvalue.TaggedOutput(PROFILES, built)
         # No tests at the setup commit is no reason to drop the profile's items: a mined fix
         # may add the repository's first tests (each item's own run decides).
+        # One line that names the cause (prepare's); the raw build log stays in its file.
         if prepared.reason and prepared.reason != "no_tests":
             detail = prepared.detail
             if prepared.reason == "install_failed":
-                tail = "\n".join(built.log.strip().splitlines()[-15:])
-                detail = f"{detail}\n{tail}".strip()
+                detail += f" (raw log: <cache_dir>/build-logs/{built.profile_id}.log)"
             for site in sites:
                 yield self.reject(site.input_id, prepared.reason, detail)
             return
