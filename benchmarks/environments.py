@@ -22,6 +22,13 @@ the environment images it built at the end, so the next run builds them again; `
 both (``--cache-dir``). Docker's build cache is the machine's and is left alone: a recipe whose
 install step was built before (by either mode) reuses that layer.
 
+With ``--tasks`` the "new" mode goes one level further where the clean run passed: `trajforge
+inject --max-candidates 3` then `trajforge validate`, as a new user would, in the same cache (the
+environment is reused). Reach is then reported in four levels (issue 30): installed -> collected
+(or no tests, Repo2Run's test of success) -> a clean run with at least one pass -> at least one
+task. The script uses only detect_profile, prepare_environment and the CLI, so a checkout of an
+older trajforge can run it too (the "before" of a before/after comparison).
+
 Prints one block per repository, then per mode the share reached, the reasons for the rest and
 minutes per repository, and last ``reach_gain: X`` = new share / legacy share. Everything goes to
 ``--out`` as JSON. It builds about two images per repository: on a shared machine the minutes are
@@ -29,7 +36,7 @@ a ceiling, the shares are not affected.
 
 Usage: .venv/bin/python benchmarks/environments.py (--repos FILE | --repo PATH ...)
        [--only NAME ...] [--modes legacy,new] [--timeout 600] [--workers 1] [--params PATH]
-       [--cache-dir DIR] [--reuse] [--keep-cache] [--keep-images] [--out PATH]
+       [--cache-dir DIR] [--reuse] [--keep-cache] [--keep-images] [--tasks] [--out PATH]
 A repos FILE has one ``name path [commit]`` per line (no commit: HEAD; ``#`` starts a comment).
 """
 
@@ -43,6 +50,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -66,6 +74,8 @@ from trajforge.verifiers.test_runner import RunContext, run_tests
 from trajforge.verifiers.validation.rule import suite_failure
 
 MODES = ("legacy", "new")
+LEVELS = ("installed", "collected", "clean_pass", "task")
+NO_TESTS = ("no_tests", "no_tests_at_commit")  # "collected" in Repo2Run's sense: nothing to run
 STATE = "clean"
 DETAIL_CHARS = 300
 _PRINT = threading.Lock()
@@ -107,6 +117,21 @@ class Outcome:
     prepare_s: float = 0.0  # detection, builds, collections and repairs
     run_s: float = 0.0  # the clean suite
     seconds: float = 0.0
+    tasks: int = 0  # tasks `trajforge inject` + `validate` kept (--tasks), the fourth level
+    task_detail: str = ""  # why none, in one line (the most common rejection)
+    task_s: float = 0.0
+
+    @property
+    def levels(self) -> dict[str, bool]:
+        """Reach in levels (issue 30): installed -> collected (or no tests: Repo2Run's test of
+        success) -> a clean run with at least one pass -> at least one task."""
+        no_tests = self.reason in NO_TESTS
+        return {
+            "installed": self.built,
+            "collected": self.built and (self.collected > 0 or no_tests),
+            "clean_pass": self.reached,
+            "task": self.tasks > 0,
+        }
 
     @property
     def minutes(self) -> float:
@@ -194,7 +219,57 @@ def clean_run(sandbox: Sandbox, profile: EnvProfile, repo: Repo, timeout_s: floa
         return run_tests(session, ctx, STATE, attempt=0)
 
 
-def measure(repo: Repo, mode: str, params: Params, sandbox: Sandbox, timeout_s: float) -> Outcome:
+def task_level(repo: Repo, params: Params, out: Outcome, timeout_s: float) -> None:
+    """The fourth level as a new user meets it: `trajforge inject --max-candidates 3` at the
+    repository's newest commit, then `trajforge validate`, in the benchmark's cache (so the
+    environment just prepared is reused, not built again). Each step may take twice the clean
+    suite's limit; one that takes longer is the repository's detail, not the run's end."""
+    started = time.monotonic()
+    cli = os.path.join(os.path.dirname(sys.executable), "trajforge")
+    with tempfile.TemporaryDirectory(prefix=f"envbench-{repo.name}-") as work:
+        params_file = os.path.join(work, "params.yaml")
+        with open(params_file, "w", encoding="utf-8") as handle:
+            handle.write(
+                f"cache_dir: {params.cache_dir}\ninject:\n  combos: 0\nvalidate:\n  workers: 1\n"
+            )
+        steps = [
+            ["inject", "--repo", repo.path, "--max-candidates", "3", "--seed", "0"],
+            ["validate", "--input", os.path.join(work, "inject")],
+        ]
+        for step, output in zip(steps, ("inject", "validate"), strict=True):
+            command = [cli, *step, "--output", os.path.join(work, output), "--params", params_file]
+            try:
+                done = subprocess.run(
+                    command,
+                    cwd=work,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=2 * timeout_s,
+                )
+            except subprocess.TimeoutExpired:
+                out.task_detail = f"{output} took over {2 * timeout_s:.0f} s and was stopped"
+                break
+            if done.returncode != 0:
+                out.task_detail = one_line(f"{output} failed: {done.stderr.strip()[-300:]}")
+                break
+        summary_path = os.path.join(work, "validate", "summary.json")
+        if os.path.exists(summary_path):
+            with open(summary_path, encoding="utf-8") as handle:
+                summary = json.load(handle)
+            out.tasks = int(summary.get("kept", 0))
+            rejected = summary.get("rejected") or {}
+            if not out.tasks:
+                top = max(rejected.items(), key=lambda item: item[1], default=("none", 0))
+                out.task_detail = f"0 of {summary.get('inputs', 0)} bugs kept (most: {top[0]})"
+        elif not out.task_detail:
+            out.task_detail = "inject made no candidates"
+    out.task_s = time.monotonic() - started
+
+
+def measure(
+    repo: Repo, mode: str, params: Params, sandbox: Sandbox, timeout_s: float, tasks: bool = False
+) -> Outcome:
     """Detect, prepare, run the clean suite; every failure is a reason, nothing raises."""
     legacy = mode == "legacy"
     out = Outcome(mode)
@@ -220,6 +295,8 @@ def measure(repo: Repo, mode: str, params: Params, sandbox: Sandbox, timeout_s: 
         out.profile_id, out.image = built.profile_id, built.image
         if prepared.reason:
             out.reason, out.detail = prepared.reason, one_line(prepared.detail)
+            if tasks and out.reason in NO_TESTS:  # inject may find an older commit with tests
+                task_level(repo, params, out, timeout_s)
             return out
         out.prepare_s = time.monotonic() - started
         run = clean_run(sandbox, built, repo, timeout_s)
@@ -235,6 +312,8 @@ def measure(repo: Repo, mode: str, params: Params, sandbox: Sandbox, timeout_s: 
             out.detail = f"{out.tests} tests ran, none passed ({out.failed} failed or errored)"
         else:
             out.reached = True
+        if tasks and out.reached:
+            task_level(repo, params, out, timeout_s)
         return out
     except UserError as exc:  # detection's (no_supported_python), no base image, a broken sandbox
         out.reason, out.detail = exc.reason, one_line(str(exc))
@@ -251,12 +330,15 @@ def measure(repo: Repo, mode: str, params: Params, sandbox: Sandbox, timeout_s: 
 
 
 def bench_repo(
-    repo: Repo, modes: Sequence[str], params: Params, timeout_s: float
+    repo: Repo, modes: Sequence[str], params: Params, timeout_s: float, tasks: bool = False
 ) -> dict[str, Outcome]:
     """Every mode on one repository, in one sandbox (its spare containers removed after)."""
     sandbox = make_sandbox(params, quiet=True)
     try:
-        outcomes = {mode: measure(repo, mode, params, sandbox, timeout_s) for mode in modes}
+        outcomes = {
+            mode: measure(repo, mode, params, sandbox, timeout_s, tasks and mode == "new")
+            for mode in modes
+        }
     finally:
         sandbox.close()
     with _PRINT:
@@ -330,6 +412,8 @@ def print_repo(repo: Repo, outcomes: dict[str, Outcome]) -> None:
             print(f"          repair: {repair}")
         for excluded in out.excluded:
             print(f"          excluded: {excluded[:DETAIL_CHARS]}")
+        if out.tasks or out.task_detail:
+            print(f"          tasks: {out.tasks} {out.task_detail} [{out.task_s / 60:.1f} min]")
     sys.stdout.flush()
 
 
@@ -353,6 +437,8 @@ def mode_figures(outcomes: list[Outcome]) -> dict:
         "repaired": sum(bool(o.repairs) for o in outcomes),
         "with_exclusions": sum(bool(o.excluded) for o in outcomes),
         "excluded_modules": sum(len(o.excluded) for o in outcomes),
+        "levels": {level: sum(o.levels[level] for o in outcomes) for level in LEVELS},
+        "no_tests": sum(o.reason in NO_TESTS for o in outcomes),
     }
 
 
@@ -370,6 +456,8 @@ def report(
             f"{f['ran']}, passed >= 1: {f['passed_any']}; {f['minutes_per_repository']:.1f} "
             f"min per repository (median {f['median_minutes']:.1f})"
         )
+        levels = ", ".join(f"{name} {k}" for name, k in f["levels"].items())
+        print(f"        levels: {levels} (of {f['repositories']}; no tests: {f['no_tests']})")
         if mode != "legacy":
             print(
                 f"        install fallbacks {f['install_fallbacks']}, repaired {f['repaired']}, "
@@ -424,6 +512,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep-cache", action="store_true", help="keep the fresh cache dir")
     parser.add_argument("--keep-images", action="store_true", help="keep the images built")
     parser.add_argument("--out", help="write every figure and outcome here as JSON")
+    parser.add_argument(
+        "--tasks",
+        action="store_true",
+        help="the fourth level: inject 3 bugs and validate them where the clean run passed "
+        "(or found no tests: inject may take an older commit)",
+    )
     args = parser.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not args.modes or set(args.modes) - set(MODES):
@@ -450,7 +544,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with ThreadPoolExecutor(max_workers=args.workers) as pool:
                 results = list(
-                    pool.map(lambda r: bench_repo(r, args.modes, params, args.timeout), repos)
+                    pool.map(
+                        lambda r: bench_repo(r, args.modes, params, args.timeout, args.tasks),
+                        repos,
+                    )
                 )
         finally:
             after = env_images(params)
