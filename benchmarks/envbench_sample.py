@@ -17,7 +17,7 @@ cannot be fetched. Two steps:
      commit of each mirror), and names on stderr each one skipped because it is not there.
 
 Usage: .venv/bin/python benchmarks/envbench_sample.py --list FILE [--seed 30] [--count 30]
-       [--mirrors /work/.mirror] [--repos-out FILE]
+       [--mirrors DIR --repos-out FILE]
 """
 
 from __future__ import annotations
@@ -86,9 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", required=True, help="EnvBench's list, saved outside the repo")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--count", type=int, default=30)
-    parser.add_argument("--mirrors", default="/work/.mirror", help="where the bare mirrors are")
+    parser.add_argument("--mirrors", help="the folder of bare mirrors, owner+name/repo each")
     parser.add_argument("--repos-out", help="write environments.py's repos file here")
     args = parser.parse_args(argv)
+    if args.repos_out and not args.mirrors:
+        parser.error("--repos-out needs --mirrors, the folder the repositories were fetched to")
     try:
         order = draw(read_list(args.list), args.seed)
     except (OSError, ValueError, KeyError) as exc:
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         for rank, name in enumerate(order):
             print(f"{'sample' if rank < args.count else 'spare'} {rank + 1} {name}")
         return 0
-    lines, skipped = repos_lines(order, args.count, args.mirrors)
+    lines, skipped = repos_lines(order, args.count, args.mirrors)  # the draw's first fetched
     with open(args.repos_out, "w", encoding="utf-8") as handle:
         handle.write(f"# EnvBench Python list, seed {args.seed}, first {args.count} fetched\n")
         handle.write("".join(f"{line}\n" for line in lines))
