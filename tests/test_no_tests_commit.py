@@ -79,6 +79,10 @@ def test_tests_deleted_in_the_last_commit_reach_a_task(tmp_path: Path) -> None:
     assert out.tasks, out.rejections
     assert {t["base_commit"] for t in out.tasks} == {tested}
     assert out.rerun_summary.get("images_built", 0) == 0, out.rerun_summary
+    # Reach in levels, once per repository, in the summary (and again on the rerun, from cache)
+    levels = "1 repositories: installed 1, collected 1, clean 1, task 1"
+    assert out.summary["reach"] == levels and "reach_short" not in out.summary, out.summary
+    assert out.rerun_summary["reach"] == levels, out.rerun_summary
     assert sorted(t["instance_id"] for t in out.rerun_tasks) == sorted(
         t["instance_id"] for t in out.tasks
     )

@@ -24,7 +24,7 @@ from trajforge.generators.environments.prepare import Prepared, prepare_environm
 from trajforge.generators.environments.profile import detect_profile
 from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
 from trajforge.generators.sources.specs import SourceOptions, open_source
-from trajforge.pipelines.runtime import progress
+from trajforge.pipelines.runtime import progress, reach
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, StageFn
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
@@ -66,6 +66,8 @@ class DetectProfileFn(StageFn):
         except UserError as exc:
             yield self.reject_error(site.input_id, exc)
             return
+        if self.STAGE == "validate":
+            reach.mark(self, "seen", site.repo)
         yield profile.profile_id, (profile, item)
 
 
@@ -95,6 +97,10 @@ class BuildEnvironmentFn(SandboxFn):
             return
         built = prepared.profile
         yield beam.pvalue.TaggedOutput(PROFILES, built)
+        if self.STAGE == "validate" and built.status == "built":
+            reach.mark(self, "installed", built.repo)
+            if prepared.reason in ("", "no_tests"):
+                reach.mark(self, "collected", built.repo)
         # No tests at the setup commit is no reason to drop the profile's items: a mined fix
         # may add the repository's first tests (each item's own run decides).
         # One line that names the cause (prepare's); the raw build log stays in its file.

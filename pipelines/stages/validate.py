@@ -18,6 +18,7 @@ from trajforge.generators.bugs.combiner import combine_bugs
 from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.report.data import LABEL_CHECK_COLUMNS, label_figures_of
+from trajforge.pipelines.runtime import reach
 from trajforge.pipelines.runtime.outputs import read_frame, table_files
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn
 from trajforge.pipelines.stages.environment import BuildEnvironments, Site
@@ -78,6 +79,10 @@ class ValidateFn(SandboxFn):
         """``moved``: the bar already moved for it (``_outcome``, as the bug finished)."""
         if result.cached:
             self.count("cache_hits")
+        if reach.passed_any(clean or result.runs):
+            reach.mark(self, "clean", candidate.repo)
+        if result.task is not None:
+            reach.mark(self, "task", candidate.repo)
         for run in result.runs:
             yield beam.pvalue.TaggedOutput(RUNS, run)
         if (check := check_labels(candidate, result, clean)) is not None:
