@@ -31,7 +31,8 @@ older trajforge can run it too (the "before" of a before/after comparison).
 
 Prints one block per repository, then per mode the share reached, the reasons for the rest and
 minutes per repository, and last ``reach_gain: X`` = new share / legacy share. Everything goes to
-``--out`` as JSON. It builds about two images per repository: on a shared machine the minutes are
+``--out`` as JSON (while it runs, the repositories finished so far to ``OUT.partial``, which
+benchmarks/envbench_report.py reads too). It builds about two images per repository: on a shared machine the minutes are
 a ceiling, the shares are not affected.
 
 Usage: .venv/bin/python benchmarks/environments.py (--repos FILE | --repo PATH ...)
@@ -79,6 +80,7 @@ NO_TESTS = ("no_tests", "no_tests_at_commit")  # "collected" in Repo2Run's sense
 STATE = "clean"
 DETAIL_CHARS = 300
 _PRINT = threading.Lock()
+_DONE: list[dict] = []  # the rows finished so far, for --out's partial file (under _PRINT)
 
 
 @dataclass(frozen=True)
@@ -330,9 +332,16 @@ def measure(
 
 
 def bench_repo(
-    repo: Repo, modes: Sequence[str], params: Params, timeout_s: float, tasks: bool = False
+    repo: Repo,
+    modes: Sequence[str],
+    params: Params,
+    timeout_s: float,
+    tasks: bool = False,
+    partial: str | None = None,
 ) -> dict[str, Outcome]:
-    """Every mode on one repository, in one sandbox (its spare containers removed after)."""
+    """Every mode on one repository, in one sandbox (its spare containers removed after). With
+    ``partial``, the outcomes so far go to that JSON file too, so a long run that is stopped
+    still leaves the repositories it finished (the same ``repositories`` rows as ``--out``)."""
     sandbox = make_sandbox(params, quiet=True)
     try:
         outcomes = {
@@ -343,6 +352,10 @@ def bench_repo(
         sandbox.close()
     with _PRINT:
         print_repo(repo, outcomes)
+        if partial:
+            _DONE.append({**asdict(repo), **{mode: asdict(o) for mode, o in outcomes.items()}})
+            with open(partial, "w", encoding="utf-8") as handle:
+                json.dump({"repositories": _DONE, "partial": True}, handle, indent=2)
     return outcomes
 
 
@@ -511,7 +524,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--keep-cache", action="store_true", help="keep the fresh cache dir")
     parser.add_argument("--keep-images", action="store_true", help="keep the images built")
-    parser.add_argument("--out", help="write every figure and outcome here as JSON")
+    parser.add_argument(
+        "--out", help="write every figure and outcome here as JSON (OUT.partial while it runs)"
+    )
     parser.add_argument(
         "--tasks",
         action="store_true",
@@ -532,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     repos = select_repos(args)
     base = load_params(args.params)
     started = time.monotonic()
+    partial = f"{args.out}.partial" if args.out else None
     with cache_dir(args, base) as cache:
         params = dataclasses.replace(base, cache_dir=cache)
         before = env_images(params)
@@ -545,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
             with ThreadPoolExecutor(max_workers=args.workers) as pool:
                 results = list(
                     pool.map(
-                        lambda r: bench_repo(r, args.modes, params, args.timeout, args.tasks),
+                        lambda r: bench_repo(
+                            r, args.modes, params, args.timeout, args.tasks, partial
+                        ),
                         repos,
                     )
                 )
@@ -575,6 +593,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         with open(args.out, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2)
+        if partial and os.path.exists(partial):
+            os.remove(partial)
     return 0
 
 

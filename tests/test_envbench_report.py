@@ -8,7 +8,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 import envbench_report
+import environments
 from environments import Outcome, Repo
+from repo_factory import RepoBuilder
+from trajforge.schemas.params import load_params
 
 PIN = "install_failed: ResolutionImpossible: numpy==1.19.5 vs pandas>=2"
 
@@ -83,3 +86,22 @@ def test_a_file_that_is_not_a_benchmark_document_is_one_line(tmp_path: Path, cap
     assert envbench_report.main([str(other)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--modes new --tasks --out" in err
+
+
+def test_a_run_leaves_its_finished_repositories_in_the_partial_file(tmp_path: Path) -> None:
+    """A real repository whose Python no base image offers stops at detection, before any build:
+    its row is in OUT.partial as soon as it is done, and the report reads that file."""
+    builder = RepoBuilder(tmp_path / "future")
+    toml = '[project]\nname = "future"\nversion = "1.0"\nrequires-python = ">=4.0"\n'
+    head = builder.commit(
+        "init", {"pyproject.toml": toml, "tests/test_a.py": "def test_a(): pass\n"}
+    )
+    repo = Repo("future", str(builder.path), head)
+    params = load_params(None)
+    partial = tmp_path / "figures.json.partial"
+
+    environments.bench_repo(repo, ["new"], params, 60.0, tasks=True, partial=str(partial))
+
+    rows = json.loads(partial.read_text())["repositories"]
+    assert [(r["name"], r["new"]["reason"]) for r in rows] == [("future", "no_supported_python")]
+    assert envbench_report.summary({"repositories": rows})["levels"]["installed"] == 0
