@@ -8,13 +8,14 @@ dataset ``JetBrains-Research/EnvBench``, or a copy of it, one JSON object a line
 
 The draw is a seeded shuffle of the whole list, so it is the same on every machine: the first
 ``--count`` names are the sample, the rest in order are the replacements for a repository that
-cannot be fetched. Two steps:
+cannot be fetched, or whose mirror lacks a file of its newest commit. Two steps:
 
   1. ``envbench_sample.py --list L`` prints the draw (sample, then replacements); fetch each
      repository as a bare git mirror under ``--mirrors`` (``owner+name/repo``).
-  2. ``envbench_sample.py --list L --repos-out FILE`` writes the first ``--count`` fetched
-     repositories in draw order as environments.py's ``name path commit`` lines (the newest
-     commit of each mirror), and names on stderr each one skipped because it is not there.
+  2. ``envbench_sample.py --list L --mirrors DIR --repos-out FILE`` writes the first
+     ``--count`` fetched, complete repositories in draw order as environments.py's ``name path
+     commit`` lines (the newest commit of each mirror), and names on stderr each one skipped,
+     with why (not fetched, or files absent: `git archive` would fail on it).
 
 Usage: .venv/bin/python benchmarks/envbench_sample.py --list FILE [--seed 30] [--count 30]
        [--mirrors DIR --repos-out FILE]
@@ -65,19 +66,42 @@ def newest_commit(git_dir: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def repos_lines(order: list[str], count: int, mirrors: str) -> tuple[list[str], list[str]]:
-    """The first ``count`` fetched repositories as ``name path commit`` lines, and the skipped."""
+def missing_blobs(git_dir: str, commit: str) -> int:
+    """Files of the commit's tree whose content the mirror lacks (a snapshot service may leave
+    out the largest): `git archive` fails on any of them, so no version could be measured."""
+    tree = subprocess.run(
+        ["git", "--git-dir", git_dir, "ls-tree", "-r", commit],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    blobs = "".join(f"{row.split()[2]}\n" for row in tree.splitlines() if row.split()[1] == "blob")
+    checked = subprocess.run(
+        ["git", "--git-dir", git_dir, "cat-file", "--batch-check"],
+        input=blobs,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return sum(line.endswith(" missing") for line in checked.splitlines())
+
+
+def repos_lines(order: list[str], count: int, mirrors: str) -> tuple[list[str], dict[str, str]]:
+    """The first ``count`` fetched, complete repositories as ``name path commit`` lines, and why
+    each one before them was skipped."""
     lines: list[str] = []
-    skipped: list[str] = []
+    skipped: dict[str, str] = {}
     for name in order:
         if len(lines) == count:
             break
         git_dir = mirror_of(mirrors, name)
         commit = newest_commit(git_dir) if os.path.isdir(git_dir) else None
         if commit is None:
-            skipped.append(name)
-            continue
-        lines.append(f"{name.split('/')[1]} {git_dir} {commit}")
+            skipped[name] = f"not fetched: no mirror at {git_dir}"
+        elif missing := missing_blobs(git_dir, commit):
+            skipped[name] = f"incomplete: {missing} files of {commit[:12]} absent from the mirror"
+        else:
+            lines.append(f"{name.split('/')[1]} {git_dir} {commit}")
     return lines, skipped
 
 
@@ -108,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.repos_out, "w", encoding="utf-8") as handle:
         handle.write(f"# EnvBench Python list, seed {args.seed}, first {args.count} fetched\n")
         handle.write("".join(f"{line}\n" for line in lines))
-    for name in skipped:
-        print(f"envbench_sample: {name} is not at {mirror_of(args.mirrors, name)}", file=sys.stderr)
+    for name, why in skipped.items():
+        print(f"envbench_sample: {name} skipped, {why}", file=sys.stderr)
     print(f"{len(lines)} repositories to {args.repos_out}; {len(skipped)} skipped")
     return 0 if len(lines) == args.count else 1
 

@@ -62,7 +62,7 @@ def test_an_unfetched_repository_gives_its_place_to_the_next(tmp_path: Path, cap
     assert code == 0
     assert [(n, c) for n, _, c in lines] == [(m.split("/")[1], heads[m]) for m in order[1:4]]
     assert all(Path(path, "HEAD").is_file() for _, path, _ in lines)
-    assert f"{order[0]} is not at" in capsys.readouterr().err
+    assert f"{order[0]} skipped, not fetched" in capsys.readouterr().err
 
 
 def test_an_unreadable_list_is_one_line(tmp_path: Path, capsys) -> None:
@@ -72,3 +72,39 @@ def test_an_unreadable_list_is_one_line(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "cannot read" in err and "'repository' key" in err
+
+
+def test_a_mirror_missing_a_file_of_its_newest_commit_gives_its_place_too(tmp_path: Path, capsys):
+    """A snapshot service may leave out a repository's largest files; `git archive` then fails
+    for every version measured, so the draw moves on to the next repository."""
+    listing = write_list(tmp_path / "list.jsonl")
+    order = envbench_sample.draw(NAMES, seed=30)
+    mirrors = tmp_path / "mirrors"
+    heads = {name: bare_mirror(mirrors, name, tmp_path) for name in order[:3]}
+    git_dir = envbench_sample.mirror_of(str(mirrors), order[0])
+    blob = subprocess.run(
+        ["git", "--git-dir", git_dir, "rev-parse", f"{heads[order[0]]}:README"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(git_dir, "objects", blob[:2], blob[2:]).unlink()
+    repos = tmp_path / "repos.txt"
+
+    code = envbench_sample.main(
+        [
+            "--list",
+            str(listing),
+            "--count",
+            "2",
+            "--mirrors",
+            str(mirrors),
+            "--repos-out",
+            str(repos),
+        ]
+    )
+
+    names = [line.split()[0] for line in repos.read_text().splitlines()[1:]]
+    assert code == 0
+    assert names == [name.split("/")[1] for name in order[1:3]]
+    assert f"{order[0]} skipped, incomplete: 1 files" in capsys.readouterr().err
