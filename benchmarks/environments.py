@@ -32,8 +32,8 @@ older trajforge can run it too (the "before" of a before/after comparison).
 Prints one block per repository, then per mode the share reached, the reasons for the rest and
 minutes per repository, and last ``reach_gain: X`` = new share / legacy share. Everything goes to
 ``--out`` as JSON (while it runs, the repositories finished so far to ``OUT.partial``, which
-benchmarks/envbench_report.py reads too). It builds about two images per repository: on a shared machine the minutes are
-a ceiling, the shares are not affected.
+benchmarks/envbench_report.py reads too). It builds about two images per repository: on a
+shared machine the minutes are a ceiling, the shares are not affected.
 
 Usage: .venv/bin/python benchmarks/environments.py (--repos FILE | --repo PATH ...)
        [--only NAME ...] [--modes legacy,new] [--timeout 600] [--workers 1] [--params PATH]
