@@ -42,3 +42,19 @@ def test_pypis_copy_standing_in_for_the_project_is_refused(tmp_path: Path) -> No
     assert "tests import iniconfig from " in detail and "site-packages" in detail, detail
     assert detail.endswith("not /repo") and len(detail.splitlines()) == 1
     assert out.rerun_summary.get("images_built", 0) == 0, out.rerun_summary
+
+
+def test_a_command_line_projects_main_module_is_not_one_of_its_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cookiecutter has /repo/cookiecutter/ and a top-level __main__.py: under pytest,
+    sys.modules["__main__"] is pytest's own, which must not read as the project's code coming
+    from elsewhere (EnvBench's cookiecutter came back wrong_code_under_test for it)."""
+    from trajforge.verifiers import origin_plugin
+
+    (tmp_path / "cookiecutter").mkdir()
+    (tmp_path / "cookiecutter" / "__init__.py").write_text("")
+    (tmp_path / "__main__.py").write_text("print('cli')\n")
+    (tmp_path / "tasks.py").write_text("")
+    monkeypatch.setattr(origin_plugin, "REPO", str(tmp_path))
+    assert origin_plugin._own_names() == {"cookiecutter", "tasks"}

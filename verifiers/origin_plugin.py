@@ -32,7 +32,13 @@ def _own_names() -> set[str]:
                 names.add(entry[:-3])
             elif os.path.isfile(os.path.join(path, "__init__.py")):
                 names.add(entry)
-    return {name for name in names if name.isidentifier() and name not in NOT_THE_PROJECT}
+    # A dunder module (a command-line project's __main__.py) is never an importable package of
+    # the project: sys.modules["__main__"] is pytest's own, wherever it lives.
+    return {
+        name
+        for name in names
+        if name.isidentifier() and name not in NOT_THE_PROJECT and not name.startswith("__")
+    }
 
 
 def _where(module: object) -> str:
