@@ -287,6 +287,11 @@ FAMILIES = [
     ("OSError: Could not find geos-config executable", "libgeos-dev"),
     ("FileNotFoundError: [Errno 2] No such file or directory: 'gdal-config'", "libgdal-dev"),
     ("fatal error: snappy-c.h: No such file or directory", "libsnappy-dev"),
+    # EnvBench's oadoi (pdftotext): after libpq-dev, this was the header no package answered
+    (
+        "fatal error: poppler/cpp/poppler-document.h: No such file or directory",
+        "libpoppler-cpp-dev",
+    ),
     ("fatal error: sndfile.h: No such file or directory", "libsndfile1-dev"),
     ("fatal error: xmlsec/xmlsec.h: No such file or directory", "libxmlsec1-dev"),
     ("/bin/sh: 1: pkg-config: not found", "pkg-config"),

@@ -70,6 +70,7 @@ SYSTEM_PACKAGES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (r"geos_c\.h|geos-config", ("libgeos-dev",), "geos"),
     (r"gdal-config|gdal\.h", ("libgdal-dev",), "gdal"),
     (r"snappy-c\.h", ("libsnappy-dev",), "snappy"),
+    (r"poppler/cpp/[\w-]+\.h|poppler-cpp", ("libpoppler-cpp-dev", "pkg-config"), "poppler"),
     (r"sndfile\.h", ("libsndfile1-dev",), "libsndfile"),
     (r"xmlsec1?/[\w.]+\.h|xmlsec1\b", ("libxmlsec1-dev", "pkg-config"), "xmlsec"),
     (
