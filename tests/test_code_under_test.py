@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from reach_repos import build_runner_dependency
 from trajforge.verifiers.collection import parse_origins
-from wild_runs import inject_and_validate, remove_images
+from wild_runs import run_wild
 
 
 def test_the_plugins_lines_read_as_name_from_file() -> None:
@@ -29,12 +29,7 @@ def test_the_plugins_lines_read_as_name_from_file() -> None:
 def test_pypis_copy_standing_in_for_the_project_is_refused(tmp_path: Path) -> None:
     repo = tmp_path / "iniconfig"
     build_runner_dependency(repo)
-    work = tmp_path / "run"
-    work.mkdir()
-    try:
-        out = inject_and_validate(repo, work)
-    finally:
-        remove_images(work)
+    out = run_wild(repo, tmp_path)
     assert not out.tasks
     reasons = {r["reason"] for r in out.rejections}
     assert reasons == {"wrong_code_under_test"}, out.rejections

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 from reach_repos import build_no_tests, build_tests_deleted
-from wild_runs import inject_and_validate, remove_images, rows, write_params
+from wild_runs import rows, run_wild, write_params
 
 
 def commits(repo: Path) -> list[str]:
@@ -67,12 +67,7 @@ def test_tests_deleted_in_the_last_commit_reach_a_task(tmp_path: Path) -> None:
     repo = tmp_path / "moved"
     build_tests_deleted(repo)
     newest, tested = commits(repo)[:2]
-    work = tmp_path / "run"
-    work.mkdir()
-    try:
-        out = inject_and_validate(repo, work)
-    finally:
-        remove_images(work)
+    out = run_wild(repo, tmp_path)
     assert set(out.candidates["base_commit"]) == {tested}
     line = out.inject_summary["older_commit_taken"]
     assert tested[:12] in line and newest[:12] in line and "no test files" in line

@@ -16,7 +16,7 @@ from trajforge.schemas.test_run import TestRun, TestStatus
 from trajforge.verifiers.log_parsers import get_parser
 from trajforge.verifiers.outside_world import describe, line_kind, outside_world_tests
 from trajforge.verifiers.validation.mutants import nothing_passes
-from wild_runs import inject_and_validate, remove_images
+from wild_runs import run_wild
 
 SUITE = """\
 import os
@@ -115,12 +115,7 @@ def test_services_and_hostile_lines() -> None:
 def test_the_pure_tests_decide_and_the_rest_are_counted(tmp_path: Path) -> None:
     repo = tmp_path / "webby"
     build_outside_world(repo)
-    work = tmp_path / "run"
-    work.mkdir()
-    try:
-        out = inject_and_validate(repo, work)
-    finally:
-        remove_images(work)
+    out = run_wild(repo, tmp_path)
     assert out.tasks, out.rejections
     for task in out.tasks:
         listed = task["FAIL_TO_PASS"] + task["PASS_TO_PASS"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from reach_repos import CORE_TEST_COUNT, build_hanging_test
 from trajforge.verifiers.test_runner import with_test_limit
-from wild_runs import inject_and_validate, remove_images
+from wild_runs import run_wild
 
 HANGING = "tests/test_hangs.py::test_waits_for_a_server_that_never_answers"
 PYTEST = "python -m pytest -rA --junitxml=/tmp/j.xml"
@@ -32,12 +32,7 @@ def test_the_limit_goes_on_pytest_commands_of_images_that_have_the_plugin() -> N
 def test_a_hanging_test_fails_alone_and_the_rest_decides(tmp_path: Path) -> None:
     repo = tmp_path / "sleepy"
     build_hanging_test(repo)
-    work = tmp_path / "run"
-    work.mkdir()
-    try:
-        out = inject_and_validate(repo, work, validate="  per_test_timeout_s: 5\n")
-    finally:
-        remove_images(work)
+    out = run_wild(repo, tmp_path, validate="  per_test_timeout_s: 5\n")
     assert out.tasks, out.rejections
     assert not [r for r in out.rejections if "timeout" in r["reason"]], out.rejections
     for task in out.tasks:

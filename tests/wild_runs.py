@@ -74,3 +74,13 @@ def remove_images(work: Path) -> None:
     if built:
         images = [f"trajforge-env:{profile_id}" for profile_id in built]
         subprocess.run(["docker", "rmi", "-f", *images], capture_output=True, check=False)
+
+
+def run_wild(repo: Path, tmp_path: Path, validate: str = "") -> Outputs:
+    """``inject_and_validate`` in ``tmp_path/run``, the images it built removed whatever happens."""
+    work = tmp_path / "run"
+    work.mkdir()
+    try:
+        return inject_and_validate(repo, work, validate)
+    finally:
+        remove_images(work)
