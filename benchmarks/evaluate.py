@@ -22,7 +22,8 @@ with the same parallelism (``--workers``), in the same run, on the same Docker e
 
 Then the reward service (``serve-rewards``' code, over HTTP on 127.0.0.1) with 1, 2 and 4
 concurrent clients, each sending gold and wrong patches in turn: p50/p95 latency, rewards per
-minute, and whether every request got its answer.
+minute, and whether every request got its answer; then 2 clients sending wrong patches only, graded
+in full and with ``fail_fast`` (FAIL_TO_PASS first, stop when one fails): ``fail_fast_p50_speedup``.
 
 Usage: ``python benchmarks/evaluate.py --tasks data/export [--limit 12] [--workers 2]``
 (``--tasks``: any stage output from validate on, or an exported dataset). The last line is
@@ -198,9 +199,16 @@ def timed(label: str, work, items: list, workers: int) -> tuple[float, list]:
 
 
 def load(
-    url: str, tasks: list[TaskInstance], wrong: dict[str, str], clients: int, per_client: int
+    url: str,
+    tasks: list[TaskInstance],
+    wrong: dict[str, str],
+    clients: int,
+    per_client: int,
+    only_wrong: bool = False,
+    fail_fast: bool | None = None,
 ) -> dict:
-    """``clients`` threads, each sending ``per_client`` requests (gold, then a wrong patch)."""
+    """``clients`` threads, each sending ``per_client`` requests (gold, then a wrong patch; or
+    wrong patches only)."""
     client = RewardClient(url)
     latencies: list[float] = []
     answers: list[dict] = []
@@ -209,9 +217,10 @@ def load(
     def one_client(index: int) -> None:
         for k in range(per_client):
             task = tasks[(index + k) % len(tasks)]
-            patch = task.patch if k % 2 == 0 else wrong[task.instance_id]
+            gold = k % 2 == 0 and not only_wrong
+            patch = task.patch if gold else wrong[task.instance_id]
             started = time.monotonic()
-            answer = client.score(task.instance_id, patch)
+            answer = client.score(task.instance_id, patch, fail_fast=fail_fast)
             with lock:
                 latencies.append(time.monotonic() - started)
                 answers.append(answer)
@@ -302,6 +311,18 @@ def main() -> int:
             lost = row["sent"] - row["answered"]
             print(f"serve-rewards, {clients} client(s): p50 {row['p50_s']}s, p95 {row['p95_s']}s, "
                   f"{row['rewards_per_minute']} rewards/min, {lost} lost")  # fmt: skip
+        # RL batches are mostly wrong patches: the full graded run against fail-fast, 2 clients
+        for fail_fast in (False, True):
+            row = load(url, tasks, wrong, 2, args.requests, only_wrong=True, fail_fast=fail_fast)
+            row["fail_fast"] = fail_fast
+            figures["service"].append(row)
+            lost = row["sent"] - row["answered"]
+            mode = "fail-fast" if fail_fast else "full run"
+            print(f"serve-rewards, wrong patches, 2 clients, {mode}: p50 {row['p50_s']}s, "
+                  f"p95 {row['p95_s']}s, {lost} lost")  # fmt: skip
+        full, quick = figures["service"][-2:]
+        figures["fail_fast_p50_speedup"] = round(full["p50_s"] / max(quick["p50_s"], 0.01), 2)
+        print(f"fail_fast_p50_speedup: {figures['fail_fast_p50_speedup']}")
     finally:
         server.shutdown()
         service.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -365,3 +366,60 @@ def _post(url: str, body: bytes) -> tuple[int, str]:
             return answer.status, json.loads(answer.read()).get("reason", "")
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())["reason"]
+
+
+# add fixed, mul broken: FAIL_TO_PASS passes, a PASS_TO_PASS test fails
+FIX_ADD_BREAK_MUL = (
+    HEAD + "@@ -1,6 +1,6 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+    " \n \n def mul(a, b):\n-    return a * b\n+    return a * b + 1\n"
+)
+
+
+def test_fail_fast_never_reports_an_unrun_test_as_passed(tasks, evaluator):
+    """A wrong patch stops at its failing FAIL_TO_PASS: PASS_TO_PASS are NOT_RUN (failures in the
+    report, no partial credit); one that passes them gets the full run, and its verdict is the
+    full run's, test for test."""
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    assert add.PASS_TO_PASS, "the add task needs PASS_TO_PASS tests for this check"
+    wrong = evaluator.evaluate(add, WRONG_ADD, fail_fast=True)
+    assert (wrong.resolved, wrong.reason, wrong.reward) == (False, "tests_failed", 0.0)
+    status = wrong.report["tests_status"]
+    assert status["FAIL_TO_PASS"] == {"success": [], "failure": [ADD_F2P]}
+    assert status["PASS_TO_PASS"] == {"success": [], "failure": sorted(add.PASS_TO_PASS)}
+    verdict = evaluator.verdict(add, WRONG_ADD, fail_fast=True)
+    assert {verdict.test_report[t] for t in add.PASS_TO_PASS} == {"NOT_RUN"}
+    full_wrong = evaluator.verdict(add, WRONG_ADD)
+    assert full_wrong.test_report["tests/test_ops.py::test_mul"] == "PASSED"
+    ran_mul = re.compile(r"test_ops\.py::test_mul\b")
+    assert ran_mul.search(full_wrong.log) and not ran_mul.search(verdict.log)  # it never ran
+    for patch in (add.patch, FIX_ADD_BREAK_MUL):
+        quick = evaluator.verdict(add, patch, fail_fast=True)
+        full = evaluator.verdict(add, patch)
+        assert (quick.resolved, quick.reason, quick.test_report) == (
+            full.resolved, full.reason, full.test_report
+        )  # fmt: skip
+    broke = evaluator.evaluate(add, FIX_ADD_BREAK_MUL, fail_fast=True)
+    assert (broke.resolved, broke.reason) == (False, "tests_failed")
+    assert broke.report["tests_status"]["PASS_TO_PASS"]["failure"] == sorted(add.PASS_TO_PASS)
+    # partial credit needs every PASS_TO_PASS outcome: fail_fast does not apply to it
+    assert evaluator.evaluate(add, WRONG_ADD, partial=True, fail_fast=True).log != wrong.log
+
+
+def test_the_reward_service_takes_fail_fast_per_request(tasks, evaluator):
+    service = RewardService(evaluator, tasks, workers=1, queue_size=2, max_patch_bytes=10_000)
+    server = serve(service, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    try:
+        said = {"instance_id": add.instance_id, "patch": WRONG_ADD, "fail_fast": "yes"}
+        assert _post(url, json.dumps(said).encode()) == (400, "malformed_request")
+        answer = RewardClient(url).score(add.instance_id, WRONG_ADD)
+        assert (answer["reward"], answer["reason"]) == (0.0, "tests_failed")
+        quick = RewardClient(url).score(add.instance_id, WRONG_ADD, fail_fast=True)
+        assert (quick["reward"], quick["reason"]) == (0.0, "tests_failed")
+        p2p = quick["report"]["tests_status"]["PASS_TO_PASS"]
+        assert p2p == {"success": [], "failure": sorted(add.PASS_TO_PASS)}
+    finally:
+        server.shutdown()
+        service.close()

@@ -35,6 +35,7 @@ tested, so a rerun runs nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import tarfile
@@ -61,6 +62,8 @@ from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git, sc
 
 VERSION = "verify-v4"  # v4: supervised runs, sentinels, the start-up file and shadowing refusals
 PASSED = "PASSED"
+NOT_RUN = "NOT_RUN"  # a graded test a fail-fast verdict did not run (counts as not passed)
+FAIL_FAST = "fail-fast"
 MAX_SELECTED = 400  # beyond this many graded tests, run the whole suite and read them from it
 
 
@@ -85,11 +88,15 @@ def verify_patch(
     junit_path: str,  # kept for callers; the grader reads the reporter's records instead
     timeout_s: float,
     cache: ContentCache | None,
+    fail_fast: bool = False,
 ) -> PatchVerdict:
+    """``fail_fast`` (for rewards): FAIL_TO_PASS run alone first; when one of them does not pass,
+    the verdict is that run's and every PASS_TO_PASS test is ``NOT_RUN`` (never passed). When all
+    pass, the full graded run decides, exactly as without it."""
     if not model_patch.strip():
         return PatchVerdict(False, "empty_patch")
     with scratch_objects(repo_path) as objects:
-        return _verify(sandbox, task, repo_path, model_patch, timeout_s, cache, objects)
+        return _verify(sandbox, task, repo_path, model_patch, timeout_s, cache, objects, fail_fast)
 
 
 def _verify(
@@ -100,6 +107,7 @@ def _verify(
     timeout_s: float,
     cache: ContentCache | None,
     objects: Mapping[str, str],
+    fail_fast: bool = False,
 ) -> PatchVerdict:
     graded = (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)
     try:
@@ -122,16 +130,48 @@ def _verify(
         tree = _overlay(repo, clean, changed, kept, objects)
     except UserError:  # git's own errors (GitError) are UserErrors too
         return PatchVerdict(False, "patch_does_not_apply", dropped=dropped)
-    selection = graded if len(graded) <= MAX_SELECTED else ()
-    key = content_id(VERSION, task.image_name, task.test_cmd, tree, selection, timeout_s)
-    if cache is not None and (hit := cache.get(key)) is not None:
-        return PatchVerdict(
-            hit["resolved"], hit["reason"], hit["test_report"], dropped, hit.get("log", ""),
-            hit.get("trusted", True),
-        )  # fmt: skip
-    graded_files = sorted(
-        {test_file(t) for t in task.FAIL_TO_PASS} or {test_file(t) for t in graded}
-    )
+    key = content_id(VERSION, task.image_name, task.test_cmd, tree, _selection(graded), timeout_s)
+    if (verdict := _cached(cache, key, dropped)) is not None:
+        return verdict
+    if fail_fast and task.FAIL_TO_PASS and task.PASS_TO_PASS:
+        failing = tuple(task.FAIL_TO_PASS)
+        first_key = content_id(
+            VERSION, FAIL_FAST, task.image_name, task.test_cmd, tree, failing, timeout_s
+        )
+        first = _cached(cache, first_key, dropped)
+        if first is None:
+            first = _graded_run(
+                sandbox, task, repo, tree, objects, new, dropped, failing, timeout_s
+            )
+            _store(cache, first_key, first)
+        if not first.resolved:
+            not_run = dict.fromkeys(task.PASS_TO_PASS, NOT_RUN)
+            return dataclasses.replace(first, test_report={**first.test_report, **not_run})
+    verdict = _graded_run(sandbox, task, repo, tree, objects, new, dropped, graded, timeout_s)
+    _store(cache, key, verdict)
+    return verdict
+
+
+def _selection(graded: tuple[str, ...]) -> tuple[str, ...]:
+    """The tests named to pytest: the graded ones, or none (the whole suite) when too many."""
+    return graded if len(graded) <= MAX_SELECTED else ()
+
+
+def _graded_run(
+    sandbox: Sandbox,
+    task: TaskInstance,
+    repo: str,
+    tree: str,
+    objects: Mapping[str, str],
+    new: set[str],
+    dropped: tuple[str, ...],
+    graded: tuple[str, ...],
+    timeout_s: float,
+) -> PatchVerdict:
+    """``graded`` (with sentinels in their files) run once in a fresh grading container."""
+    selection = _selection(graded)
+    failing = {test_file(t) for t in task.FAIL_TO_PASS if t in graded}
+    graded_files = sorted(failing or {test_file(t) for t in graded})
     with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
         ship(session)
         facts = image_facts(session, task.image_name)
@@ -142,28 +182,36 @@ def _verify(
             if (w := patch_policy.shadowing_module(p, dirs, facts.importable))
         ]
         if shadowing:
-            verdict = PatchVerdict(
+            return PatchVerdict(
                 False, "forbidden_file", dropped=dropped, log="; ".join(shadowing[:5])
             )
-        else:
-            session.put_archive(archive(repo, tree, prefix="repo/", env=objects), "/")
-            originals = {p: _blob(repo, tree, p, objects) for p in graded_files}
-            planted, planted_sentinels = sentinels.plant(
-                {p: b for p, b in originals.items() if b is not None}
-            )
-            session.put_archive(_tar({f"repo/{p}": data for p, data in planted.items()}), "/")
-            run_selection = (
-                (*selection, *(s.test_id for s in planted_sentinels)) if selection else ()
-            )
-            run = run_supervised(session, task.test_cmd, facts, run_selection, timeout_s)
-            verdict = judge(run, graded, planted_sentinels, dropped)
+        session.put_archive(archive(repo, tree, prefix="repo/", env=objects), "/")
+        originals = {p: _blob(repo, tree, p, objects) for p in graded_files}
+        planted, planted_sentinels = sentinels.plant(
+            {p: b for p, b in originals.items() if b is not None}
+        )
+        session.put_archive(_tar({f"repo/{p}": data for p, data in planted.items()}), "/")
+        run_selection = (*selection, *(s.test_id for s in planted_sentinels)) if selection else ()
+        run = run_supervised(session, task.test_cmd, facts, run_selection, timeout_s)
+        return judge(run, graded, planted_sentinels, dropped)
+
+
+def _cached(cache: ContentCache | None, key: str, dropped: tuple[str, ...]) -> PatchVerdict | None:
+    if cache is None or (hit := cache.get(key)) is None:
+        return None
+    return PatchVerdict(
+        hit["resolved"], hit["reason"], hit["test_report"], dropped, hit.get("log", ""),
+        hit.get("trusted", True),
+    )  # fmt: skip
+
+
+def _store(cache: ContentCache | None, key: str, verdict: PatchVerdict) -> None:
     if cache is not None:
         entry = {
             "resolved": verdict.resolved, "reason": verdict.reason,
             "test_report": verdict.test_report, "log": verdict.log, "trusted": verdict.trusted,
         }  # fmt: skip
         cache.put(key, entry)
-    return verdict
 
 
 def judge(

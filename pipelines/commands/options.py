@@ -81,6 +81,11 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
         "--sandbox", choices=("docker", "podman", "local"), help="default: sandbox.kind"
     )
     parser.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
+    parser.add_argument(
+        "--fail-fast", action="store_true",
+        help="run FAIL_TO_PASS first and stop when one fails: a wrong patch costs its failing "
+        "tests, not the suite; PASS_TO_PASS are then NOT_RUN, never passed",
+    )  # fmt: skip
 
 
 def load_for_tasks(args: argparse.Namespace) -> tuple[Params, dict]:

@@ -89,6 +89,8 @@ class Evaluator:
     rebuild: bool = True  # build a missing image from the task's recipe
     timeout_s: float | None = None  # the test run's limit (default: validate.test_timeout_s)
     spares: int = 1  # containers per image started ahead (Docker)
+    # Rewards: FAIL_TO_PASS alone first, PASS_TO_PASS only when they all pass (verify_patch)
+    fail_fast: bool = False
     say: Callable[[str], None] | None = None  # hears one line per row's recipe built here
     counts: Counter = field(default_factory=Counter)
 
@@ -104,16 +106,24 @@ class Evaluator:
 
     # -- grading -------------------------------------------------------------------------------
 
-    def evaluate(self, task: TaskInstance, patch: str | None, partial: bool = False) -> Evaluation:
+    def evaluate(
+        self,
+        task: TaskInstance,
+        patch: str | None,
+        partial: bool = False,
+        fail_fast: bool | None = None,
+    ) -> Evaluation:
         """``patch`` (None: the model gave none) judged for ``task``; never raises for what the
-        patch, the image or the sandbox does."""
+        patch, the image or the sandbox does. ``fail_fast`` (default: the evaluator's) does not
+        apply to ``partial`` credit, which needs every PASS_TO_PASS test's outcome."""
+        quick = (self.fail_fast if fail_fast is None else fail_fast) and not partial
         started = time.monotonic()
         if patch is None or not patch.strip():
             verdict = PatchVerdict(False, "empty_patch")
             return self.evaluation(task, patch, verdict, partial, time.monotonic() - started)
         tag: list[str] = []
         try:
-            verdict = self.verdict(task, patch, tag)
+            verdict = self.verdict(task, patch, tag, quick)
         except UserError as exc:  # SandboxBroken, RegistryError, SourceError...
             return self.failure(task, patch, exc.reason, str(exc), time.monotonic() - started)
         except Exception as exc:  # the engine's own errors: a broken sandbox, not a verdict
@@ -124,7 +134,9 @@ class Evaluator:
             self.images.update(tag)
         return dataclasses.replace(evaluation, image=tag[0] if tag else "")
 
-    def verdict(self, task: TaskInstance, patch: str, tag: list[str] | None = None) -> PatchVerdict:
+    def verdict(
+        self, task: TaskInstance, patch: str, tag: list[str] | None = None, fail_fast: bool = False
+    ) -> PatchVerdict:
         """verify_patch in the task's image (prepared first); raises UserError when it cannot.
         ``tag`` (when given) gets the name of the image it runs in."""
         repo_path, running, name = self._prepared(task)
@@ -133,7 +145,7 @@ class Evaluator:
         if tag is not None:
             tag.append(name)
         return verify_patch(
-            self.sandbox, running, repo_path, patch, JUNIT_PATH, timeout, self.cache
+            self.sandbox, running, repo_path, patch, JUNIT_PATH, timeout, self.cache, fail_fast
         )
 
     def evaluation(

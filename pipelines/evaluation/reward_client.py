@@ -36,11 +36,20 @@ class RewardClient:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
 
-    def score(self, instance_id: str, patch: str | None, partial: bool = False) -> dict:
+    def score(
+        self,
+        instance_id: str,
+        patch: str | None,
+        partial: bool = False,
+        fail_fast: bool | None = None,
+    ) -> dict:
         """The service's answer (``reward``, ``resolved``, ``reason``, ``report``); a refusal
         (queue full, request timeout, bad request) comes back as a body with ``error`` set."""
         check_partial(partial)
-        body = json.dumps({"instance_id": instance_id, "patch": patch, "partial": partial})
+        said = {"instance_id": instance_id, "patch": patch, "partial": partial}
+        if fail_fast is not None:  # else the server's --fail-fast decides
+            said["fail_fast"] = fail_fast
+        body = json.dumps(said)
         request = urllib.request.Request(
             f"{self.url}/reward", body.encode(), {"Content-Type": "application/json"}
         )

@@ -32,13 +32,15 @@ def reward(
     partial: bool = False,
     evaluator: Evaluator | None = None,
     params: Params | None = None,
+    fail_fast: bool | None = None,
 ) -> Evaluation:
     """``patch`` graded for ``task`` in a fresh container of its image: 1.0 when resolved, else
-    0.0 (``partial``: the share of FAIL_TO_PASS passing with no PASS_TO_PASS broken)."""
+    0.0 (``partial``: the share of FAIL_TO_PASS passing with no PASS_TO_PASS broken);
+    ``fail_fast``: FAIL_TO_PASS first, 0.0 at once when one fails (default: the evaluator's)."""
     global _default
     check_partial(partial)
     if evaluator is None:
         if _default is None:
             _default = Evaluator(params or load_params(None))
         evaluator = _default
-    return evaluator.evaluate(task, patch, partial)
+    return evaluator.evaluate(task, patch, partial, fail_fast)

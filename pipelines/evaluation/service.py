@@ -8,7 +8,8 @@ Nothing is dropped silently: a request beyond that is answered 503 ``queue_full`
 that waits past ``request_timeout_s`` is answered 504 ``request_timeout``, and every answer
 (bad request, unknown task, harness error) is counted in ``/stats``.
 
-Endpoints: ``POST /reward`` ``{"instance_id", "patch", "partial": false}``; ``GET /health``;
+Endpoints: ``POST /reward`` ``{"instance_id", "patch", "partial": false, "fail_fast": null}``
+(``fail_fast`` null: the server's ``--fail-fast``); ``GET /health``;
 ``GET /stats``; ``GET /tasks``.
 """
 
@@ -71,13 +72,13 @@ class RewardService:
         request = self._request(body)
         if isinstance(request, Answer):
             return self.answered(request, started)
-        task, patch, partial = request
+        task, patch, partial, fail_fast = request
         if not self.slots.acquire(blocking=False):
             busy = f"{self.workers} running and {self.queue_size} waiting; retry later"
             return self.answered(_error(503, "queue_full", busy), started)
         with self.lock:
             self.in_flight += 1
-        future = self.pool.submit(self._grade, task, patch, partial)
+        future = self.pool.submit(self._grade, task, patch, partial, fail_fast)
         try:
             evaluation = future.result(timeout=self.request_timeout_s)
         except FutureTimeout:
@@ -86,15 +87,15 @@ class RewardService:
         body_out = evaluation.as_dict()
         return self.answered(Answer(200, body_out), started)
 
-    def _grade(self, task: TaskInstance, patch: str | None, partial: bool):
+    def _grade(self, task: TaskInstance, patch: str | None, partial: bool, fail_fast: bool | None):
         try:
-            return self.evaluator.evaluate(task, patch, partial)
+            return self.evaluator.evaluate(task, patch, partial, fail_fast)
         finally:
             with self.lock:
                 self.in_flight -= 1
             self.slots.release()
 
-    def _request(self, body: bytes) -> tuple[TaskInstance, str | None, bool] | Answer:
+    def _request(self, body: bytes) -> tuple[TaskInstance, str | None, bool, bool | None] | Answer:
         if not body:
             return _error(400, "no_body", 'POST a JSON object: {"instance_id": ..., "patch": ...}')
         try:  # bounded, and deep nesting or a lone surrogate is a refusal, not a crash
@@ -114,10 +115,14 @@ class RewardService:
         if not isinstance(partial, bool):  # "false" is a string, and a string would be true
             why = f"partial must be true or false (a JSON boolean), not {_json_type(partial)}"
             return _error(400, "malformed_request", why, instance_id)
+        fail_fast = data.get("fail_fast")
+        if fail_fast is not None and not isinstance(fail_fast, bool):
+            why = f"fail_fast must be true or false (a JSON boolean), not {_json_type(fail_fast)}"
+            return _error(400, "malformed_request", why, instance_id)
         task = self.tasks.get(instance_id)
         if task is None:
             return _error(404, "unknown_instance", "no task with this instance_id", instance_id)
-        return task, patch, partial
+        return task, patch, partial, fail_fast
 
     def answered(self, answer: Answer, started: float) -> Answer:
         with self.lock:
