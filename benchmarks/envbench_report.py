@@ -58,10 +58,16 @@ CLASSES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 
 
 def reached(outcome: dict) -> dict[str, bool]:
-    """The four levels of one outcome (as environments.py's Outcome.levels)."""
+    """The four levels of one outcome (as environments.py's Outcome.levels). Before 2026-11-27
+    trajforge said ``no_tests`` also where every test module failed to import ("N test modules
+    cannot be collected"): that is no collection, and is counted as none here."""
+    uncollectable = "test modules cannot be collected" in outcome.get("detail", "")
     if "levels" in outcome:
-        return outcome["levels"]
-    no_tests = outcome.get("reason") in ("no_tests", "no_tests_at_commit")
+        levels = dict(outcome["levels"])
+        if uncollectable:
+            levels.update(collected=False, clean_pass=False, task=False)
+        return levels
+    no_tests = outcome.get("reason") in ("no_tests", "no_tests_at_commit") and not uncollectable
     return {
         "installed": outcome["built"],
         "collected": outcome["built"] and (outcome["collected"] > 0 or no_tests),
@@ -99,7 +105,10 @@ def summary(document: dict) -> dict:
     return {
         "repositories": total,
         "levels": {level: sum(reached(o)[level] for _, o in rows) for level in LEVELS},
-        "no_tests": sum(o.get("reason") in ("no_tests", "no_tests_at_commit") for _, o in rows),
+        "no_tests": sum(
+            o.get("reason") in ("no_tests", "no_tests_at_commit") and reached(o)["collected"]
+            for _, o in rows
+        ),
         "median_minutes": statistics.median(minutes) if minutes else 0.0,
         "shortfalls": short,
     }

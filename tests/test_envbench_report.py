@@ -105,3 +105,15 @@ def test_a_run_leaves_its_finished_repositories_in_the_partial_file(tmp_path: Pa
     rows = json.loads(partial.read_text())["repositories"]
     assert [(r["name"], r["new"]["reason"]) for r in rows] == [("future", "no_supported_python")]
     assert envbench_report.summary({"repositories": rows})["levels"]["installed"] == 0
+
+
+def test_no_tests_because_no_module_imports_is_not_collected() -> None:
+    """The older wording of a suite whose every module failed to import is no collection."""
+    outcome = Outcome(
+        "new", built=True, reason="no_tests",
+        detail="x@1: pytest collects no tests here (2 test modules cannot be collected)",
+    )  # fmt: skip
+    figures = envbench_report.summary(document({"uncollectable": outcome}))
+    assert figures["levels"] == {"installed": 1, "collected": 0, "clean_pass": 0, "task": 0}
+    assert figures["no_tests"] == 0
+    assert figures["shortfalls"]["uncollectable"][0] == "collected"

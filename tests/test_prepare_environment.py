@@ -1,7 +1,8 @@
 """prepare_environment's bad inputs on real Docker: each ends with a reason, none stops the rest.
 
 A build that hangs spends one budget for all of its install sets (not one per set), a repository
-without tests is ``no_tests``, a unittest suite in files pytest's default names miss is collected,
+without tests is ``no_tests`` (one whose every test module fails to import is
+``collection_failed``), a unittest suite in files pytest's default names miss is collected,
 and a rerun reuses the cached outcome without building.
 """
 
@@ -94,6 +95,20 @@ def test_no_tests_unittest_names_and_rerun(docker_engine, tmp_path: Path) -> Non
     again = _prepare(unit_path, unit_sha, params, counts)
     assert again == found
     assert counts["images_built"] == built  # cached: no build, no probe
+
+
+@pytest.mark.docker
+def test_tests_that_all_fail_to_import_are_a_collection_failure_not_no_tests(
+    docker_engine, tmp_path: Path
+) -> None:
+    """Every test module excluded leaves 0 collected: not "no tests" (Repo2Run's success)."""
+    broken = "import nowhere_declared_module_xyz\n\n\ndef test_x():\n    assert True\n"
+    files = {"setup.py": SETUP_PY.format(name="broken"), "tests/test_broken.py": broken}
+    path, sha = _repo(tmp_path, "broken", files)
+    prepared = _prepare(path, sha, _params(tmp_path), {})
+    assert (prepared.reason, prepared.collected) == ("collection_failed", 0), prepared.detail
+    assert "none of the 1 test modules can be collected" in prepared.detail
+    assert "tests/test_broken.py" in prepared.detail and "nowhere_declared" in prepared.detail
 
 
 STAMPED_PYPROJECT = """\

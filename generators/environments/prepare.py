@@ -394,10 +394,15 @@ class _Preparation:
         if failing is not None:
             detail = f"{where}: {failing.path} cannot be collected: {failing.error}"
             return Prepared(profile, "collection_failed", detail, collection.collected)
-        if collection.collected == 0:
-            detail = f"{where}: pytest collects no tests here" + (
-                f" ({len(excluded)} test modules cannot be collected)" if excluded else ""
+        if collection.collected == 0 and excluded:  # tests there are, and none imports
+            first = excluded[0]
+            detail = (
+                f"{where}: none of the {len(excluded)} test modules can be collected "
+                f"({first.path}: {first.error})"
             )
+            return Prepared(profile, "collection_failed", detail, 0)
+        if collection.collected == 0:
+            detail = f"{where}: pytest collects no tests here"
             return Prepared(profile, "no_tests", detail, 0)
         return Prepared(profile, "", "", collection.collected)
 
