@@ -39,8 +39,11 @@ VERSIONED = {
         "by-versioningit",
         '[build-system]\nrequires = ["setuptools>=64", "versioningit>=3"]\n'
         'build-backend = "setuptools.build_meta"\n',
-        "[tool.versioningit]\n[tool.setuptools]\npackages = []\n",
+        '[tool.versioningit]\n[tool.versioningit.write]\nfile = "by_vit/_version.py"\n'
+        '[tool.setuptools]\npackages = ["by_vit"]\n',
     ),
+    # the package imports the file versioningit's write step would make (EnvBench's improv)
+    "by_vit/__init__.py": "from ._version import __version__\n",
     "scm/pyproject.toml": _project(
         "by-scm",
         '[build-system]\nrequires = ["setuptools>=64", "setuptools-scm>=8"]\n'
@@ -77,7 +80,8 @@ VERSIONED = {
     "tests/test_versions.py": "".join(
         TEST.format(name).replace("test_version", f"test_{name.replace('-', '_')}")
         for name in ("by-scm", "by-hatch-vcs", "by-pdm", "by-versioneer", "by-versioningit")
-    ),
+    )
+    + "def test_by_vit_imports():\n    import by_vit\n\n    assert by_vit.__version__\n",
 }
 VERSIONED_INSTALL = (
     "pip install -e .",
@@ -131,7 +135,7 @@ def test_vcs_versioned_packages_build_without_git_and_their_tests_pass(versioned
     path, commit, tag, _, _ = versioned
     code, output = _run(tag, path, commit, "python -m pytest -q -p no:cacheprovider tests")
     assert code == 0, output[-2000:]
-    assert "5 passed" in output
+    assert "6 passed" in output
     versions = "import importlib.metadata as m; print(*(m.version(n) for n in {names}))".format(
         names=("by-scm", "by-hatch-vcs", "by-pdm", "by-versioneer", "by-versioningit")
     )
@@ -160,6 +164,7 @@ def test_the_scm_version_file_is_carried_and_pkg_info_is_not(versioned):
         check=True,
     ).stdout.split()
     assert "/repo/scm/by_scm/_version.py" in files
+    assert "/repo/by_vit/_version.py" in files  # versioningit's write file, made if missing
     assert "/repo/PKG-INFO" not in files
 
 

@@ -36,7 +36,7 @@ from trajforge.verifiers.sandbox.base import BASE_ENV
 
 # bump when the template changes: every profile id changes too (v2: generated files are kept;
 # v3: installs through uv with pip as the fallback, every VCS backend's pretend version, layers)
-RECIPE_FORMAT = "dockerfile-v3"
+RECIPE_FORMAT = "dockerfile-v4"  # v4: versioningit's write file
 PROFILE_LABEL = "trajforge.profile_id"  # on every environment image: what `images` lists
 SETUP_COMMIT_LABEL = "trajforge.setup_commit"
 # Set by trajforge at build time (``docker build --label``, never by the recipe's text, and a
@@ -71,6 +71,22 @@ VERSION_FILE = (
     "if grep -qs versioningit pyproject.toml setup.cfg setup.py && [ ! -e PKG-INFO ]; then "
     f"printf 'Metadata-Version: 1.0\\nName: unknown\\nVersion: {PRETEND}\\n' > PKG-INFO; fi"
 )
+# ...and from a PKG-INFO it writes no `[tool.versioningit.write]` file, which the package may
+# import (`from ._version import __version__`): written after the install, when it is missing,
+# inside the tree only, so the carry step takes it into the image.
+VERSIONINGIT_WRITE = """\
+if grep -qs '^\\[tool.versioningit.write\\]' pyproject.toml; then python3 - <<'TRAJFORGE'
+import os, re
+text = open("pyproject.toml").read()
+table = re.search(r"^\\[tool\\.versioningit\\.write\\]\\s*$(.*?)(?=^\\[|\\Z)", text, re.M | re.S)
+name = table and re.search(r"^file\\s*=\\s*[\\x22\\x27]([^\\x22\\x27]+)", table.group(1), re.M)
+path = os.path.normpath(name.group(1)) if name else ""
+if path and not path.startswith(("..", "/")) and not os.path.exists(path):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as out:
+        out.write('__version__ = "0.0.0"\\n' if path.endswith(".py") else "0.0.0\\n")
+TRAJFORGE
+fi"""
 # uv, pinned so a recipe resolves the same tomorrow, in a venv of its own in the build stage
 # only (never copied into the final image). A mirror without it leaves pip to do everything.
 UV_VERSION = "0.13.9"
@@ -163,7 +179,7 @@ def render_dockerfile(
     packages = _apt_names(apt)
     # One shell script: -e stops at the first failing step, -x puts each step in the build log.
     start = [*INSTALL_PRELUDE, *era, VERSION_FILE, f"touch {STAMP}", "set -x"]
-    script = "\n".join([*start, "python3 -m venv /venv", *install, CARRY])
+    script = "\n".join([*start, "python3 -m venv /venv", *install, VERSIONINGIT_WRITE, CARRY])
     env = " ".join(f"{key}={value}" for key, value in BASE_ENV.items())
     pretend = " ".join(f"{key}={value}" for key, value in PRETEND_VERSION.items())
     return "\n".join(
