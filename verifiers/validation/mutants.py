@@ -71,6 +71,7 @@ from trajforge.verifiers.validation.coverage import (
     measure,
     plugin_command,
 )
+from trajforge.verifiers.validation.covered_sites import record_covered
 from trajforge.verifiers.validation.patch_lines import outside_functions, with_statement_starts
 from trajforge.verifiers.validation.rule import (
     FAILING,
@@ -156,6 +157,7 @@ def validate_mutations(
                 return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
             if cache is not None:
                 cache.put(baseline_key, _baseline_to_cache(baseline))
+        record_covered(cache, clean.tree_id, baseline.coverage, baseline.passing)  # for inject
         if baseline.failure is not None:
             for i in pending:
                 results[i] = _rejected_by_clean(mutations[i], baseline.failure)
