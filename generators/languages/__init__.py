@@ -1,0 +1,1 @@
+"""Languages trajforge builds tasks for (base.py: the interface; registry.py: the choice)."""
