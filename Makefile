@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: typecheck-links setup docker podman browser venv llama base-image podman-base-image test lint bench bench-inject bench-dedup clean-containers
+.PHONY: typecheck-links setup docker podman browser venv llama base-image podman-base-image test test-fast lint bench bench-inject bench-dedup clean-containers
 
 setup: docker podman browser venv llama base-image podman-base-image
 
@@ -36,6 +36,11 @@ podman-base-image: venv podman base-image
 
 test: lint
 	$(BIN)/pytest -q tests
+
+# Everything that needs no engine, cluster, server or browser: the loop while editing (CI runs `test`).
+FAST = not docker and not podman and not dask and not s3 and not llama and not browser and not slow
+test-fast:
+	$(BIN)/pytest -q -m "$(FAST)" tests
 
 lint: typecheck-links
 	$(BIN)/ruff check .

@@ -108,6 +108,8 @@ class InjectParams:
     llm_rewrites: int = 10  # mode llm|both: functions a model rewrites per snapshot (a call each)
     # No tests at the newest commit: the newest of this many first-parent ancestors with a suite
     max_commits_back: int = 50
+    # Sites only in functions the passing tests run, where validate measured the snapshot before
+    coverage_guided: bool = True
 
 
 @dataclass

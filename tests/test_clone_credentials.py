@@ -24,6 +24,8 @@ from trajforge.schemas.errors import SourceError
 from trajforge.schemas.redact import redact_source
 from trajforge.verifiers.sandbox.git_tree import git, resolve_commit
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
 USER = "bot"
 TOKEN = "ghp_s3cr3tTOKENvalue42"
 

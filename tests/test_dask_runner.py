@@ -35,6 +35,8 @@ from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Trajectory
 from trajforge.schemas.transition import Transition
 
+pytestmark = [pytest.mark.dask, pytest.mark.slow]
+
 CURATE_TABLES = ("tasks", "explore_tasks", "trajectories", "transitions", "rejections")
 
 

@@ -26,6 +26,8 @@ from trajforge.verifiers.sandbox.base import (
 )
 from trajforge.verifiers.sandbox.containers import LABEL, OWNER_LABEL, OWNER_START_LABEL
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
 IMAGE = base_image_tag("3.11")
 
 

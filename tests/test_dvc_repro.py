@@ -10,9 +10,12 @@ from pathlib import Path
 
 import datasets
 import polars as pl
+import pytest
 from conftest import ROOT
 from scripted_agents import GOOD_STATEMENT, reporter_and_fixer
 from scripted_llm import ScriptedLLM
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def _dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

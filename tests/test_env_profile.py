@@ -18,6 +18,8 @@ from trajforge.generators.environments.profile import (
 )
 from trajforge.schemas.errors import UserError
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
 REPO = "acme/widget"
 
 

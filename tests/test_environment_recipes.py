@@ -20,6 +20,8 @@ from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
+pytestmark = pytest.mark.docker
+
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 

@@ -35,6 +35,8 @@ from trajforge.schemas.params import load_params
 from trajforge.verifiers.sandbox.containers import OWNER_LABEL
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
+pytestmark = pytest.mark.docker
+
 ADD_F2P = "tests/test_ops.py::test_add"
 HEAD = "--- a/calc/ops.py\n+++ b/calc/ops.py\n"
 CONTEXT = " \n \n def mul(a, b):\n"  # the three lines after add's body

@@ -12,6 +12,8 @@ from conftest import run_cli, write_params
 from repo_factory import OPS_FIXED, TESTS_BASE, RepoBuilder, pyproject
 from scripted_llm import ScriptedLLM, tool_call, turn
 
+pytestmark = pytest.mark.docker
+
 README = """\
 # calc
 

@@ -27,6 +27,8 @@ from trajforge.verifiers.sandbox.docker import DockerSandbox
 from trajforge.verifiers.sandbox.git_tree import archive
 from trajforge.verifiers.sandbox.workspace import StepOutcome, Workspace
 
+pytestmark = pytest.mark.docker
+
 IMAGE = base_image_tag("3.11")
 TIMEOUT_S = 3.0
 MAX_CHARS = 4000

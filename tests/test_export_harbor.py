@@ -42,6 +42,8 @@ from trajforge.pipelines.release.harbor import (
 )
 from trajforge.schemas.params import load_params
 
+pytestmark = pytest.mark.docker
+
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 ADD_TASK_TEST = "tests/test_ops.py::test_add"
 # name -> (files the forged solve.sh writes over /repo, the reward, the grader's reason)

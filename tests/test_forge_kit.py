@@ -42,6 +42,8 @@ from trajforge.verifiers.patch_verifier import judge, verify_patch
 from trajforge.verifiers.sandbox.base import Limits
 from trajforge.verifiers.sandbox.podman import PodmanSandbox
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
 
 @pytest.fixture(scope="module")
 def patches(calc_task, tmp_path_factory) -> dict[str, str]:

@@ -15,6 +15,8 @@ from repo_factory import build_add_fix_repo
 from scripted_agents import fixer
 from scripted_llm import ScriptedLLM, tool_call
 
+pytestmark = pytest.mark.docker
+
 FAILING_TEST = "tests/test_ops.py::test_add"
 
 

@@ -30,6 +30,8 @@ from trajforge.generators.sources import pypi_source
 from trajforge.pipelines.release.publish import publish_dataset
 from trajforge.schemas.redact import redact_source, redact_text
 
+pytestmark = pytest.mark.docker
+
 # --- a small package with one real fix, shared by the repository tests ------------------------
 
 SETUP_PY = """\

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from test_env_profile import REPO, commit
 from trajforge.generators.environments.profile import (
     INSTALL_PYTEST,
@@ -21,6 +22,8 @@ from trajforge.generators.environments.profile import (
 )
 from trajforge.generators.environments.repairs import requirement_for, requirement_for_option
 from trajforge.verifiers.collection import parse_collection
+
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
 
 PACKAGE = """\
     [build-system]

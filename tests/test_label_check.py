@@ -34,6 +34,8 @@ from trajforge.schemas.test_run import TestRun, TestStatus
 from trajforge.verifiers.validation.candidate import ValidationResult
 from trajforge.verifiers.validation.labels import check_labels, class_counts
 
+pytestmark = pytest.mark.docker
+
 F = "tests/test_ops.py::"
 
 

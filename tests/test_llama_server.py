@@ -16,6 +16,8 @@ import pytest
 from llama_server import MODEL_ALIAS, start_llama_server
 from tiny_gguf import write_tiny_gguf
 
+pytestmark = pytest.mark.llama
+
 BASH_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {

@@ -21,6 +21,8 @@ from trajforge.generators.bugs.llm_rewrite import REASONS, check_rewrite, collec
 from trajforge.generators.bugs.mutations import pick_functions
 from trajforge.schemas.diff import unified_diff
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman, pytest.mark.llama]
+
 PYPROJECT = """\
 [build-system]
 requires = ["setuptools>=61"]

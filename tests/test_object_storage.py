@@ -19,6 +19,8 @@ from conftest import run_cli, write_params
 from s3_store import BUCKET, client, objects, seaweedfs, upload
 from test_dask_runner import CURATE_PARAMS, write_curate_inputs
 
+pytestmark = [pytest.mark.docker, pytest.mark.dask, pytest.mark.s3]
+
 VOLATILE = {"seconds", "cache_hits", "images_built", "images_pulled", "images_pushed"}
 
 

@@ -24,6 +24,8 @@ from trajforge.pipelines.runtime.outputs import compatible
 from trajforge.schemas.candidate import Candidate, CandidateMeta
 from trajforge.schemas.storage import escape_glob, match, write_records
 
+pytestmark = pytest.mark.s3
+
 GLOBBY = "exp[1]*?"
 
 

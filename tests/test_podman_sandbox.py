@@ -31,6 +31,8 @@ from trajforge.verifiers.sandbox.base import (
 from trajforge.verifiers.sandbox.factory import make_sandbox
 from trajforge.verifiers.sandbox.podman import PodmanSandbox, ulimits
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
 IMAGE = base_image_tag("3.11")
 LABEL = "trajforge.test.podman"
 

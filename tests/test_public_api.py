@@ -27,6 +27,8 @@ from trajforge.generators.environments.profile import TEST_CMD
 from trajforge.schemas.records import to_table
 from trajforge.schemas.task_instance import TaskInstance
 
+pytestmark = pytest.mark.docker
+
 # What the brief promises a trainer, at the least.
 PROMISED = ("load_tasks", "reward", "RewardClient", "trl_reward_func", "Evaluator", "TaskEnv")
 # Modules `import trajforge` must not load: each costs seconds or needs a service.

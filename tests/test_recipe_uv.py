@@ -24,6 +24,8 @@ from trajforge.verifiers.sandbox.base import SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 from trajforge.verifiers.sandbox.git_tree import archive
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
 PARAMS = EnvironmentParams(build_timeout_s=600)
 TEST = "def test_version():\n    import importlib.metadata as m\n    assert m.version('{0}')\n"
 

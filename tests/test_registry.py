@@ -31,6 +31,8 @@ from trajforge.schemas.params import EnvironmentParams
 from trajforge.verifiers.sandbox.base import ImageBuild, RegistryError
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
+pytestmark = pytest.mark.docker
+
 BASE = base_image_tag("3.11")
 RUN = uuid.uuid4().hex[:8]  # this run's images: concurrent runs never share a name
 

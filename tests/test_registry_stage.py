@@ -21,6 +21,8 @@ from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.podman import PodmanSandbox
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
 RUN = uuid.uuid4().hex[:8]
 
 

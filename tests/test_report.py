@@ -17,6 +17,8 @@ from trajforge.schemas.storage import write_records
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Message, Trajectory
 
+pytestmark = pytest.mark.browser
+
 EVIL = "<script>alert(1)</script>"
 EVIL_REASON = '"><img src=x onerror=alert(2)>'
 

@@ -30,6 +30,8 @@ from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.base import Limits
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
+pytestmark = pytest.mark.docker
+
 TIMEOUT_S = 30.0
 HACKS = {
     "root_conftest": {**NOISE, "conftest.py": ALWAYS_PASS},

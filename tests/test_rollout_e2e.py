@@ -15,6 +15,8 @@ from repo_factory import (
 from scripted_agents import GOOD_STATEMENT, fixer
 from scripted_llm import ScriptedLLM, tool_call, turn
 
+pytestmark = [pytest.mark.docker, pytest.mark.llama]
+
 LEAKING_STATEMENT = (
     "The add function is broken: its body should read `return a + b` instead, which is what "
     "every user of calc expects from an addition."

@@ -35,6 +35,8 @@ from trajforge.verifiers.sandbox.base import SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 from trajforge.verifiers.sandbox.git_tree import archive
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
 PYTHON = "3.11"
 WRONG = "pip install dateutil-does-not-exist-xyz"
 RIGHT = "pip install python-dateutil"

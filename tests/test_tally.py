@@ -17,6 +17,8 @@ from trajforge.pipelines.runtime.stage_fn import StageFn
 from trajforge.pipelines.runtime.stage_run import _TallyInto, summary_counters
 from trajforge.schemas.params import Params
 
+pytestmark = pytest.mark.dask
+
 
 class CountFn(StageFn):
     """Counts what a stage's summary reports: a SUMMARY_COUNTERS name, summary lines, texts."""

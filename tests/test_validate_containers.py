@@ -22,6 +22,8 @@ from trajforge.schemas.params import ValidateParams
 from trajforge.verifiers.sandbox.base import ExecResult, FileRead, SessionSpec
 from trajforge.verifiers.validation import candidate as validation
 
+pytestmark = [pytest.mark.docker, pytest.mark.podman]
+
 JUNIT = "/tmp/junit.xml"
 # test -> status at base and at gold: a FAIL->PASS, a PASS->PASS, a FAIL->FAIL
 STATUSES = {

@@ -15,6 +15,8 @@ import pytest
 from conftest import TRAJFORGE, run_cli, write_params
 from repo_factory import RepoBuilder
 
+pytestmark = pytest.mark.docker
+
 
 @pytest.fixture(scope="module")
 def validated(calc_repo, docker_engine, tmp_path_factory):

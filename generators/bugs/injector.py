@@ -10,14 +10,17 @@ verifiers/validation/mutants.py) and decides which become tasks, whoever wrote i
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trajforge.generators.bugs.llm_rewrite import ACCEPTED, rewrite_functions
 from trajforge.generators.bugs.mutations import OPERATORS, Mutant, pick_functions, sample_mutants
+from trajforge.generators.bugs.sites import guide_for
 from trajforge.generators.llm.client import LLMClient
 from trajforge.generators.mining.diff_split import is_skipped, is_test_path
 from trajforge.generators.sources.specs import RepoRef
 from trajforge.schemas.candidate import Candidate, CandidateMeta
+from trajforge.schemas.coverage_sites import CoveredLines
 from trajforge.schemas.diff import unified_diff
 from trajforge.schemas.errors import ParamsError, SourceError, UserError
 from trajforge.schemas.params import CHOICES, InjectParams
@@ -40,6 +43,8 @@ class InjectionResult:
     rewrites: int = 0  # functions the model was asked to rewrite
     # "" at the newest commit; else one line: the older commit taken, and why
     moved: str = ""
+    # coverage guidance: None when off; else whether sites came from the covered lines
+    guided: bool | None = None
 
 
 def check_operators(names: list[str]) -> list[str]:
@@ -63,9 +68,14 @@ def inject_snapshot(
     skip_globs: list[str],
     client: LLMClient | None = None,
     workers: int = 1,
+    covered_at: Callable[[str], CoveredLines | None] | None = None,
 ) -> InjectionResult:
     """Bugs in the library code at ``params.commit`` (default: the newest commit): sampled
-    mutants, model rewrites (through ``client``, ``workers`` requests at a time), or both."""
+    mutants, model rewrites (through ``client``, ``workers`` requests at a time), or both.
+
+    With ``params.coverage_guided`` and ``covered_at`` (a snapshot's git tree -> the lines its
+    passing tests execute, as validate measured them), bugs go only into functions those tests
+    run (bugs/sites.py); with nothing known for the snapshot, sampling is as without it."""
     if params.mode not in MODES:
         raise ParamsError(
             f"params: inject.mode must be one of {', '.join(MODES)}, got {params.mode!r}"
@@ -92,21 +102,31 @@ def inject_snapshot(
         )
     commit, paths, moved = _commit_with_suite(repo, commit, params)
     files, rejections = _library_sources(repo, commit, paths, skip_globs)
+    guide = guide_for(repo.path, commit, covered_at if params.coverage_guided else None)
     snapshot = f"{repo.name}@{commit[:12]}"
     mutants: list[Mutant] = []
     unparsable: list[tuple[str, str, str]] = []
     if params.mode in ("procedural", "both"):
-        mutants, unparsable = sample_mutants(
-            files,
-            seed=params.seed,
-            max_mutants=params.max_candidates,
-            operators=operators,
-            min_complexity=params.min_complexity,
+        mutants, unparsable = guide.sample(
+            lambda include: sample_mutants(
+                files,
+                seed=params.seed,
+                max_mutants=params.max_candidates,
+                operators=operators,
+                min_complexity=params.min_complexity,
+                include=include,
+            )
         )
     rewrites = 0
     if client is not None and uses_llm(params):
-        functions, unpicked = pick_functions(
-            files, seed=params.seed, count=params.llm_rewrites, min_complexity=params.min_complexity
+        functions, unpicked = guide.sample(
+            lambda include: pick_functions(
+                files,
+                seed=params.seed,
+                count=params.llm_rewrites,
+                min_complexity=params.min_complexity,
+                include=include,
+            )
         )
         unparsable = unparsable or unpicked  # the same files fail either way: count them once
         rewrites = len(functions)
@@ -146,7 +166,7 @@ def inject_snapshot(
                 ),
             )
         )
-    return InjectionResult(candidates, rejections, len(files), rewrites, moved)
+    return InjectionResult(candidates, rejections, len(files), rewrites, moved, guide.guided)
 
 
 def has_suite(paths: list[str]) -> bool:

@@ -20,7 +20,7 @@ import textwrap
 import warnings
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -463,13 +463,15 @@ def sample_mutants(
     max_mutants: int,
     operators: Sequence[str] | None = None,
     min_complexity: int = 2,
+    include: Callable[[FunctionTarget], bool] | None = None,
 ) -> tuple[list[Mutant], list[tuple[str, str, str]]]:
     """Up to ``max_mutants`` mutants across files, reproducible from ``seed``.
 
     Picks go round the operators (in a seeded order), and within an operator to a function drawn
     by complexity / (1 + times already picked)^2: complex functions are favoured, no function
     dominates. Only picked edits are printed and compiled, so a large repository costs one survey
-    parse per file plus one parse per file that gets a mutant. Returns ``(mutants, rejected)``
+    parse per file plus one parse per file that gets a mutant. ``include`` (when given) keeps
+    only the functions it accepts: coverage-guided injection. Returns ``(mutants, rejected)``
     with ``(path, reason, detail)`` for each file that gave nothing to mutate.
     """
     ops = _operators(operators)
@@ -485,7 +487,7 @@ def sample_mutants(
         found = False
         for index in range(len(file.functions)):
             score = file.complexity(index)
-            if score < min_complexity:
+            if score < min_complexity or (include and not include(file.target(index))):
                 continue
             for name, edits in file.edits(index, ops).items():
                 if edits:
@@ -607,6 +609,7 @@ def pick_functions(
     count: int,
     min_complexity: int = 2,
     max_chars: int = 6000,
+    include: Callable[[FunctionTarget], bool] | None = None,
 ) -> tuple[list[FunctionSource], list[tuple[str, str, str]]]:
     """Up to ``count`` distinct functions across files, reproducible from ``seed``.
 
@@ -628,6 +631,8 @@ def pick_functions(
         found = False
         for index in range(len(file.functions)):
             score = file.complexity(index)
+            if include and not include(file.target(index)):
+                continue
             if score >= min_complexity and len(_function_code(file, index)) <= max_chars:
                 eligible[(path, index)] = score
                 found = True

@@ -14,8 +14,10 @@ from trajforge.generators.bugs.injector import STAGE, inject_snapshot, uses_llm
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime.stage_fn import REJECTED, StageFn
+from trajforge.schemas.coverage_sites import NAMESPACE, CoveredLines, recall
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
+from trajforge.schemas.storage import ContentCache
 
 
 class InjectSnapshotFn(StageFn):
@@ -27,6 +29,11 @@ class InjectSnapshotFn(StageFn):
         llm = self.params.llm
         wanted = uses_llm(self.params.inject) and endpoint_configured(llm)
         self.client = LLMClient(llm, self.params.results_cache) if wanted else None
+        # where validate left each measured snapshot's covered lines (schemas/coverage_sites.py)
+        self.coverage = ContentCache(self.params.results_cache, NAMESPACE)
+
+    def covered_at(self, tree_id: str) -> CoveredLines | None:
+        return recall(self.coverage, tree_id)
 
     def process(self, spec: str):
         before = (self.client.calls, self.client.cache_hits) if self.client else (0, 0)
@@ -38,6 +45,7 @@ class InjectSnapshotFn(StageFn):
                 self.params.mine.skip_globs,
                 self.client,
                 workers=self.params.llm.concurrency,
+                covered_at=self.covered_at,
             )
         except UserError as exc:
             yield self.reject_error(spec, exc)
@@ -49,6 +57,8 @@ class InjectSnapshotFn(StageFn):
         if result.moved:  # the summary's line: which older commit was taken, and why
             self.count("older_commits")
             self.summary_text("older_commit_taken", result.moved)
+        if result.guided is not None:  # sites from the covered lines, or not (nothing known)
+            self.summary_count("sites_guided" if result.guided else "sites_unguided")
         if result.rewrites:  # the summary's "functions a model rewrote" line
             self.summary_count("llm_rewrites", result.rewrites)
         for rejection in result.rejections:

@@ -180,6 +180,9 @@ class ValidateMutantsFn(ValidateFn):
         self._count_outside_world(profile, batch.baseline)
         for mutation, result in zip(mutations, batch.results, strict=True):
             yield from self._emit(mutation.candidate, result, batch.baseline, moved=True)
+        # bugs no passing test runs: each paid a full run for nothing (inject.coverage_guided)
+        wasted = sum(getattr(r.rejection, "reason", "") == "not_covered" for r in batch.results)
+        self.summary_text("wasted", f"{first.repo} {wasted} of {len(mutations)} not_covered")
         # Rows imported from a dataset are checked, not grown: no combinations of them.
         kept = [
             result.task
