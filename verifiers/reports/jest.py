@@ -1,0 +1,85 @@
+"""jest's ``--json`` report and vitest's ``--reporter=json`` (which keeps jest's shape).
+
+Each file's ``assertionResults`` give a test's ``ancestorTitles`` (its describe path), ``title``
+and ``status``. A file whose run failed with no failing test (a syntax error, a missing module,
+a failing ``afterAll``) is a collection error. The report's own totals must agree with the tests
+it lists, else it contradicts itself and is refused (``problem``), as grading refuses such a log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trajforge.verifiers.log_parsers import ParsedLog
+from trajforge.verifiers.reports.ids import ReportError, count, record, relative_file, string
+from trajforge.verifiers.reports.ids import test_id as make_id
+from trajforge.verifiers.reports.json_report import load_object
+
+STATUS = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "pending": "SKIPPED",
+    "skipped": "SKIPPED",
+    "todo": "SKIPPED",
+    "disabled": "SKIPPED",
+    "focused": "PASSED",
+}
+
+
+def parse_jest_json(text: str | bytes, what: str = "jest") -> ParsedLog:
+    """Statuses by test id from a jest (or, with ``what="vitest"``, vitest) JSON report."""
+    report = load_object(text, what)
+    results = report.get("testResults")
+    if not isinstance(results, list):
+        raise ReportError(f"the {what} report has no testResults list")
+    statuses: dict[str, str] = {}
+    broken: dict[str, None] = {}
+    listed = failed = 0
+    for result in results:
+        if not isinstance(result, dict):
+            raise ReportError(f"a {what} testResults entry is not an object")
+        file = relative_file(string(result.get("name"), f"a {what} test file's name"))
+        cases = result.get("assertionResults", [])
+        if not isinstance(cases, list):
+            raise ReportError(f"{file}: assertionResults is not a list")
+        file_failed = False
+        for case in cases:
+            status = _case(statuses, file, case)
+            listed += 1
+            failed += status == "FAILED"
+            file_failed |= status == "FAILED"
+        if result.get("status") == "failed" and not file_failed:
+            broken[file] = None
+    problem = _contradiction(report, listed, failed, what)
+    if problem:
+        return ParsedLog({}, (), problem=problem)
+    return ParsedLog(statuses, tuple(broken))
+
+
+def parse_vitest_json(text: str | bytes) -> ParsedLog:
+    return parse_jest_json(text, "vitest")
+
+
+def _case(statuses: dict[str, str], file: str, case: Any) -> str:
+    if not isinstance(case, dict):
+        raise ReportError(f"{file}: a test's result is not an object")
+    ancestors = case.get("ancestorTitles", [])
+    if not isinstance(ancestors, list) or not all(isinstance(a, str) for a in ancestors):
+        raise ReportError(f"{file}: ancestorTitles is not a list of strings")
+    title = string(case.get("title"), f"{file}: a test's title")
+    word = string(case.get("status"), f"{file}: a test's status")
+    status = STATUS.get(word)
+    if status is None:
+        raise ReportError(f"{file}: unknown test status {word[:40]!r}")
+    record(statuses, make_id(file, ancestors, title), status)
+    return status
+
+
+def _contradiction(report: dict[str, Any], listed: int, failed: int, what: str) -> str:
+    total = count(report.get("numTotalTests"), f"the {what} report's numTotalTests")
+    if total is not None and total != listed:
+        return f"the {what} report counts {total} tests but lists {listed}"
+    said = count(report.get("numFailedTests"), f"the {what} report's numFailedTests")
+    if said is not None and said != failed:
+        return f"the {what} report counts {said} failed tests but lists {failed}"
+    return ""
