@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import run_cli, write_params
-from coverage_repo import COVERED, CORE, PATH, build_halfway_repo
+from coverage_repo import CORE, COVERED, PATH, build_halfway_repo
 from trajforge.generators.bugs.injector import inject_snapshot
 from trajforge.generators.bugs.mutations import function_targets
 from trajforge.generators.sources.specs import SourceOptions, open_source

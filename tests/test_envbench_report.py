@@ -9,6 +9,7 @@ from pathlib import Path
 
 import envbench_report
 import environments
+import pytest
 from environments import Outcome, Repo
 from repo_factory import RepoBuilder
 from trajforge.schemas.params import load_params
@@ -88,6 +89,7 @@ def test_a_file_that_is_not_a_benchmark_document_is_one_line(tmp_path: Path, cap
     assert len(err.splitlines()) == 1 and "--modes new --tasks --out" in err
 
 
+@pytest.mark.docker
 def test_a_run_leaves_its_finished_repositories_in_the_partial_file(tmp_path: Path) -> None:
     """A real repository whose Python no base image offers stops at detection, before any build:
     its row is in OUT.partial as soon as it is done, and the report reads that file."""

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from conftest import run_cli, write_params
 from curated_factory import make_task, write_curated
 from repo_factory import GIT_ENV
@@ -40,6 +41,7 @@ def _rejections(directory: Path) -> pl.DataFrame:
 # 1. --output never deletes what the user did not give us ------------------------------------
 
 
+@pytest.mark.slow
 def test_output_is_replaced_only_when_trajforge_wrote_it(tmp_path, calc_repo):
     repo, _ = calc_repo
     write_params(tmp_path / "params.yaml", tmp_path / "cache")
@@ -130,6 +132,7 @@ def _named(stderr: str, stage: str, bad: dict[str, str]) -> None:
         assert len(lines) == 1 and lines[0].startswith(f"{stage}: ") and why in lines[0], stderr
 
 
+@pytest.mark.slow
 def test_corrupt_input_files_are_named_and_good_shards_go_on(tmp_path):
     write_params(tmp_path / "params.yaml", tmp_path / "cache")
     tasks = [make_task("acme/alpha", 1), make_task("acme/beta", 2)]
@@ -175,6 +178,7 @@ def test_corrupt_input_files_are_named_and_good_shards_go_on(tmp_path):
         _named(proc.stderr, command[0], bad)
 
 
+@pytest.mark.slow
 def test_validate_sets_aside_corrupt_candidate_shards(tmp_path):
     write_params(tmp_path / "params.yaml", tmp_path / "cache")
     missing = str(tmp_path / "gone")  # a source that no longer exists: rejected without Docker
@@ -207,6 +211,7 @@ def test_validate_sets_aside_corrupt_candidate_shards(tmp_path):
 # 3. unclear messages ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_unclear_inputs_get_a_clear_line(tmp_path, calc_repo):
     repo, _ = calc_repo
     write_params(tmp_path / "params.yaml", tmp_path / "cache")

@@ -456,6 +456,7 @@ def test_cli_imports_good_rows_and_counts_every_bad_one(calc, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_cli_reads_a_save_to_disk_directory_and_parquet(calc, tmp_path):
     datasets.Dataset.from_list([smith_row(calc)]).save_to_disk(str(tmp_path / "smith"))
     proc = run_cli(

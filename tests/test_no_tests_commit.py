@@ -30,6 +30,7 @@ def inject(repo: Path, work: Path, *extra: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_no_tests_anywhere_within_the_bound_is_its_own_reason(tmp_path: Path) -> None:
     deleted, never = tmp_path / "deleted", tmp_path / "never"
     build_tests_deleted(deleted)
@@ -46,6 +47,7 @@ def test_no_tests_anywhere_within_the_bound_is_its_own_reason(tmp_path: Path) ->
         assert commits(repo)[0][:12] in rejection["detail"]
 
 
+@pytest.mark.slow
 def test_max_commits_back_zero_takes_only_the_newest(tmp_path: Path) -> None:
     repo = tmp_path / "deleted"
     build_tests_deleted(repo)

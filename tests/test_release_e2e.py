@@ -9,6 +9,7 @@ from pathlib import Path
 import datasets
 import polars as pl
 import pyarrow.parquet as pq
+import pytest
 from conftest import run_cli
 from curated_factory import curated_trajectories, make_task
 from trajforge.schemas.storage import write_records
@@ -44,6 +45,7 @@ def _tasks() -> list[TaskInstance]:
     return [*tasks, exact, near]
 
 
+@pytest.mark.slow
 def test_curate_export_report_publish(tmp_path: Path):
     tasks = _tasks()
     validated = tmp_path / "validate"

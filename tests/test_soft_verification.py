@@ -9,6 +9,7 @@ from pathlib import Path
 
 import datasets
 import polars as pl
+import pytest
 from conftest import run_cli, write_params
 from curated_factory import curated_tasks, make_trajectory, write_curated
 from trajforge.filters.trajectory_scores import is_near_miss, trajectory_scores
@@ -89,6 +90,7 @@ def test_scores_and_the_near_miss_rule():
     assert not is_near_miss(replace(close, resolved=None), 0.5)  # never verified
 
 
+@pytest.mark.slow
 def test_curate_marks_near_misses_and_the_export_keeps_them_for_sft(tmp_path: Path):
     """The real CLI curate on a rollout-shaped output, then the export: near misses become sft
     rows marked as such, the gates pass, and the card says how many and why."""
@@ -136,6 +138,7 @@ def test_curate_marks_near_misses_and_the_export_keeps_them_for_sft(tmp_path: Pa
     assert "`curate.near_miss_soft_reward`" in card and "(the lowest: 0.75)" in card
 
 
+@pytest.mark.slow
 def test_without_a_threshold_nothing_is_a_near_miss(tmp_path: Path):
     tasks = curated_tasks()
     runs = [_run(tasks[0].instance_id, 0, False, 1.0, near_miss=True)]  # marked by an old curate
