@@ -1,0 +1,448 @@
+"""Bug operators for JavaScript and TypeScript: Python's set where the mistake exists in JS, plus
+two of its own (loose equality, a dropped optional chain).
+
+An operator reads a tree-sitter node inside a function body (``js_syntax.JsFile.body_nodes``) and
+yields ``JsEdit``s: replace bytes ``start:end`` of the file with ``new``. Every other byte of the
+file stays as it was, so the reverse diff (the task's patch) touches only the bug and undoes it
+byte for byte. An edit that would not parse is dropped where the mutant is made
+(``js_mutations.py``). Like Python's operators, these skip rewrites a test rarely observes
+(a ``console`` call, a string built for a message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import tree_sitter
+from trajforge.generators.bugs.js_syntax import JsFile, operator_of
+
+
+@dataclass(frozen=True)
+class JsEdit:
+    """Replace bytes ``start:end`` with ``new``; ``focus`` is the code the bug sits in."""
+
+    start: int
+    end: int
+    new: str
+    focus: tree_sitter.Node  # its lines select the tests that cover the mutant
+    what: str  # e.g. "flip `<` to `>=`"; the engine appends where
+
+
+Finder = Callable[[JsFile, tree_sitter.Node], Iterator[JsEdit]]
+
+
+@dataclass(frozen=True)
+class JsOperator:
+    name: str
+    node_types: frozenset[str]  # the walk calls ``find`` on these nodes only
+    find: Finder
+    example: str  # one line, for reports and docs
+
+
+JS_OPERATORS: dict[str, JsOperator] = {}
+
+
+def _operator(name: str, *node_types: str, example: str) -> Callable[[Finder], Finder]:
+    def register(find: Finder) -> Finder:
+        JS_OPERATORS[name] = JsOperator(name, frozenset(node_types), find, example)
+        return find
+
+    return register
+
+
+_QUIET_OBJECTS = {"console", "logger", "log"}
+_TIGHT = frozenset(
+    {
+        "identifier",
+        "member_expression",
+        "subscript_expression",
+        "call_expression",
+        "number",
+        "parenthesized_expression",
+        "this",
+        "property_identifier",
+    }
+)
+
+
+def _replace(node: tree_sitter.Node, new: str, focus: tree_sitter.Node, what: str) -> JsEdit:
+    return JsEdit(node.start_byte, node.end_byte, new, focus, what)
+
+
+def _snippet(file: JsFile, node: tree_sitter.Node, limit: int = 40) -> str:
+    text = " ".join(file.text_of(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _statement(node: tree_sitter.Node) -> tree_sitter.Node:
+    """The statement a node sits in (what the bug's lines are)."""
+    while node.parent is not None and not node.type.endswith(("statement", "declaration")):
+        node = node.parent
+    return node
+
+
+def _is_quiet(file: JsFile, node: tree_sitter.Node) -> bool:
+    """``console.log(...)``, ``logger.debug(...)``: a call whose loss few tests observe."""
+    if node.type == "await_expression" and node.named_child_count:
+        node = node.named_children[0]
+    if node.type != "call_expression":
+        return False
+    func = node.child_by_field_name("function")
+    if func is None or func.type != "member_expression":
+        return False
+    obj = func.child_by_field_name("object")
+    return obj is not None and file.text_of(obj) in _QUIET_OBJECTS
+
+
+def _is_string(node: tree_sitter.Node | None) -> bool:
+    return node is not None and node.type in ("string", "template_string")
+
+
+def _binary_parts(
+    node: tree_sitter.Node,
+) -> tuple[tree_sitter.Node, tree_sitter.Node, tree_sitter.Node] | None:
+    left, right, op = (
+        node.child_by_field_name("left"),
+        node.child_by_field_name("right"),
+        operator_of(node),
+    )
+    if left is None or right is None or op is None:
+        return None
+    return left, op, right
+
+
+# --- comparisons and conditions ---------------------------------------------------------------
+
+_FLIP = {
+    "<": ">=",
+    ">=": "<",
+    ">": "<=",
+    "<=": ">",
+    "===": "!==",
+    "!==": "===",
+    "==": "!=",
+    "!=": "==",
+}
+
+
+@_operator("flip_comparison", "binary_expression", example="`if (i < n)` -> `if (i >= n)`")
+def _flip_comparison(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    parts = _binary_parts(node)
+    if parts is None or parts[1].type not in _FLIP:
+        return
+    op = parts[1]
+    new = _FLIP[op.type]
+    yield _replace(op, new, _statement(node), f"flip `{op.type}` to `{new}`")
+
+
+_CONDITIONAL = ("if_statement", "while_statement", "do_statement")
+
+
+@_operator("negate_condition", *_CONDITIONAL, example="`while (queue.length)` -> `while (!(...))`")
+def _negate_condition(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    paren = node.child_by_field_name("condition")
+    if paren is None or paren.type != "parenthesized_expression" or paren.named_child_count != 1:
+        return
+    test = paren.named_children[0]
+    what = f"negate the condition `{_snippet(file, test)}`"
+    yield _replace(test, f"!({file.text_of(test)})", test, what)
+
+
+@_operator("remove_negation", "unary_expression", example="`if (!done)` -> `if (done)`")
+def _remove_negation(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    op, operand = operator_of(node), node.child_by_field_name("argument")
+    if op is None or op.type != "!" or operand is None or operand.type == "unary_expression":
+        return
+    if node.parent is not None and node.parent.type == "unary_expression":
+        return  # `!!x` is a cast to boolean, not a condition
+    yield _replace(node, file.text_of(operand), _statement(node), "drop a `!`")
+
+
+@_operator(
+    "swap_if_else", "if_statement", "ternary_expression", example="`c ? a : b` -> `c ? b : a`"
+)
+def _swap_if_else(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    first = node.child_by_field_name("consequence")
+    second = node.child_by_field_name("alternative")
+    if node.type == "if_statement":
+        if second is None or second.named_child_count != 1:
+            return
+        second = second.named_children[0]  # the else_clause's body
+        if second.type == "if_statement":
+            return  # an `else if` chain: swapping would move a condition
+        if first is None or first.type != "statement_block" or second.type != "statement_block":
+            return
+    if first is None or second is None or file.text_of(first) == file.text_of(second):
+        return
+    between = file.data[first.end_byte : second.start_byte].decode("utf-8")
+    new = file.text_of(second) + between + file.text_of(first)
+    start, end = first.start_byte, second.end_byte
+    yield JsEdit(start, end, new, node, "swap the branches")
+
+
+_BOOL_SWAP = {"&&": "||", "||": "&&"}
+_LOGICAL = frozenset({"&&", "||", "??"})
+
+
+def _logical(node: tree_sitter.Node) -> bool:
+    op = operator_of(node) if node.type == "binary_expression" else None
+    return op is not None and op.type in _LOGICAL
+
+
+@_operator("swap_bool_op", "binary_expression", example="`if (a && b)` -> `if (a || b)`")
+def _swap_bool_op(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    parts = _binary_parts(node)
+    if parts is None or parts[1].type not in _BOOL_SWAP:
+        return
+    left, op, right = parts
+    new_op = _BOOL_SWAP[op.type]
+    # Operands and the whole are parenthesized where && and || would regroup, so the mutant
+    # means exactly "the other operator here".
+    sides = [file.text_of(left), file.text_of(right)]
+    sides = [
+        f"({text})" if _logical(side) else text
+        for text, side in zip(sides, (left, right), strict=True)
+    ]
+    gap_l = file.data[left.end_byte : op.start_byte].decode("utf-8")
+    gap_r = file.data[op.end_byte : right.start_byte].decode("utf-8")
+    new = f"{sides[0]}{gap_l}{new_op}{gap_r}{sides[1]}"
+    if node.parent is not None and node.parent.type in ("binary_expression", "unary_expression"):
+        new = f"({new})"
+    yield _replace(node, new, _statement(node), f"swap `{op.type}` for `{new_op}`")
+
+
+_ARITH_SWAP = {
+    "+": "-",
+    "-": "+",
+    "*": "/",
+    "/": "*",
+    "+=": "-=",
+    "-=": "+=",
+    "*=": "/=",
+    "/=": "*=",
+}
+
+
+@_operator(
+    "swap_arith_op",
+    "binary_expression",
+    "augmented_assignment_expression",
+    example="`total += x` -> `total -= x`",
+)
+def _swap_arith_op(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    parts = _binary_parts(node)
+    if parts is None or parts[1].type not in _ARITH_SWAP:
+        return
+    left, op, right = parts
+    if _is_string(left) or _is_string(right):
+        return  # `"a" + b` is a concatenation: `-` gives NaN, not a plausible bug
+    new = _ARITH_SWAP[op.type]
+    around = file.data[op.start_byte - 1 : op.start_byte] + file.data[op.end_byte : op.end_byte + 1]
+    if new[0].encode() in around:
+        return  # `a +-b` would become `a --b`
+    yield _replace(op, new, _statement(node), f"swap `{op.type}` for `{new}`")
+
+
+# --- bounds and constants ---------------------------------------------------------------------
+
+_ORDER = frozenset({"<", "<=", ">", ">="})
+_SLICING = frozenset({"slice", "substring", "substr", "splice", "at", "charAt"})
+
+
+def _plus(file: JsFile, node: tree_sitter.Node, delta: int) -> str:
+    if node.type == "number" and file.text_of(node).isdigit():
+        return str(int(file.text_of(node)) + delta)
+    text = file.text_of(node)
+    tight = _TIGHT | {"binary_expression"} if _arith(node) else _TIGHT
+    if node.type not in tight:
+        text = f"({text})"
+    return f"{text} {'+' if delta > 0 else '-'} 1"
+
+
+def _arith(node: tree_sitter.Node) -> bool:
+    op = operator_of(node) if node.type == "binary_expression" else None
+    return op is not None and op.type in ("+", "-", "*", "/", "%", "**")
+
+
+def _bounds(file: JsFile, node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    if node.type == "binary_expression":
+        parts = _binary_parts(node)
+        if parts is not None and parts[1].type in _ORDER:
+            yield parts[2]
+    elif node.type == "subscript_expression":
+        index = node.child_by_field_name("index")
+        if index is not None and (index.type in ("identifier", "number") or _arith(index)):
+            yield index
+    elif node.type == "call_expression":
+        func, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        prop = func.child_by_field_name("property") if func is not None else None
+        if prop is not None and args is not None and file.text_of(prop) in _SLICING:
+            yield from (a for a in args.named_children if a.type not in ("spread_element",))
+
+
+@_operator(
+    "off_by_one",
+    "binary_expression",
+    "subscript_expression",
+    "call_expression",
+    example="`i < n` -> `i < n - 1`, `s.slice(1)` -> `s.slice(2)`",
+)
+def _off_by_one(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    for bound in _bounds(file, node):
+        if _is_string(bound):
+            continue
+        for delta in (1, -1):
+            new = _plus(file, bound, delta)
+            if new.startswith("-") and bound.type == "number":
+                continue
+            what = f"`{_snippet(file, bound)}` off by {delta:+d}"
+            yield _replace(bound, new, _statement(node), what)
+
+
+@_operator("change_constant", "number", "true", "false", example="`0` -> `1`, `true` -> `false`")
+def _change_constant(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    text = file.text_of(node)
+    if node.type == "number":
+        if not text.isdigit() or len(text) > 15:
+            return  # hex, floats, bigints, separators: rarely a plausible slip
+        new = "1" if text == "0" else "0" if text == "1" else str(int(text) + 1)
+    else:
+        new = "false" if text == "true" else "true"
+    yield _replace(node, new, _statement(node), f"change `{text}` to `{new}`")
+
+
+@_operator("swap_call_args", "call_expression", example="`range(a, b)` -> `range(b, a)`")
+def _swap_call_args(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    args = node.child_by_field_name("arguments")
+    if args is None or args.type != "arguments" or _is_quiet(file, node):
+        return
+    named = [a for a in args.named_children if a.type != "comment"]
+    if len(named) != 2 or any(a.type == "spread_element" for a in named):
+        return
+    first, second = named
+    if file.text_of(first) == file.text_of(second):
+        return
+    between = file.data[first.end_byte : second.start_byte].decode("utf-8")
+    new = file.text_of(second) + between + file.text_of(first)
+    what = f"swap the arguments of `{_snippet(file, node.child_by_field_name('function') or node)}`"
+    yield JsEdit(first.start_byte, second.end_byte, new, node, what)
+
+
+# --- removals ---------------------------------------------------------------------------------
+
+
+def _drop(file: JsFile, stmt: tree_sitter.Node, what: str) -> JsEdit | None:
+    """Remove a statement from its block: its whole line when it is alone there, else its bytes.
+
+    A statement that is a branch or loop body on its own (``if (x) f();``) becomes ``;``.
+    """
+    parent = stmt.parent
+    if parent is None:
+        return None
+    if parent.type not in ("statement_block", "switch_case", "switch_default", "program"):
+        return JsEdit(stmt.start_byte, stmt.end_byte, ";", stmt, what)
+    line_start = file.data.rfind(b"\n", 0, stmt.start_byte) + 1
+    line_end = file.data.find(b"\n", stmt.end_byte)
+    line_end = len(file.data) if line_end == -1 else line_end + 1
+    before = file.data[line_start : stmt.start_byte]
+    after = file.data[stmt.end_byte : line_end]
+    if not before.strip() and not after.strip():
+        return JsEdit(line_start, line_end, "", stmt, what)
+    return JsEdit(stmt.start_byte, stmt.end_byte, "", stmt, what)
+
+
+_CALLS = frozenset({"call_expression", "await_expression", "new_expression"})
+_ASSIGNS = frozenset(
+    {"assignment_expression", "augmented_assignment_expression", "update_expression"}
+)
+
+
+def _expression_of(stmt: tree_sitter.Node) -> tree_sitter.Node | None:
+    return stmt.named_children[0] if stmt.named_child_count else None
+
+
+@_operator("remove_statement", "expression_statement", example="`this.items.push(x);` -> (removed)")
+def _remove_statement(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    expr = _expression_of(node)
+    if expr is None or expr.type not in _CALLS or _is_quiet(file, expr):
+        return
+    edit = _drop(file, node, f"remove `{_snippet(file, node)}`")
+    if edit is not None:
+        yield edit
+
+
+@_operator("remove_assignment", "expression_statement", example="`total += x;` -> (removed)")
+def _remove_assignment(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    expr = _expression_of(node)
+    if expr is None or expr.type not in _ASSIGNS:
+        return
+    edit = _drop(file, node, f"remove `{_snippet(file, node)}`")
+    if edit is not None:
+        yield edit
+
+
+@_operator("remove_conditional", "if_statement", example="`if (x == null) x = [];` -> (removed)")
+def _remove_conditional(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    if node.child_by_field_name("alternative") is not None:
+        return
+    if node.parent is not None and node.parent.type == "else_clause":
+        return  # the `if` of an `else if`
+    cond = node.child_by_field_name("condition")
+    edit = _drop(file, node, f"remove `if {_snippet(file, cond or node)}`")
+    if edit is not None:
+        yield edit
+
+
+_LOOPS = ("for_statement", "for_in_statement", "while_statement", "do_statement")
+
+
+@_operator("remove_loop", *_LOOPS, example="`for (const x of xs) total += x;` -> (removed)")
+def _remove_loop(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    edit = _drop(file, node, f"remove the loop `{_snippet(file, node, 30)}`")
+    if edit is not None:
+        yield edit
+
+
+@_operator("drop_return_value", "return_statement", example="`return result;` -> `return;`")
+def _drop_return_value(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    value = node.named_children[0] if node.named_child_count else None
+    keyword = node.children[0] if node.child_count else None
+    if value is None or keyword is None or value.type in ("undefined", "comment"):
+        return
+    yield JsEdit(keyword.end_byte, value.end_byte, "", node, "drop the returned value")
+
+
+@_operator("break_loop_early", *_LOOPS, example="`for (...) { f(x); }` -> `{ f(x); break; }`")
+def _break_loop_early(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    body = node.child_by_field_name("body")
+    if body is None or body.type != "statement_block" or not body.named_child_count:
+        return
+    last = body.named_children[-1]
+    if last.type in ("break_statement", "return_statement", "throw_statement", "comment"):
+        return
+    yield JsEdit(last.end_byte, last.end_byte, " break;", last, "break out after one pass")
+
+
+# --- JavaScript's own ---------------------------------------------------------------------------
+
+_LOOSE = {"===": "==", "!==": "!="}
+
+
+@_operator("loosen_equality", "binary_expression", example="`x === 0` -> `x == 0`")
+def _loosen_equality(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    parts = _binary_parts(node)
+    if parts is None or parts[1].type not in _LOOSE:
+        return
+    op = parts[1]
+    yield _replace(op, _LOOSE[op.type], _statement(node), f"loosen `{op.type}`")
+
+
+@_operator("remove_optional_chain", "optional_chain", example="`a?.b` -> `a.b`")
+def _remove_optional_chain(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+    after = node.next_sibling
+    if after is None or node.parent is None:
+        return
+    # `a?.b` -> `a.b`; `a?.[i]` -> `a[i]`; `f?.()` -> `f()`
+    new = "." if after.type in ("property_identifier", "private_property_identifier") else ""
+    yield _replace(node, new, _statement(node), "drop the optional chain `?.`")
