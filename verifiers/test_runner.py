@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from trajforge.schemas.records import content_id
@@ -52,6 +52,9 @@ class RunContext:
     # Exit codes by which the command reports killing its own tests (coreutils `timeout`: 124,
     # 137): a hang the command caught, not a run killed from outside.
     own_kills: tuple[int, ...] = ()
+    # How the run's report (``junit_path``'s bytes, or None) and log read: pytest's JUnit XML and
+    # log when None; another language's reader otherwise (generators/languages/).
+    parse: Callable[[bytes | None, str], ParsedLog] | None = None
 
 
 def with_test_limit(test_cmd: str, install: Sequence[str], seconds: int) -> str:
@@ -96,7 +99,7 @@ def run_tests(
         log += f"\n{NOTE}{problem}: {why}\n"
         parsed = ParsedLog({}, ())
     else:
-        parsed = _parse(junit.data, result.output)
+        parsed = (ctx.parse or _parse)(junit.data, result.output)
     suite_ran = (
         not problem
         and not result.timed_out

@@ -16,6 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from trajforge.verifiers.reports import ReportError
+
+__all__ = ["Detection", "Language", "ReportError"]
+
 
 @dataclass(frozen=True)
 class Detection:
@@ -28,6 +32,7 @@ class Detection:
     evidence: tuple[str, ...]  # repository paths (and fields) the choice rests on
     lockfile: str = ""  # the lock file the install follows, "" when none
     typescript: bool = False
+    manager_spec: str = ""  # a pinned package manager (package.json's packageManager: yarn@4.1.0)
     why: str = ""  # one line: why this runtime and runner
 
 
@@ -71,7 +76,3 @@ class Language(ABC):
     @abstractmethod
     def bug_operators(self) -> Mapping[str, object]:
         """The procedural bug operators by name (``inject``)."""
-
-
-class ReportError(ValueError):
-    """A test report that cannot be read: its one-line cause."""

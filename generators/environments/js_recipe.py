@@ -1,0 +1,125 @@
+"""A JavaScript/TypeScript environment's recipe: the Dockerfile its image is built from.
+
+The same shape as ``recipe.py``'s: the install runs in a ``build`` stage with the network and
+the CA bundle, from the lock file when there is one (``npm ci``, ``yarn --frozen-lockfile`` /
+``--immutable``, ``pnpm --frozen-lockfile``), and only what the install made (every
+``node_modules`` folder, and files a ``prepare`` script wrote) is copied into the final image,
+so no test run needs the network, nor the package manager (runners run from
+``node_modules/.bin``). The build context is ``recipe.py``'s (``build_context``),
+and the image is built and labelled by ``image.py:build_recipe`` like a Python profile's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from trajforge.generators.environments.base_image import node_image_tag
+from trajforge.generators.environments.recipe import (
+    CA_FILE,
+    ENV_MARKER,
+    MARKER_SOURCE,
+    STAMP,
+)
+from trajforge.generators.environments.recipe import _run as run_step
+
+JS_RECIPE_FORMAT = "js-dockerfile-v1"
+OUT = "/tmp/trajforge-out"  # the build stage's node_modules and generated files, for the copy
+NODE_ENV = {
+    "PATH": "/repo/node_modules/.bin:/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "LANG": "C.UTF-8",
+    "CI": "1",  # runners stop watching and asking; installs never prompt
+    "NODE_OPTIONS": "--max-old-space-size=3072",
+    "npm_config_update_notifier": "false",
+    "npm_config_fund": "false",
+    "npm_config_audit": "false",
+    "npm_config_color": "false",  # a failed install's cause is read from the log
+    "FORCE_COLOR": "0",
+}
+# The CA bundle for every client that reads one, only when one was given (a non-empty file):
+# node itself, npm and pnpm (npm_config_cafile), yarn classic (YARN_CAFILE), yarn berry.
+CA_PRELUDE = (
+    f"if [ -s {CA_FILE} ]; then export NODE_EXTRA_CA_CERTS={CA_FILE} "
+    f"npm_config_cafile={CA_FILE} YARN_CAFILE={CA_FILE} YARN_CA_FILE_PATH={CA_FILE}; fi"
+)
+# What each package manager installs from (lock file) or without one; the log names which.
+INSTALLS = {
+    ("npm", True): "npm ci || { echo 'trajforge: npm ci refused the lock file; npm install'; "
+    "npm install; }",
+    ("npm", False): "npm install",
+    ("yarn", True): "yarn install --frozen-lockfile --non-interactive",
+    ("yarn", False): "yarn install --non-interactive",
+    ("yarn-berry", True): "yarn install --immutable",
+    ("yarn-berry", False): "yarn install",
+    ("pnpm", True): "pnpm install --frozen-lockfile",
+    ("pnpm", False): "pnpm install",
+}
+# Copy out every node_modules folder (workspaces have one per package) and the files the
+# install wrote elsewhere in the tree (a ``prepare`` build), keeping their paths; not a lock
+# file the install wrote (the tree under test has its own, or none).
+CARRY = (
+    f"mkdir -p {OUT} && find . -name node_modules -type d -prune -print0 "
+    f"| xargs -0 -r cp -a --parents -t {OUT} && find . -name node_modules -prune "
+    "-o -name .git -prune -o -name package-lock.json -o -name yarn.lock -o -name pnpm-lock.yaml "
+    f"-o -type f -newer {STAMP} -print0 | xargs -0 -r cp -a --parents -t {OUT}"
+)
+
+
+def manager_setup(manager: str, manager_spec: str) -> str:
+    """Shell that makes ``manager`` available: npm is Debian's; yarn classic and pnpm come from
+    the npm registry; berry (and any ``packageManager`` pin) through corepack."""
+    if manager == "npm":
+        return "npm --version"
+    if manager_spec or manager == "yarn-berry":
+        spec = f" && corepack prepare {manager_spec} --activate" if manager_spec else ""
+        return f"npm install -g corepack && corepack enable{spec}"
+    version = {"yarn": "yarn@1", "pnpm": "pnpm@8"}[manager]
+    return f"npm install -g {version}"
+
+
+def render_js_dockerfile(
+    node: str,
+    manager: str,
+    locked: bool,
+    manager_spec: str = "",
+    extra: Sequence[str] = (),
+) -> str:
+    """The Dockerfile for a JS/TS project: a pure function of its Node major, package manager,
+    whether a lock file decides the install, the ``packageManager`` pin and extra steps (a
+    reporter the project lacks). ``manager_spec`` is refused unless it is a plain name@version."""
+    if manager_spec and not _plain_spec(manager_spec):
+        raise ValueError(f"packageManager {manager_spec!r} is not name@version")
+    install = INSTALLS[(manager, locked)]
+    script = [CA_PRELUDE, f"touch {STAMP}", "set -x", install, *extra, CARRY]
+    env = " ".join(f"{key}={value}" for key, value in NODE_ENV.items())
+    return "\n".join(
+        [
+            f"# trajforge environment recipe ({JS_RECIPE_FORMAT}). Build context: repo/ (the",
+            "# repository at the setup commit), trajforge/ca.crt (a CA bundle, or an empty",
+            "# file), trajforge/env.json (a marker). Build args: PROFILE_ID, SETUP_COMMIT.",
+            f"ARG BASE={node_image_tag(node)}",
+            "FROM ${BASE} AS build",
+            f"ENV {env}",
+            "COPY trajforge/ca.crt " + CA_FILE,
+            run_step([CA_PRELUDE, "set -x", manager_setup(manager, manager_spec)]),
+            "COPY repo/ /repo/",
+            "WORKDIR /repo",
+            run_step(script),
+            "",
+            "FROM ${BASE}",
+            "ARG PROFILE_ID=",
+            "ARG SETUP_COMMIT=",
+            f"ENV {env}",
+            f"COPY --from=build {OUT}/ /repo/",
+            f"COPY {MARKER_SOURCE} {ENV_MARKER}",
+            "WORKDIR /repo",
+            'LABEL trajforge.profile_id="${PROFILE_ID}" trajforge.setup_commit="${SETUP_COMMIT}"',
+            "",
+        ]
+    )
+
+
+def _plain_spec(spec: str) -> bool:
+    name, _, version = spec.partition("@")
+    allowed = set("abcdefghijklmnopqrstuvwxyz0123456789.-+")
+    return name in ("npm", "yarn", "pnpm") and bool(version) and set(version) <= allowed

@@ -1,0 +1,256 @@
+"""JavaScript and TypeScript: package.json projects, Node from Debian, npm/yarn/pnpm, jest.
+
+Detection reads the working tree's package.json, lock files and version files: the package
+manager from ``packageManager`` or the lock file, the runner from the ``test`` script or the
+dependencies, the Node from ``node_choice.py``. jest, vitest and mocha run with their own JSON
+reporter, which needs nothing installed beyond the runner; ``verifiers/reports/`` reads them.
+Test files follow ``generators/mining/js_test_files.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from trajforge.generators.environments.base_image import node_image_tag
+from trajforge.generators.environments.js_recipe import render_js_dockerfile
+from trajforge.generators.languages.base import Detection, Language, ReportError
+from trajforge.generators.languages.node_choice import choose_node
+from trajforge.generators.mining.js_test_files import is_js_test_path
+from trajforge.schemas.errors import UserError
+from trajforge.verifiers.log_parsers import ParsedLog
+from trajforge.verifiers.reports import read_report
+
+REPORT_PATH = "/tmp/trajforge-report.json"
+LOCKS = (  # first match wins: (file, manager)
+    ("pnpm-lock.yaml", "pnpm"),
+    ("yarn.lock", "yarn"),
+    ("package-lock.json", "npm"),
+    ("npm-shrinkwrap.json", "npm"),
+)
+RUNNERS = ("vitest", "jest", "mocha", "ava", "tap")  # package names that are runners
+# The runners whose own JSON reporter needs nothing installed, and its format in
+# verifiers/reports/ (FORMATS).
+REPORT_FORMATS = {"jest": "jest-json", "vitest": "vitest-json", "mocha": "mocha-json"}
+
+
+class JavaScript(Language):
+    name: ClassVar[str] = "javascript"
+
+    def detect(self, repo_dir: str) -> Detection | None:
+        package = _package_json(repo_dir)
+        if package is None:
+            return None
+        evidence = ["package.json"]
+        manager, lockfile = _manager(repo_dir, package)
+        if lockfile:
+            evidence.append(lockfile)
+        runner = _runner(package)
+        nvmrc = _first_file(repo_dir, (".nvmrc", ".node-version"))
+        engines = _table(package, "engines").get("node")
+        choice = choose_node(
+            engines if isinstance(engines, str) else None,
+            _read(repo_dir, nvmrc) if nvmrc else None,
+            _commit_date(repo_dir),
+        )
+        evidence += [nvmrc] if nvmrc else []
+        deps = _dependencies(package)
+        typescript = "typescript" in deps or os.path.isfile(os.path.join(repo_dir, "tsconfig.json"))
+        return Detection(
+            language=self.name,
+            package_manager=manager,
+            runner=runner,
+            runtime=choice.major,
+            evidence=tuple(evidence),
+            lockfile=lockfile,
+            typescript=typescript,
+            manager_spec=_pin(package, manager),
+            why=f"{choice.why}; runner {runner or 'none found'}",
+        )
+
+    def base_image(self, detection: Detection) -> str:
+        return node_image_tag(detection.runtime)
+
+    def render_recipe(self, detection: Detection, install: Sequence[str] = ()) -> str:
+        return render_js_dockerfile(
+            detection.runtime,
+            detection.package_manager,
+            bool(detection.lockfile),
+            detection.manager_spec,
+            install,
+        )
+
+    def test_command(
+        self, detection: Detection, selection: Sequence[str] = (), per_test_timeout_s: int = 0
+    ) -> str:
+        """The runner from node_modules/.bin with its JSON reporter into ``REPORT_PATH``; a
+        selection runs its tests' files (a runner's title filter is a pattern, not an id)."""
+        runner = detection.runner
+        if runner not in REPORT_FORMATS:
+            raise UserError(
+                f"javascript: no test command for runner {runner or '(none found)'} yet; "
+                f"trajforge runs {', '.join(REPORT_FORMATS)}",
+                reason="unsupported_runner",
+            )
+        files = " ".join(shlex.quote(f) for f in sorted({test_file(t) for t in selection}))
+        ms = int(per_test_timeout_s * 1000)
+        if runner == "vitest":
+            limit = f" --testTimeout={ms}" if ms else ""
+            report = f"--reporter=json --outputFile={REPORT_PATH}"
+            return f"node_modules/.bin/vitest run {report}{limit} {files}".strip()
+        if runner == "mocha":
+            limit = f" --timeout {ms}" if ms else ""
+            report = f"--reporter json --reporter-option output={REPORT_PATH}"
+            return f"node_modules/.bin/mocha {report}{limit} {files}".strip()
+        limit = f" --testTimeout={ms}" if ms else ""
+        by_path = f" --runTestsByPath {files}" if files else ""
+        return (
+            f"node_modules/.bin/jest --ci --json --outputFile={REPORT_PATH} --watchman=false "
+            f"--cacheDirectory=/tmp/jest-cache{limit}{by_path}"
+        )
+
+    def report_path(self, detection: Detection) -> str:
+        return REPORT_PATH
+
+    def parse_report(self, text: str, runner: str) -> dict[str, str]:
+        parsed = read_runner_report(text.encode("utf-8", "replace"), runner)
+        if parsed.problem:
+            raise ReportError(parsed.problem)
+        return parsed.statuses
+
+    def is_test_file(self, path: str) -> bool:
+        return is_js_test_path(path)
+
+    def bug_operators(self) -> Mapping[str, object]:
+        return {}  # the tree-sitter operators arrive with generators/bugs/js_operators.py
+
+
+def read_runner_report(report: bytes, runner: str) -> ParsedLog:
+    """``runner``'s report read by its format's parser (``verifiers/reports/``)."""
+    fmt = REPORT_FORMATS.get(runner)
+    if fmt is None:
+        raise ReportError(f"no report format for runner {runner!r}")
+    return read_report(report, fmt)
+
+
+def test_file(test_id: str) -> str:
+    """The file a JS test id lives in: ``src/a.test.js > sum > adds`` -> ``src/a.test.js``."""
+    return test_id.split(" > ", 1)[0]
+
+
+def _package_json(repo_dir: str) -> dict[str, Any] | None:
+    path = os.path.join(repo_dir, "package.json")
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise UserError(
+            f"{repo_dir}: package.json does not parse ({str(exc)[:120]}); fix it or leave the "
+            "repository out",
+            reason="bad_package_json",
+        ) from None
+    if not isinstance(data, dict):
+        raise UserError(
+            f"{repo_dir}: package.json is not a JSON object; fix it or leave the repository out",
+            reason="bad_package_json",
+        )
+    return data
+
+
+def _manager(repo_dir: str, package: dict[str, Any]) -> tuple[str, str]:
+    """(package manager, lock file): the lock file decides, ``packageManager`` names yarn's
+    generation when there is none; yarn.lock of berry has a ``__metadata`` block."""
+    pinned = package.get("packageManager")
+    pinned_name = pinned.split("@")[0] if isinstance(pinned, str) else ""
+    for lockfile, manager in LOCKS:
+        path = os.path.join(repo_dir, lockfile)
+        if not os.path.isfile(path):
+            continue
+        if manager == "yarn" and (_is_berry_lock(path) or _berry_pin(pinned)):
+            return "yarn-berry", lockfile
+        return manager, lockfile
+    if pinned_name == "yarn":
+        return ("yarn-berry" if _berry_pin(pinned) else "yarn"), ""
+    return (pinned_name if pinned_name in ("pnpm",) else "npm"), ""
+
+
+def _pin(package: dict[str, Any], manager: str) -> str:
+    """package.json's ``packageManager`` pin (corepack's name@version, its hash dropped) when it
+    names the manager chosen and reads as a plain pin; else ""."""
+    pinned = package.get("packageManager")
+    if not isinstance(pinned, str):
+        return ""
+    spec = pinned.split("+", 1)[0]
+    name, _, version = spec.partition("@")
+    plain = bool(re.fullmatch(r"\d+\.\d+\.\d+(-[\w.]+)?", version))
+    return spec if plain and manager.split("-")[0] == name else ""
+
+
+def _berry_pin(pinned: Any) -> bool:
+    if not isinstance(pinned, str) or not pinned.startswith("yarn@"):
+        return False
+    major = pinned[5:].split(".")[0]
+    return major.isdigit() and int(major) >= 2
+
+
+def _is_berry_lock(path: str) -> bool:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return "__metadata:" in handle.read(4096)
+
+
+def _runner(package: dict[str, Any]) -> str:
+    """The runner the ``test`` script calls (first named), else one in the dependencies."""
+    script = _table(package, "scripts").get("test")
+    if isinstance(script, str):
+        words = re.findall(r"[\w@/.-]+", script)
+        for word in words:
+            name = posixpath.basename(word)
+            if name in RUNNERS:
+                return name
+            if name == "react-scripts" and "test" in words:
+                return "jest"
+        if re.search(r"\bnode\s+(--\S+\s+)*--test\b", script):
+            return "node"
+    deps = _dependencies(package)
+    return next((runner for runner in RUNNERS if runner in deps), "")
+
+
+def _dependencies(package: dict[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for key in ("dependencies", "devDependencies"):
+        names |= set(_table(package, key))
+    return names
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _first_file(repo_dir: str, names: Sequence[str]) -> str:
+    return next((n for n in names if os.path.isfile(os.path.join(repo_dir, n))), "")
+
+
+def _read(repo_dir: str, name: str) -> str:
+    with open(os.path.join(repo_dir, name), encoding="utf-8", errors="replace") as handle:
+        return handle.read(200)
+
+
+def _commit_date(repo_dir: str) -> str | None:
+    """HEAD's commit date (ISO), None outside a git repository."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", repo_dir, "log", "-1", "--format=%cI"],
+            capture_output=True, text=True, check=False, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None

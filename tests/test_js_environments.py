@@ -1,0 +1,127 @@
+"""A test-built npm project with jest from the npm registry: detected, built into an image
+(Debian's node 18 from the on-demand base image, the lock file made by the build's npm),
+and its suite run in the sandbox with no network, statuses read from jest's JSON report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from repo_factory import RepoBuilder
+from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
+from trajforge.generators.languages.registry import for_repo
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import EnvironmentParams
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+
+pytestmark = pytest.mark.docker
+
+PACKAGE = {
+    "name": "calc",
+    "version": "1.0.0",
+    "engines": {"node": ">=16"},
+    "scripts": {"test": "jest"},
+    "devDependencies": {"jest": "29.7.0"},
+}
+SOURCE = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a + b; // the bug\n"
+TESTS = """\
+const { add, mul } = require('../src/calc');
+
+describe('calc', () => {
+  describe('add', () => {
+    test('adds two numbers', () => { expect(add(2, 3)).toBe(5); });
+  });
+  test('multiplies', () => { expect(mul(2, 3)).toBe(6); });
+  test.skip('divides', () => {});
+});
+"""
+HANGS = """\
+test('never settles', () => new Promise(() => {}));
+test('answers', () => { expect(1 + 1).toBe(2); });
+"""
+CALC_IDS = {
+    "__tests__/calc.test.js > calc > add > adds two numbers": "PASSED",
+    "__tests__/calc.test.js > calc > multiplies": "FAILED",
+    "__tests__/calc.test.js > calc > divides": "SKIPPED",
+}
+HANG_IDS = {"test/hang.test.js > never settles": "FAILED", "test/hang.test.js > answers": "PASSED"}
+
+
+@pytest.fixture(scope="module")
+def sandbox(docker_engine):
+    box = DockerSandbox()
+    yield box
+    box.close()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    repo = RepoBuilder(tmp_path_factory.mktemp("js") / "calc")
+    repo.commit(
+        "calc with jest",
+        {
+            "package.json": json.dumps(PACKAGE, indent=2) + "\n",
+            "src/calc.js": SOURCE,
+            "__tests__/calc.test.js": TESTS,
+            "test/hang.test.js": HANGS,
+        },
+    )
+    return repo
+
+
+@pytest.fixture(scope="module")
+def environment(sandbox, project):
+    env = prepare_js_environment(sandbox, str(project.path), EnvironmentParams(), say=print)
+    yield env
+    sandbox.close()  # its spare container holds the image (close is safe to call twice)
+    sandbox.remove_image(env.image)
+
+
+def test_detection_chooses_javascript_npm_jest_and_node_18(project):
+    language, detection = for_repo(str(project.path))
+    assert language.name == "javascript"
+    assert (detection.package_manager, detection.runner, detection.lockfile) == ("npm", "jest", "")
+    # engines >=16 allows 18 and 20; a commit of 2024-01 is node 18's era
+    assert detection.runtime == "18"
+
+
+def test_jest_runs_offline_with_exact_ids(sandbox, project, environment):
+    run = run_js_tests(sandbox, environment, str(project.path), per_test_timeout_s=2)
+    assert run.statuses() == {**CALC_IDS, **HANG_IDS}
+    assert run.suite_ran and not run.collection_errors and run.exit_code == 1
+    # the hanging test failed alone, on its own time limit, and the run went on
+    assert "Exceeded timeout of 2000 ms" in run.log
+
+
+def test_ids_are_stable_and_a_selection_runs_its_files_only(sandbox, project, environment):
+    picked = ("__tests__/calc.test.js > calc > multiplies",)
+    run = run_js_tests(sandbox, environment, str(project.path), selection=picked)
+    assert run.statuses() == {picked[0]: "FAILED"}
+    assert run.selection == picked
+    assert "hang.test.js" not in run.log  # the other file never ran
+
+
+def test_a_reused_image_is_the_same_and_the_fix_turns_the_test_green(sandbox, project, environment):
+    again = prepare_js_environment(sandbox, str(project.path), EnvironmentParams(), say=print)
+    assert again == environment  # reused by its recipe label, nothing rebuilt
+    fixed = project.commit("fix mul", {"src/calc.js": SOURCE.replace("a + b; //", "a * b; //")})
+    run = run_js_tests(sandbox, environment, str(project.path), tree=fixed, per_test_timeout_s=2)
+    assert run.statuses()["__tests__/calc.test.js > calc > multiplies"] == "PASSED"
+
+
+def test_a_suite_that_does_not_load_is_a_collection_error(sandbox, project, environment):
+    broken = project.commit("syntax error", {"__tests__/broken.test.js": "test('x', () => {\n"})
+    run = run_js_tests(sandbox, environment, str(project.path), tree=broken, per_test_timeout_s=2)
+    assert run.collection_errors == ("__tests__/broken.test.js",)
+    assert not run.suite_ran
+
+
+def test_a_failed_install_is_one_line_naming_its_cause(sandbox, tmp_path):
+    repo = RepoBuilder(tmp_path / "missing")
+    package = {**PACKAGE, "devDependencies": {"trajforge-no-such-package-4f1c": "1.0.0"}}
+    repo.commit("a dependency npm has never heard of", {"package.json": json.dumps(package)})
+    with pytest.raises(UserError) as caught:
+        prepare_js_environment(sandbox, str(repo.path), EnvironmentParams(), say=print)
+    line = str(caught.value)
+    assert caught.value.reason == "install_failed"
+    assert "\n" not in line and "E404" in line and "trajforge-no-such-package-4f1c" in line
