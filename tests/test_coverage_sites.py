@@ -69,6 +69,17 @@ def test_guided_sites_are_only_in_functions_the_passing_tests_run(halfway):
     assert _functions(unguided) - set(COVERED), _functions(unguided)
 
 
+def test_an_edit_on_a_line_no_test_runs_is_left_out_even_in_a_called_function(halfway):
+    path, tree = halfway
+    branch = CORE.splitlines().index("        return hi") + 1  # a branch the tests were to skip
+    covered = _body_lines(COVERED) - {branch}
+    result = _inject(path, tree, CoveredLines(tree, {PATH: covered}))
+    assert result.guided is True and result.candidates
+    for candidate in result.candidates:
+        first = int(re.findall(r" line (\d+)$", candidate.meta.message)[0])
+        assert first in covered and first != branch, candidate.meta.message
+
+
 def test_nothing_known_for_the_snapshot_samples_as_before_and_says_so(halfway):
     path, tree = halfway
     unknown = _inject(path, tree, None)

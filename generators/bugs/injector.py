@@ -108,24 +108,24 @@ def inject_snapshot(
     unparsable: list[tuple[str, str, str]] = []
     if params.mode in ("procedural", "both"):
         mutants, unparsable = guide.sample(
-            lambda include: sample_mutants(
+            lambda guided: sample_mutants(
                 files,
                 seed=params.seed,
                 max_mutants=params.max_candidates,
                 operators=operators,
                 min_complexity=params.min_complexity,
-                include=include,
+                covers=guided.executes if guided else None,
             )
         )
     rewrites = 0
     if client is not None and uses_llm(params):
         functions, unpicked = guide.sample(
-            lambda include: pick_functions(
+            lambda guided: pick_functions(
                 files,
                 seed=params.seed,
                 count=params.llm_rewrites,
                 min_complexity=params.min_complexity,
-                include=include,
+                include=guided.runs if guided else None,
             )
         )
         unparsable = unparsable or unpicked  # the same files fail either way: count them once

@@ -463,15 +463,16 @@ def sample_mutants(
     max_mutants: int,
     operators: Sequence[str] | None = None,
     min_complexity: int = 2,
-    include: Callable[[FunctionTarget], bool] | None = None,
+    covers: Callable[[str, int, int], bool] | None = None,
 ) -> tuple[list[Mutant], list[tuple[str, str, str]]]:
     """Up to ``max_mutants`` mutants across files, reproducible from ``seed``.
 
     Picks go round the operators (in a seeded order), and within an operator to a function drawn
     by complexity / (1 + times already picked)^2: complex functions are favoured, no function
     dominates. Only picked edits are printed and compiled, so a large repository costs one survey
-    parse per file plus one parse per file that gets a mutant. ``include`` (when given) keeps
-    only the functions it accepts: coverage-guided injection. Returns ``(mutants, rejected)``
+    parse per file plus one parse per file that gets a mutant. ``covers(path, first, last)``
+    (when given) keeps only the edits whose lines it accepts: coverage-guided injection.
+    Returns ``(mutants, rejected)``
     with ``(path, reason, detail)`` for each file that gave nothing to mutate.
     """
     ops = _operators(operators)
@@ -487,11 +488,16 @@ def sample_mutants(
         found = False
         for index in range(len(file.functions)):
             score = file.complexity(index)
-            if score < min_complexity or (include and not include(file.target(index))):
+            if score < min_complexity:
                 continue
             for name, edits in file.edits(index, ops).items():
-                if edits:
-                    sites[name][(path, index)] = list(range(len(edits)))
+                kept = [
+                    k
+                    for k, edit in enumerate(edits)
+                    if covers is None or covers(path, *file.lines(edit.focus))
+                ]
+                if kept:
+                    sites[name][(path, index)] = kept
                     complexity[(path, index)] = score
                     found = True
         if not found:

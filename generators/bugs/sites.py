@@ -1,11 +1,12 @@
-"""Where to inject: functions the snapshot's passing tests execute, when validate has measured it.
+"""Where to inject: where the snapshot's passing tests look, when validate has measured it.
 
 A bug in a line no passing test runs can never fail a test: validate calls it ``not_covered``
 after paying for its run. When the clean snapshot's covered lines are known
-(schemas/coverage_sites.py), mutation sites and model rewrites are drawn only from functions with
-a covered line in their body; the ``def`` line itself does not count, since importing a module
-runs it without calling the function. With nothing known, or nothing covered to mutate, sampling
-is exactly as without guidance, and the result says so (``guided`` False: ``sites_unguided``).
+(schemas/coverage_sites.py), an operator's edit is drawn only where a passing test executes its
+lines, and a model rewrites only functions with such a line in their body (the ``def`` line alone
+does not count: importing a module runs it without calling the function). With nothing known, or
+nothing covered to mutate, sampling is exactly as without guidance, and the result says so
+(``guided`` False: ``sites_unguided``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from trajforge.verifiers.sandbox.git_tree import git
 
 T = TypeVar("T")
 R = TypeVar("R")
-Include = Callable[[FunctionTarget], bool]
 
 
 @dataclass
@@ -28,16 +28,21 @@ class Guide:
     covered: CoveredLines | None
     guided: bool | None  # None: guidance off; False: sampled unguided; True: from covered lines
 
+    def executes(self, path: str, first: int, last: int) -> bool:
+        """A passing test executed a line in ``first..last`` (an edit's lines)."""
+        assert self.covered is not None
+        return self.covered.runs_any(path, first, last)
+
     def runs(self, target: FunctionTarget) -> bool:
         """A passing test executed a line of the function's body."""
         assert self.covered is not None
         first = target.start_line + 1 if target.end_line > target.start_line else target.start_line
         return self.covered.runs_any(target.path, first, target.end_line)
 
-    def sample(self, draw: Callable[[Include | None], tuple[list[T], R]]) -> tuple[list[T], R]:
-        """``draw`` restricted to covered functions; unrestricted when that finds nothing."""
+    def sample(self, draw: Callable[[Guide | None], tuple[list[T], R]]) -> tuple[list[T], R]:
+        """``draw`` restricted by this guide; unrestricted (None) when that finds nothing."""
         if self.covered is not None:
-            found = draw(self.runs)
+            found = draw(self)
             if found[0]:
                 self.guided = self.guided is not False
                 return found
