@@ -5,6 +5,13 @@ node id by trajforge's pytest plugin (``pytest_plugin.py``, which also keeps the
 pytest-cov from taking the measurement over), tells every mutant of the snapshot which tests can
 see it: a test that never executes a line cannot change its outcome when only that line changes.
 So each mutant's run starts with the tests that cover its lines, and stops there if none fails.
+
+Python subprocesses a test starts are measured under the same test: ``install_support`` puts a
+``.pth`` file in the image's site-packages that, while the plugin has set ``TRAJFORGE_COV_TEST``,
+starts coverage (``coverage.process_startup``, ``COVERAGE_PROCESS_START``) and switches to that
+test's context; each process writes its own data file (``parallel``) and the map writer combines
+them. Code run from a string (``exec`` of a file's text), a subprocess that clears its
+environment or is not Python stays invisible: the audit of ``mutants.py`` is there for that.
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ PYTEST_PREFIX = "python -m pytest"
 MAP_PATH = f"{COV_DIR}/map.json"
 FIRST_ENV = "TRAJFORGE_FIRST"  # the file of tests the plugin runs first (pytest_plugin.py)
 FIRST_PATH = f"{COV_DIR}/first.txt"
+ONLY_FIRST_ENV = "TRAJFORGE_ONLY_FIRST"  # set: nothing runs after the first tests
+RERUN_OUT_ENV = "TRAJFORGE_RERUN_OUT"  # where the plugin writes its in-process reruns' outcomes
+RERUN_PATH = f"{COV_DIR}/reruns.json"
 PLUGIN = "trajforge_pytest"  # verifiers/validation/pytest_plugin.py, as the container sees it
 # The repository's pytest-cov and xdist would take the measurement over (the plugin accepts and
 # ignores their options, so the project's addopts still parse).
@@ -35,14 +45,43 @@ _RCFILE = f"""\
 [run]
 data_file = {COV_DIR}/.coverage
 source = {REPO_DIR}
+parallel = true
 """
+TEST_ENV = "TRAJFORGE_COV_TEST"  # set by the plugin to the running test's node id
+START_MODULE = "trajforge_cov_start"
+# Imported by the .pth in every Python process of the image; does something only in a process
+# started by a test of the measured run.
+_START = f"""\
+import os
+try:
+    import coverage
+except ImportError:
+    coverage = None
+if coverage is not None:
+    # coverage >= 7.7 ships its own .pth that may have started it already
+    started = coverage.process_startup() or coverage.Coverage.current()
+    test = os.environ.get("{TEST_ENV}")
+    if started is not None and test:
+        started.switch_context(test)
+"""
+_PTH = (
+    f"import os, sys; os.environ.get({TEST_ENV!r}) is not None and "
+    f"(sys.path.append({COV_DIR!r}) or __import__({START_MODULE!r}))\n"
+)
+# Writes the .pth into the site-packages of the image's `python` (quietly: no site-packages
+# that can be written means no subprocess coverage, and the audit covers for it).
+_PTH_INSTALL = (
+    "python -c 'import sysconfig, shutil; "
+    f'shutil.copy("{COV_DIR}/trajforge_cov.pth", sysconfig.get_paths()["purelib"])\''
+)
 
 # Reads the coverage data inside the container and writes a compact map: test ids once, then
 # file -> line -> indices of the tests that executed it.
 _DUMP = f"""\
 import json, coverage
-data = coverage.CoverageData(basename="{COV_DIR}/.coverage")
-data.read()
+measured = coverage.Coverage(config_file="{COV_DIR}/rc")
+measured.combine()  # the pytest process's data and its subprocesses'
+data = measured.get_data()
 tests, index, files = [], {{}}, {{}}
 prefix = "{REPO_DIR}/"
 for path in data.measured_files():
@@ -109,7 +148,8 @@ def coverage_command(test_cmd: str) -> str | None:
         return None
     rest = test_cmd[len(PYTEST_PREFIX) :]
     return (
-        f"{_PYTHONPATH} python -m coverage run --rcfile={COV_DIR}/rc "
+        f"{_PYTHONPATH} COVERAGE_PROCESS_START={COV_DIR}/rc "
+        f"python -m coverage run --rcfile={COV_DIR}/rc "
         f"-m pytest {BLOCKED} -p {PLUGIN}{rest}"
     )
 
@@ -144,8 +184,10 @@ def measure(session: Session, ctx: RunContext) -> tuple[TestRun, CoverageMap | N
 
 
 def install_support(session: Session) -> None:
-    """The plugin, the coverage settings and the map writer, under ``COV_DIR`` in the container."""
+    """The plugin, the coverage settings and the map writer, under ``COV_DIR`` in the container,
+    and the ``.pth`` that measures the subprocesses of a test."""
     session.put_archive(_support_files(), dest="/")
+    session.exec(f"{_PTH_INSTALL} 2>/dev/null || true", timeout_s=60)
 
 
 def _support_files() -> bytes:
@@ -156,6 +198,8 @@ def _support_files() -> bytes:
             (f"{PLUGIN}.py", plugin),
             ("rc", _RCFILE),
             ("dump.py", _DUMP),
+            (f"{START_MODULE}.py", _START),
+            ("trajforge_cov.pth", _PTH),
         ):
             data = text.encode()
             info = tarfile.TarInfo(f"{COV_DIR.lstrip('/')}/{name}")

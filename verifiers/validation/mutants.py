@@ -1,18 +1,33 @@
-"""Prove injected bugs of one snapshot as exactly as a full run, at the cost of its covering tests.
+"""Prove injected bugs of one snapshot exactly, at the cost of their covering tests.
 
-Per snapshot (a repo at a commit, in its profile's image) the clean suite runs twice, the first
-time under per-test coverage; tests whose status differs between the two runs are flaky. Each bug
-is then written over the clean files in the same container and gets ONE pytest process
-(trajforge's plugin, ``pytest_plugin.py``) that runs the tests covering its lines first:
+Per snapshot (a repo at a commit, in its profile's image) the clean suite runs once, under
+per-test coverage (subprocesses included: ``coverage.py``). Each bug is then written over the
+clean files in the same container and gets ONE pytest process (trajforge's plugin,
+``pytest_plugin.py``) that runs the tests covering its lines first:
 
 - none of them fails -> the run stops there: ``equivalent`` (the bug cost its covering tests);
-- one fails -> the same process goes on through the rest of the suite: a full run. Every test
-  that fails in it and passed in both clean runs is rerun once (only those); the ones that fail
-  again are FAIL_TO_PASS, the ones that pass are flaky. PASS_TO_PASS are the tests passing
-  everywhere. So FAIL_TO_PASS is what a full run says, confirmed, wherever coverage is blind.
+- one fails, ``validate.mutant_mode: covering`` -> the covering tests decide: the run stops after
+  them; each failure is rerun once in the same process (its call only; a failed setup is rerun
+  in a new one); FAIL_TO_PASS = the covering tests that fail twice and passed at clean,
+  PASS_TO_PASS = the clean-passing tests minus those that now fail. A test that never executes a
+  changed line cannot change outcome on a deterministic suite; where that is wrong (code run from
+  a string, a subprocess without coverage, a test reading the file's text) the AUDIT sees it:
+  a seeded share ``validate.audit_share`` of kept bugs per profile, and always the first, run
+  the rest of the suite too (in the same process, after the covering tests, so the covering
+  answer is read from the same run); when the full run's FAIL_TO_PASS/PASS_TO_PASS differ, its
+  answer is taken and the profile runs full for the rest of the run (``AuditBook``; counted,
+  ``audit: N agreed, M disagreed``);
+- one fails, ``mutant_mode: full`` (or the profile was switched) -> the same process goes on
+  through the rest of the suite; the failures are rerun once in a new process;
 - no test covers it (dead code to the suite, or a line that runs at import: module and class
   bodies, decorators, defaults; or a bug that adds or deletes a file) -> the whole suite runs
-  before any verdict, so ``not_covered`` means nothing fails.
+  before any verdict, so ``not_covered`` means nothing fails, and a kept bug is a full run.
+
+Confirmation at the clean state: instead of a second full clean run, the union of the snapshot's
+FAIL_TO_PASS candidates is rerun at clean once every bug has run; one that does not pass again
+is flaky and leaves every bug's FAIL_TO_PASS and PASS_TO_PASS. It sees every flaky test a verdict
+rests on; it does not see a test that flakes at clean without failing on any bug (the second full
+clean run saw it only when it happened to flip): it may stay in PASS_TO_PASS.
 
 Also: the run hangs -> ``mutant_timeout`` (killed by ``timeout`` inside the container, which keeps
 the container usable); collection breaks -> ``breaks_collection``. The baseline benchmarks and
@@ -22,13 +37,17 @@ then one full run per bug in a fresh container.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
+import hashlib
 import io
 import itertools
+import json
 import shlex
 import tarfile
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
@@ -42,7 +61,7 @@ from trajforge.schemas.params import ValidateParams
 from trajforge.schemas.records import content_id, from_row, to_row
 from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import ContentCache
-from trajforge.schemas.test_run import TestRun
+from trajforge.schemas.test_run import TestRun, TestStatus
 from trajforge.verifiers.outside_world import describe, outside_world_tests
 from trajforge.verifiers.sandbox.base import (
     REPO_DIR,
@@ -66,6 +85,9 @@ from trajforge.verifiers.validation.candidate import (
 from trajforge.verifiers.validation.coverage import (
     FIRST_ENV,
     FIRST_PATH,
+    ONLY_FIRST_ENV,
+    RERUN_OUT_ENV,
+    RERUN_PATH,
     CoverageMap,
     install_support,
     measure,
@@ -81,7 +103,9 @@ from trajforge.verifiers.validation.rule import (
     suite_failure,
 )
 
-VERSION = "inject-v2"  # v2: one process per bug, confirmed full-run failures, files added/deleted
+# v2: one process per bug, confirmed full-run failures, files added/deleted; v3: covering tests
+# decide (audited), one clean run and the union of FAIL_TO_PASS confirmed at clean
+VERSION = "inject-v3"
 TIMEOUT_EXIT_CODES = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
 T = TypeVar("T")
 
@@ -101,9 +125,9 @@ class Mutation:
 
 @dataclass(frozen=True)
 class CleanBaseline:
-    runs: tuple[TestRun, TestRun]  # under coverage, then plain
-    passing: frozenset[str]  # PASSED in both clean runs
-    flaky: frozenset[str]
+    runs: tuple[TestRun, ...]  # the clean run under coverage
+    passing: frozenset[str]  # PASSED at clean
+    flaky: frozenset[str]  # (kept for older cached entries; the union confirmation finds them)
     coverage: CoverageMap | None
     failure: Verdict | None
 
@@ -113,6 +137,56 @@ class BatchResult:
     results: tuple[ValidationResult, ...]  # one per mutation, in order
     clean_runs: tuple[TestRun, ...]  # the snapshot's clean runs made now (empty when cached)
     baseline: tuple[TestRun, ...] = ()  # the clean runs the verdicts rest on, cached or not
+    audit_agreed: int = 0  # audited kept bugs whose covering tests gave the full run's answer
+    audit_disagreed: int = 0
+
+
+COVERING, AUDIT, FULL = "covering", "audit", "full"
+
+
+class AuditBook:
+    """Which kept bugs also get a full run, per profile, for one run of validate: the first one
+    and a seeded share (``validate.audit_share``); a disagreement switches the profile to full
+    runs from then on. One book is shared by every snapshot a worker validates."""
+
+    def __init__(self, share: float, seed: int) -> None:
+        self.share, self.seed = share, seed
+        self.lock = threading.Lock()
+        self.audited: dict[str, int] = {}
+        self.full: set[str] = set()
+
+    def plan(self, profile_id: str, candidate_id: str) -> str:
+        with self.lock:
+            if profile_id in self.full:
+                return FULL
+            if not self.audited.get(profile_id) or _draw(self.seed, candidate_id) < self.share:
+                return AUDIT
+            return COVERING
+
+    def record(self, profile_id: str, agreed: bool) -> None:
+        with self.lock:
+            self.audited[profile_id] = self.audited.get(profile_id, 0) + 1
+            if not agreed:
+                self.full.add(profile_id)
+
+
+def _draw(seed: int, candidate_id: str) -> float:
+    """A number in [0, 1) fixed by the seed and the bug: the same bugs are audited every run."""
+    digest = hashlib.sha256(f"{seed}:{candidate_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A bug whose tests failed, its FAIL_TO_PASS candidates waiting for confirmation at clean."""
+
+    mutation: Mutation
+    plan: str  # COVERING, AUDIT or FULL
+    first: tuple[str, ...]  # the tests run first (the covering answer reads only these)
+    covering: tuple[str, ...]
+    runs: tuple[TestRun, TestRun]  # the bug's run, and the rerun of its failures
+    candidates: frozenset[str]  # failed twice on the bug, passed at clean
+    audit: str = ""  # AUDIT: "agreed" or "disagreed"
 
 
 def validate_mutations(
@@ -125,10 +199,14 @@ def validate_mutations(
     cache: ContentCache | None,
     workers: int = 1,
     on_done: Callable[[ValidationResult], None] | None = None,
+    audit: AuditBook | None = None,
 ) -> BatchResult:
     """Every mutation of one clean snapshot, ``workers`` containers at a time; ``on_done`` hears
-    of each result the moment it is known (a progress bar that counts bugs as they finish)."""
+    of each result the moment it is known (a progress bar that counts bugs as they finish; a
+    kept bug is known once the snapshot's clean confirmation ran). ``audit``: the run's book
+    (a new one when None)."""
     profile = with_limits(profile, params)
+    book = audit if audit is not None else AuditBook(params.audit_share, params.audit_seed)
     keys = [_cache_key(profile, clean, m, params) for m in mutations]
     results = _Settled(on_done)
     for index, key in enumerate(keys):
@@ -142,6 +220,8 @@ def validate_mutations(
     baseline_key = content_id(VERSION, "clean", *_decides(profile, clean), params.test_timeout_s)
     slots = [_Slot(sandbox, profile, clean) for _ in range(max(workers, 1))]
     complete = set(pending)  # verdicts of complete runs: the only ones cached
+    made: list[TestRun] = []  # the clean confirmation run, once made
+    audits: collections.Counter[str] = collections.Counter()  # agreed / disagreed
     try:
         known = cache.get(baseline_key) if cache is not None else None
         if known is not None:
@@ -164,32 +244,49 @@ def validate_mutations(
         else:
             lanes = [pending[k :: len(slots)] for k in range(len(slots))]
             lanes = [lane for lane in lanes if lane]
+            waiting: dict[int, _Pending] = {}
+            mode = params.mutant_mode
 
             def run_lane(lane_index: int) -> None:
                 slot = slots[lane_index]
                 for i in lanes[lane_index]:
                     validate = functools.partial(
                         _validate_one, profile=profile, baseline=baseline, mutation=mutations[i],
-                        ctx=ctx,
+                        ctx=ctx, mode=mode, book=book,
                     )  # fmt: skip
                     try:
-                        result = slot.twice(validate)
+                        outcome = slot.twice(validate)
                     except SandboxBroken as exc:
-                        result = infra_failure(mutations[i].candidate, exc)
+                        outcome = infra_failure(mutations[i].candidate, exc)
                         complete.discard(i)
-                    results[i] = result  # lanes own disjoint indices
+                    if isinstance(outcome, _Pending):
+                        waiting[i] = outcome  # lanes own disjoint indices
+                    else:
+                        results[i] = outcome
 
             with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
                 list(pool.map(run_lane, range(len(lanes))))
+            confirm = _confirm_at_clean(slots[0], waiting.values(), _with_id(ctx, snapshot_id))
+            if isinstance(confirm, TestRun):
+                made.append(confirm)
+            for i, held in sorted(waiting.items()):
+                if isinstance(confirm, SandboxBroken):
+                    results[i] = infra_failure(held.mutation.candidate, confirm)
+                    complete.discard(i)
+                else:
+                    results[i] = _settle(held, profile, baseline, confirm)
+            audits.update(held.audit for held in waiting.values() if held.audit)
     finally:
         for slot in slots:
             slot.discard()
     for i in pending:
         if cache is not None and i in complete:
             cache.put(keys[i], to_cache(results[i]))
-    clean_runs = () if known is not None else baseline.runs
+    clean_runs = (() if known is not None else baseline.runs) + tuple(made)
     ordered = tuple(results[i] for i in range(len(mutations)))
-    return BatchResult(ordered, clean_runs, baseline.runs)
+    return BatchResult(
+        ordered, clean_runs, baseline.runs + tuple(made), audits["agreed"], audits["disagreed"]
+    )
 
 
 class _Settled(dict[int, ValidationResult]):
@@ -289,16 +386,30 @@ def clean_workspace(sandbox: Sandbox, profile: EnvProfile, clean: TestTree) -> I
 
 
 def _clean_baseline(workspace: _Workspace, ctx: RunContext) -> CleanBaseline:
+    """One clean run, under coverage; its flaky tests are found where they matter, by the
+    confirmation of the FAIL_TO_PASS candidates at clean (``_confirm_at_clean``)."""
     covered, coverage = measure(workspace.session, ctx)
-    plain = run_tests(workspace.session, _plugged(ctx), "clean", attempt=1)
-    runs = (covered, plain)
-    failure = suite_failure(covered) or suite_failure(plain)
-    first, second = covered.statuses(), plain.statuses()
-    flaky = frozenset(t for t in set(first) | set(second) if first.get(t) != second.get(t))
-    passing = frozenset(t for t, s in first.items() if s == "PASSED" and t not in flaky)
+    failure = suite_failure(covered)
+    passing = frozenset(t for t, s in covered.statuses().items() if s == "PASSED")
     if failure is None and not passing:
         failure = nothing_passes(covered)
-    return CleanBaseline(runs, passing, flaky, coverage, failure)
+    return CleanBaseline((covered,), passing, frozenset(), coverage, failure)
+
+
+def _confirm_at_clean(
+    slot: _Slot, waiting: Iterable[_Pending], ctx: RunContext
+) -> TestRun | SandboxBroken | None:
+    """The union of the snapshot's FAIL_TO_PASS candidates, rerun at clean in one process: each
+    must pass again, or it is flaky (None: nothing to confirm)."""
+    union = tuple(sorted(set().union(*(held.candidates for held in waiting))))
+    if not union:
+        return None
+    try:
+        return slot.twice(
+            lambda ws: run_tests(ws.session, _plugged(ctx), "clean", attempt=1, selection=union)
+        )
+    except SandboxBroken as exc:
+        return exc
 
 
 def nothing_passes(run: TestRun) -> Verdict:
@@ -326,16 +437,24 @@ def _validate_one(
     baseline: CleanBaseline,
     mutation: Mutation,
     ctx: RunContext,
-) -> ValidationResult:
-    """One process: covering tests first, the rest only if one fails; then the failures rerun."""
+    mode: str,
+    book: AuditBook,
+) -> ValidationResult | _Pending:
+    """One process: covering tests first; then, if one fails, the rest of the suite (a full or
+    audited bug) or nothing more (the covering tests decide); then the failures rerun."""
     covering = _covering_tests(baseline, mutation)
     first = _first_tests(baseline, mutation, covering)
+    decides = mode == COVERING and bool(covering) and baseline.coverage is not None
+    plan = book.plan(profile.profile_id, mutation.candidate.candidate_id) if decides else FULL
     timeout = _mutant_timeout(baseline, ctx.timeout_s)
     mctx = mutant_context(profile, mutation, ctx.junit_path, timeout)
+    env = f"{FIRST_ENV}={FIRST_PATH}"
+    if plan == COVERING:
+        env += f" {ONLY_FIRST_ENV}=1 {RERUN_OUT_ENV}={RERUN_PATH}"
     workspace.write(mutation.mutated)
     try:
         workspace.put_first(first)
-        first_ctx = dataclasses.replace(mctx, test_cmd=f"{FIRST_ENV}={FIRST_PATH} {mctx.test_cmd}")
+        first_ctx = dataclasses.replace(mctx, test_cmd=f"rm -f {RERUN_PATH}; {env} {mctx.test_cmd}")
         run = run_tests(workspace.session, first_ctx, "base", attempt=0)
         if problem := _broken_run(mutation, run, (run,)):
             return problem
@@ -353,40 +472,103 @@ def _validate_one(
             )  # fmt: skip
             detail = f"{why}, and no test fails in a full run of the suite with it"
             return reject_mutation(mutation, "not_covered", detail, (run,))
-        rerun = run_tests(workspace.session, mctx, "base", attempt=1, selection=broken)
+        if plan == COVERING:
+            rerun = _rerun_in_process(workspace, mctx, run, broken)
+        else:
+            rerun = run_tests(workspace.session, mctx, "base", attempt=1, selection=broken)
         if problem := _broken_run(mutation, rerun, (run, rerun)):
             return problem
     finally:
         workspace.write(mutation.original)
-    return _verdict(mutation, profile, baseline, covering, run, rerun)
+    again = rerun.statuses()
+    candidates = frozenset(t for t in broken if again.get(t) in FAILING)
+    audit = ""
+    if plan == AUDIT:  # the covering answer differs from the full one iff this is not empty
+        unseen = set(broken) - set(first)
+        book.record(profile.profile_id, agreed=not unseen)
+        audit = "disagreed" if unseen else "agreed"
+    return _Pending(mutation, plan, first, covering, (run, rerun), candidates, audit)
 
 
-def _verdict(
-    mutation: Mutation,
+def _rerun_in_process(
+    workspace: _Workspace, ctx: RunContext, run: TestRun, broken: tuple[str, ...]
+) -> TestRun:
+    """The failures' second outcome: the plugin's in-process reruns (call failures), and one new
+    process for the rest (setup or teardown failures). The plugin's file is written where the
+    tests run, so only known tests and known outcomes are read from it."""
+    raw = workspace.session.read_file(RERUN_PATH)
+    outcomes: dict[str, str] = {}
+    with suppress(ValueError, UnicodeDecodeError):
+        loaded = json.loads(raw.decode("utf-8")) if raw else {}
+        if isinstance(loaded, dict):
+            outcomes = {
+                t: s for t, s in loaded.items() if t in broken and s in ("PASSED", "FAILED")
+            }
+    rest = tuple(t for t in broken if t not in outcomes)
+    tests = [TestStatus(t, s) for t, s in sorted(outcomes.items())]
+    if not rest:
+        note = f"[trajforge] {len(tests)} failure(s) rerun in the same process\n"
+        return dataclasses.replace(
+            run, run_id=f"{run.run_id}-rerun", attempt=1, selection=broken, tests=tuple(tests),
+            duration_s=0.0, log=note, log_digest="",
+        )  # fmt: skip
+    fresh = run_tests(workspace.session, ctx, "base", attempt=1, selection=rest)
+    tests += [t for t in fresh.tests if t.test_id in rest]
+    return dataclasses.replace(fresh, selection=broken, tests=tuple(tests))
+
+
+def _settle(
+    held: _Pending,
     profile: EnvProfile,
     baseline: CleanBaseline,
-    covering: tuple[str, ...],
-    full: TestRun,
-    rerun: TestRun,
+    confirm: TestRun | None,
 ) -> ValidationResult:
-    """The rule on the full run and its rerun against the clean runs: a failure that repeats is
-    FAIL_TO_PASS wherever it is, one that does not is flaky."""
-    runs = (full, rerun)  # the clean runs are the snapshot's, reported once per batch
-    verdict = judge([full, rerun], list(baseline.runs))
+    """The rule on the bug's runs against the clean run and its confirmation: on the covering
+    tests where they decide, on the whole run otherwise (an audited bug: the full answer)."""
+    clean_runs = [*baseline.runs, *([confirm] if confirm is not None else [])]
+    verdict = _answer(held, baseline, clean_runs, held.first if held.plan == COVERING else None)
+    mutation, runs = held.mutation, held.runs
     if not verdict.kept:
         return reject_mutation(mutation, verdict.reason, verdict.detail, runs)
-    task = build_task(
-        mutation.candidate, profile, verdict, [full, rerun], [*baseline.runs], VERSION
-    )
-    outside = sum(t not in set(covering) for t in verdict.fail_to_pass)
+    task = build_task(mutation.candidate, profile, verdict, list(runs), clean_runs, VERSION)
+    outside = sum(t not in set(held.covering) for t in verdict.fail_to_pass)
     provenance = {
         **task.provenance,
-        "covering_tests": str(len(covering)),
+        "covering_tests": str(len(held.covering)),
         # FAIL_TO_PASS tests coverage did not point at (a subprocess, import time): a full run
         # found them, a rerun confirmed them
         "fail_to_pass_outside_coverage": str(outside),
+        "mutant_runs": held.plan,  # covering: its covering tests decided; audit, full: a full run
+        **({"audit": held.audit} if held.audit else {}),
     }
     return ValidationResult(dataclasses.replace(task, provenance=provenance), None, runs)
+
+
+def _answer(
+    held: _Pending,
+    baseline: CleanBaseline,
+    clean_runs: list[TestRun],
+    among: tuple[str, ...] | None,
+) -> Verdict:
+    """The rule on the bug's runs, read on ``among`` only (the covering answer) or on all of it.
+    The covering answer's PASS_TO_PASS: the clean-passing tests minus those that now fail."""
+    run, rerun = held.runs
+    if among is not None:
+        run, rerun = _only(run, among), _only(rerun, among)
+    verdict = judge([run, rerun], clean_runs)
+    if not verdict.kept or among is None:
+        return verdict
+    gone = set(failing_tests(run)) | set(verdict.flaky)
+    return dataclasses.replace(verdict, pass_to_pass=tuple(sorted(baseline.passing - gone)))
+
+
+def _only(run: TestRun, tests: tuple[str, ...]) -> TestRun:
+    wanted = set(tests)
+    return dataclasses.replace(
+        run,
+        tests=tuple(t for t in run.tests if t.test_id in wanted),
+        selection=tuple(t for t in run.selection if t in wanted) or run.selection,
+    )
 
 
 def _covering_tests(baseline: CleanBaseline, mutation: Mutation) -> tuple[str, ...]:
@@ -480,7 +662,8 @@ def _cache_key(
     profile: EnvProfile, clean: TestTree, mutation: Mutation, params: ValidateParams
 ) -> str:
     decides = (*_decides(profile, clean), mutation.tree_id)
-    return content_id(VERSION, *decides, params.test_timeout_s, length=32)
+    how = (params.mutant_mode, params.audit_share, params.audit_seed)
+    return content_id(VERSION, *decides, params.test_timeout_s, *how, length=32)
 
 
 def _baseline_to_cache(baseline: CleanBaseline) -> dict:
@@ -495,11 +678,10 @@ def _baseline_to_cache(baseline: CleanBaseline) -> dict:
 
 
 def _baseline_from_cache(entry: dict) -> CleanBaseline:
-    first, second = (from_row(TestRun, run) for run in entry["runs"])
     failure = entry["failure"]
     coverage = entry["coverage"]
     return CleanBaseline(
-        runs=(first, second),
+        runs=tuple(from_row(TestRun, run) for run in entry["runs"]),
         passing=frozenset(entry["passing"]),
         flaky=frozenset(entry["flaky"]),
         coverage=CoverageMap.from_json(coverage) if coverage else None,

@@ -9,10 +9,22 @@ It does three things, each only when asked:
   rest of its options (``--doctest-modules``, ``filterwarnings``...) still apply.
 - **Per-test coverage contexts**: under ``coverage run``, each test's lines are recorded under its
   node id.
+- **Subprocesses are measured too**: during each test ``TRAJFORGE_COV_TEST`` holds its node id, so
+  a Python subprocess it starts (coverage's ``process_startup``, through the ``.pth`` file
+  ``coverage.install_support`` writes) records its lines under the same test.
 - **Covering tests first, and stop when none fails** (``TRAJFORGE_FIRST`` names a file of node
   ids): those tests run first; if none of them fails, the rest of the suite is not run (an
   equivalent bug costs its covering tests); otherwise the run goes on through the whole suite in
-  the same process (a kept bug costs one full run).
+  the same process (a full run). With ``TRAJFORGE_ONLY_FIRST`` set the rest never runs: the
+  covering tests decide (``mutants.py``).
+- **Failures confirmed in the same process** (``TRAJFORGE_RERUN_OUT`` names a JSON file): a first
+  test that fails in its call (its setup passed) is run once more right away, as
+  pytest-rerunfailures does, and the second outcome is written to that file. Sound for the call:
+  its own fixtures are torn down and set up anew (module and session ones are kept, as for any
+  next test), so a failure the bug causes repeats and a nondeterministic one may not; what it
+  does not see (state a test leaks into its process) the clean-side confirmation and the audit
+  do. A test whose setup or teardown failed is not rerun here (a broken fixture's cached
+  state could outlive the teardown); the caller reruns it in a new process.
 
 It must import nothing but pytest and the standard library (coverage.py only when it is running).
 """
@@ -26,6 +38,9 @@ from typing import Any
 import pytest
 
 FIRST_ENV = "TRAJFORGE_FIRST"
+ONLY_FIRST_ENV = "TRAJFORGE_ONLY_FIRST"
+RERUN_OUT_ENV = "TRAJFORGE_RERUN_OUT"
+TEST_ENV = "TRAJFORGE_COV_TEST"  # the running test, for coverage in its subprocesses
 STOP_LINE = "[trajforge] none of the {n} covering test(s) failed: the rest of the suite was not run"
 
 # pytest-cov's and pytest-xdist's options (name, argparse keywords), accepted and ignored.
@@ -56,6 +71,8 @@ class _Order:
         self.last = ""
         self.failed = False
         self.stop = False
+        self.only = False
+        self.reruns: dict[str, str] = {}  # node id -> outcome of its in-process rerun
 
 
 _ORDER = _Order()
@@ -97,6 +114,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = front + [item for item in items if item.nodeid not in wanted]
     _ORDER.first = frozenset(item.nodeid for item in front)
     _ORDER.last = front[-1].nodeid
+    _ORDER.only = bool(os.environ.get(ONLY_FIRST_ENV))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -105,6 +123,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     current = coverage.Coverage.current() if coverage is not None else None
     if current is not None:
         current.switch_context(item.nodeid)
+        os.environ[TEST_ENV] = item.nodeid
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -113,13 +132,39 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_runtest_logfinish(nodeid: str) -> None:
-    if nodeid == _ORDER.last and not _ORDER.failed:
+    if nodeid == _ORDER.last and (_ORDER.only or not _ORDER.failed):
         _ORDER.stop = True
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> bool | None:
-    return True if _ORDER.stop else None  # True: handled, so pytest does not run it
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    if _ORDER.stop:
+        return True  # handled, so pytest does not run it
+    if not os.environ.get(RERUN_OUT_ENV) or item.nodeid not in _ORDER.first:
+        return None
+    from _pytest.runner import runtestprotocol
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    # Each run tears the test down to what ``nextitem`` shares with it (its own fixtures at
+    # least), so the rerun sets them up anew.
+    reports = runtestprotocol(item, nextitem=nextitem, log=True)
+    phases = {report.when: report for report in reports}
+    call, setup = phases.get("call"), phases.get("setup")
+    if call is not None and call.failed and setup is not None and setup.passed:
+        again = runtestprotocol(item, nextitem=nextitem, log=False)
+        failed = any(report.failed for report in again if report.when == "call")
+        _ORDER.reruns[item.nodeid] = "FAILED" if failed else "PASSED"
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def pytest_sessionfinish() -> None:
+    path = os.environ.get(RERUN_OUT_ENV)
+    if path:
+        import json
+
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(_ORDER.reruns, out)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
