@@ -90,6 +90,13 @@ class ValidateParams:
     # One test's limit (pytest-timeout, signal method): a hanging test fails alone and the rest
     # of the suite decides; 0: no per-test limit (a hang then costs the whole run)
     per_test_timeout_s: int = 60
+    # Injected bugs: `covering` lets a kept bug's covering tests decide its FAIL_TO_PASS (the
+    # rest of the suite is not run); `full` runs the whole suite for every kept bug
+    mutant_mode: str = "covering"
+    # covering: this share of kept bugs per profile (seeded, and always the first) also gets a
+    # full run; a disagreement switches the profile to full runs for the rest of the run
+    audit_share: float = 0.2
+    audit_seed: int = 0
 
 
 @dataclass
@@ -385,6 +392,7 @@ FRACTIONS = {
     "curate.decontam_threshold": "(0, 1]",
     # 1 would hold out every repository and leave no training split.
     "export.validation_fraction": "[0, 1)",
+    "validate.audit_share": "[0, 1]",  # 0: only the first kept bug of each profile is audited
 }
 OPTIONAL_FRACTIONS = ("curate.near_miss_soft_reward",)  # (0, 1] when set
 NOT_EMPTY = (
@@ -399,6 +407,7 @@ URLS = ("sources.pypi_url", "llm.base_url")  # None: not configured
 CHOICES = {
     "sandbox.kind": ("docker", "podman", "local"),
     "validate.rerun_scope": ("changed", "suite"),
+    "validate.mutant_mode": ("covering", "full"),  # see verifiers/validation/mutants.py
     "inject.mode": ("procedural", "llm", "both"),  # see generators/bugs/injector.py
 }
 # What params.yaml runs on rather than a default: the code defaults process nothing, so a params

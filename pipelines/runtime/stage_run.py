@@ -10,7 +10,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
-from trajforge.pipelines.runtime import progress, reach, tally
+from trajforge.pipelines.runtime import audit_line, progress, reach, tally
 from trajforge.pipelines.runtime.outputs import column, row_count
 from trajforge.pipelines.runtime.runner import make_pipeline
 from trajforge.pipelines.runtime.sinks import (
@@ -94,6 +94,7 @@ def run_stage(
     summary.kept_table = kept_table  # readers of the output count this table as kept
     summary.extra.update(summary_counters(result, tallies))
     reach.fold(summary.extra)
+    audit_line.fold(summary.extra)
     tally.remove(tallies)
     if measure is not None:
         summary.extra.update(measure(staging))

@@ -38,6 +38,7 @@ from trajforge.verifiers.validation.candidate import (
 )
 from trajforge.verifiers.validation.labels import check_labels, class_counts
 from trajforge.verifiers.validation.mutants import (
+    AuditBook,
     Mutation,
     check_combination,
     mutation_of,
@@ -149,6 +150,11 @@ class ValidateBatchFn(ValidateFn):
 class ValidateMutantsFn(ValidateFn):
     """All injected bugs of one snapshot -> tasks / rejections / test runs (coverage-guided)."""
 
+    def setup(self) -> None:
+        super().setup()
+        validate = self.params.validate
+        self.audit = AuditBook(validate.audit_share, validate.audit_seed)  # the run's, per worker
+
     def process(self, element: tuple[tuple[str, str, str], Iterable[tuple[EnvProfile, Candidate]]]):
         _, members = element
         pairs = sorted(members, key=lambda pc: pc[1].candidate_id)
@@ -178,6 +184,8 @@ class ValidateMutantsFn(ValidateFn):
         for run in batch.clean_runs:
             yield beam.pvalue.TaggedOutput(RUNS, run)
         self._count_outside_world(profile, batch.baseline)
+        self.summary_count("audit_agreed", batch.audit_agreed)  # folded into `audit: ...`
+        self.summary_count("audit_disagreed", batch.audit_disagreed)
         for mutation, result in zip(mutations, batch.results, strict=True):
             yield from self._emit(mutation.candidate, result, batch.baseline, moved=True)
         # bugs no passing test runs: each paid a full run for nothing (inject.coverage_guided)
@@ -196,7 +204,7 @@ class ValidateMutantsFn(ValidateFn):
         workers = self.params.validate.workers
         return validate_mutations(
             self.sandbox, profile, clean, mutations, self.params.validate, JUNIT_PATH, self.cache,
-            workers, on_done=self._outcome,
+            workers, on_done=self._outcome, audit=self.audit,
         )  # fmt: skip
 
     def _count_outside_world(self, profile: EnvProfile, baseline: tuple[TestRun, ...]) -> None:
