@@ -121,6 +121,17 @@ def test_a_requirements_file_naming_a_url_or_another_index_is_inlined(tmp_path: 
     assert not any("internal.example" in c for c in install)
 
 
+def test_an_extra_named_pytest_is_a_test_extra(tmp_path: Path) -> None:
+    pyproject = PACKAGE + (
+        "    [project.optional-dependencies]\n"
+        '    pytest = ["pytest-django"]\n'
+        '    postgres = ["psycopg"]\n'
+    )
+    sha = commit(tmp_path, {"pyproject.toml": pyproject})
+    name, commands = _sets(tmp_path, sha)[0]
+    assert "pip install -e '.[pytest]'" in commands, (name, commands)
+
+
 def test_ranked_sets_narrow_step_by_step(tmp_path: Path) -> None:
     pyproject = (
         PACKAGE

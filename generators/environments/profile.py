@@ -62,7 +62,9 @@ TIMEOUT_PLUGIN_FOR_PYTEST_6 = "'pytest-timeout<2.3'"
 PYTEST_MAJORS = (("2020-07-28", 6), ("2022-02-03", 7), ("2024-01-27", 8), ("2025-11-05", 9))
 PYTEST_FLOOR = {"3.8": 6, "3.9": 6, "3.10": 7, "3.11": 7, "3.12": 8, "3.13": 8, "3.14": 9}
 
-TEST_NAMES = ("test", "tests", "testing", "dev")  # extras and dependency groups worth installing
+# Extras and dependency groups worth installing; "pytest" is where some projects keep their
+# runner's plugins (EnvBench's rdmo: pytest-django, without which its conftest cannot load).
+TEST_NAMES = ("test", "tests", "testing", "pytest", "dev")
 # Groups (and requirements files) for docs, lint, type checking and releases: the tests need none
 # of them, and their newest pins are what most often fails to install (sphinx>=9.1 on 3.11).
 _TOOL_WORDS = frozenset(
