@@ -250,8 +250,9 @@ def test_one_process_validation_keeps_exactly_what_full_runs_keep(
         assert not set(result.task.PASS_TO_PASS) & set(expected)
     subprocess_bug = by_id["bug-subprocess"].task
     assert subprocess_bug is not None
-    assert subprocess_bug.provenance["covering_tests"] == "2"  # coverage worked: the clamp tests
-    assert subprocess_bug.provenance["fail_to_pass_outside_coverage"] == "1"  # the subprocess
+    # coverage worked: the clamp tests, and the test whose subprocess runs clamp
+    assert subprocess_bug.provenance["covering_tests"] == "3"
+    assert subprocess_bug.provenance["fail_to_pass_outside_coverage"] == "0"
     # The equivalent bug cost its covering tests only: the run stopped after them.
     stopped = by_id["bug-equivalent"].runs[0]
     assert len(stopped.tests) < len(clean_run.tests)
