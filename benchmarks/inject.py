@@ -5,9 +5,13 @@ twice, with the same parallelism W:
 
   (a) SWE-smith: the clean suite once per snapshot, then one full run of the suite per bug, each
       in a fresh container (``full_suite.py``);
-  (b) trajforge: the clean suite twice per snapshot (once under per-test coverage), then per bug
-      one pytest process that runs the covering tests first and stops if none fails, or goes on
-      through the whole suite, and a rerun of only the tests that failed.
+  (b) trajforge: the clean suite once per snapshot (under per-test coverage), then per bug one
+      pytest process that runs the covering tests first and stops after them (none fails:
+      equivalent; one fails: they decide, their failures rerun in the same process), or, for an
+      audited bug (the first kept one and ``validate.audit_share`` of the rest) or one coverage
+      cannot place, goes on through the whole suite with a rerun of the failures; last, the union
+      of the FAIL_TO_PASS candidates rerun once at clean. ``--mode full`` gives every kept bug a
+      full run (the protocol before covering tests decided).
 
 The bugs come from either
   --repo PATH: a fresh pool of N procedural bugs from `trajforge inject`'s sampler, or
@@ -16,10 +20,10 @@ The bugs come from either
 
 Prints for both: wall seconds, test-seconds (the summed duration of every test run), runs, kept,
 rejections by reason; then whether the kept sets and every FAIL_TO_PASS agree, and last
-``speedup_vs_swesmith: X`` = (a) wall seconds / (b) wall seconds.
+``speedup_vs_swesmith: X`` = (a) wall seconds / (b) wall seconds, and trajforge's audit line.
 
 Usage: .venv/bin/python benchmarks/inject.py (--repo PATH [--commit SHA] [--mutants N] [--seed S]
-       | --candidates DIR) [--workers W] [--timeout S] [--json PATH]
+       | --candidates DIR) [--workers W] [--timeout S] [--mode covering|full] [--json PATH]
 """
 
 from __future__ import annotations
@@ -47,7 +51,12 @@ from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.sandbox.base import Sandbox
 from trajforge.verifiers.sandbox.factory import make_sandbox
 from trajforge.verifiers.validation.candidate import TestTree, ValidationResult
-from trajforge.verifiers.validation.mutants import Mutation, mutation_of, validate_mutations
+from trajforge.verifiers.validation.mutants import (
+    AuditBook,
+    Mutation,
+    mutation_of,
+    validate_mutations,
+)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from full_suite import validate_mutations_full_suite
@@ -148,18 +157,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=300, help="test timeout, seconds")
+    parser.add_argument("--mode", choices=("covering", "full"), default="covering")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args(argv)
 
     params = Params()
     params.cache_dir = os.path.join(tempfile.mkdtemp(prefix="bench-inject-"), "cache")
     params.validate.test_timeout_s = args.timeout
+    params.validate.mutant_mode = args.mode
     candidates = fresh_pool(args, params) if args.repo else imported(args.candidates)
     snapshots: dict[tuple[str, str], list[Candidate]] = collections.defaultdict(list)
     for candidate in candidates:
         snapshots[(candidate.source, candidate.base_commit)].append(candidate)
     print(f"{len(candidates)} bugs over {len(snapshots)} snapshot(s), {args.workers} workers")
     ours, theirs = Side("trajforge", [], []), Side("SWE-smith", [], [])
+    audit = AuditBook(params.validate.audit_share, params.validate.audit_seed)
+    agreed = disagreed = 0
     mutations_all: list[Mutation] = []
     sandbox = make_sandbox(params, quiet=True)
     try:
@@ -180,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
 
             start = time.monotonic()
             batch = validate_mutations(
-                sandbox, profile, clean, mutations, params.validate, JUNIT_PATH, None, args.workers
-            )
+                sandbox, profile, clean, mutations, params.validate, JUNIT_PATH, None, args.workers,
+                audit=audit,
+            )  # fmt: skip
+            agreed, disagreed = agreed + batch.audit_agreed, disagreed + batch.audit_disagreed
             ours.add(batch.results, batch.clean_runs, time.monotonic() - start)
             start = time.monotonic()
             results, clean_runs = swesmith(
@@ -217,10 +232,14 @@ def main(argv: list[str] | None = None) -> int:
         kept_by_both=len(both),
         test_seconds_ratio=round(test_seconds_ratio, 2),
         speedup=round(speedup, 2),
+        mode=args.mode,
+        audit_agreed=agreed,
+        audit_disagreed=disagreed,
     )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(figures, handle, indent=2, default=str)
+    print(f"audit: {agreed} agreed, {disagreed} disagreed")
     print(f"test_seconds_ratio: {test_seconds_ratio:.2f}")
     print(f"speedup_vs_swesmith: {speedup:.2f}")
     return 0
