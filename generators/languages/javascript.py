@@ -28,6 +28,7 @@ from trajforge.verifiers.log_parsers import ParsedLog
 from trajforge.verifiers.reports import read_report
 
 REPORT_PATH = "/tmp/trajforge-report.json"
+MOCHA_STDOUT = "/tmp/trajforge-mocha-stdout"
 LOCKS = (  # first match wins: (file, manager)
     ("pnpm-lock.yaml", "pnpm"),
     ("yarn.lock", "yarn"),
@@ -70,7 +71,7 @@ class JavaScript(Language):
             evidence=tuple(evidence),
             lockfile=lockfile,
             typescript=typescript,
-            manager_spec=_pin(package, manager),
+            manager_spec=_pin(repo_dir, package, manager),
             why=f"{choice.why}; runner {runner or 'none found'}",
         )
 
@@ -105,9 +106,16 @@ class JavaScript(Language):
             report = f"--reporter=json --outputFile={REPORT_PATH}"
             return f"node_modules/.bin/vitest run {report}{limit} {files}".strip()
         if runner == "mocha":
+            # mocha before 9 ignores the output option and prints the JSON: kept as the report
+            # when no file was written (the runner's console output then makes it unreadable,
+            # a collection error saying so)
             limit = f" --timeout {ms}" if ms else ""
             report = f"--reporter json --reporter-option output={REPORT_PATH}"
-            return f"node_modules/.bin/mocha {report}{limit} {files}".strip()
+            mocha = f"node_modules/.bin/mocha {report}{limit} {files}".strip()
+            return (
+                f"{mocha} > {MOCHA_STDOUT}; rc=$?; cat {MOCHA_STDOUT}; "
+                f"[ -s {REPORT_PATH} ] || cp {MOCHA_STDOUT} {REPORT_PATH}; exit $rc"
+            )
         limit = f" --testTimeout={ms}" if ms else ""
         by_path = f" --runTestsByPath {files}" if files else ""
         return (
@@ -182,16 +190,37 @@ def _manager(repo_dir: str, package: dict[str, Any]) -> tuple[str, str]:
     return (pinned_name if pinned_name in ("pnpm",) else "npm"), ""
 
 
-def _pin(package: dict[str, Any], manager: str) -> str:
-    """package.json's ``packageManager`` pin (corepack's name@version, its hash dropped) when it
-    names the manager chosen and reads as a plain pin; else ""."""
+def _pin(repo_dir: str, package: dict[str, Any], manager: str) -> str:
+    """The manager's version: package.json's ``packageManager`` pin (corepack's name@x.y.z, its
+    hash dropped) when it names the manager chosen; else pnpm's major by its lock file's
+    ``lockfileVersion``; else "" (the recipe's default)."""
     pinned = package.get("packageManager")
-    if not isinstance(pinned, str):
+    if isinstance(pinned, str):
+        spec = pinned.split("+", 1)[0]
+        name, _, version = spec.partition("@")
+        exact = re.fullmatch(r"\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?", version)
+        if exact and manager.split("-")[0] == name:
+            return spec
+    if manager == "pnpm":
+        return _pnpm_for_lock(repo_dir)
+    return ""
+
+
+def _pnpm_for_lock(repo_dir: str) -> str:
+    """The pnpm major that reads the lock file's format (5.3: 6, 5.4: 7, 6.x: 8, 9.x: 9)."""
+    path = os.path.join(repo_dir, "pnpm-lock.yaml")
+    if not os.path.isfile(path):
         return ""
-    spec = pinned.split("+", 1)[0]
-    name, _, version = spec.partition("@")
-    plain = bool(re.fullmatch(r"\d+\.\d+\.\d+(-[\w.]+)?", version))
-    return spec if plain and manager.split("-")[0] == name else ""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        match = re.search(r"lockfileVersion:\s*'?(\d+)\.?(\d*)", handle.read(512))
+    if match is None:
+        return ""
+    major, minor = int(match.group(1)), int(match.group(2) or 0)
+    if major >= 9:
+        return "pnpm@9"
+    if major >= 6:
+        return "pnpm@8"
+    return "pnpm@7" if minor >= 4 else "pnpm@6"
 
 
 def _berry_pin(pinned: Any) -> bool:

@@ -50,6 +50,7 @@ class JsEnvironment:
     profile_id: str
     recipe: str
     setup_commit: str
+    log: str = ""  # the build's log when built here; "" when an image was reused
 
 
 def prepare_js_environment(
@@ -58,6 +59,7 @@ def prepare_js_environment(
     params: EnvironmentParams,
     commit: str = "HEAD",
     say: Callable[[str], None] = print,
+    detection: Detection | None = None,
 ) -> JsEnvironment:
     """The project's image, built (or reused when its recipe label is this recipe's hash), and
     what detection found; a UserError with one line when it is no JS project or the install
@@ -67,7 +69,7 @@ def prepare_js_environment(
             "javascript environments build images: use the docker or podman sandbox",
             reason="no_image_store",
         )
-    detection = JAVASCRIPT.detect(repo_dir)
+    detection = detection or JAVASCRIPT.detect(repo_dir)  # given: a benchmark's baseline
     if detection is None:
         raise UserError(f"{repo_dir}: no package.json; not a JavaScript project", reason="no_js")
     setup_commit = git(repo_dir, "rev-parse", "--verify", f"{commit}^{{commit}}").decode().strip()
@@ -90,7 +92,7 @@ def prepare_js_environment(
             f"{install_cause(result.log)}",
             reason="install_failed",
         )
-    return env
+    return dataclasses.replace(env, log=result.log)
 
 
 def install_cause(log: str) -> str:

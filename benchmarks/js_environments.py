@@ -1,0 +1,131 @@
+"""Benchmark JS/TS environments: how far real JavaScript/TypeScript repositories get, no LLM.
+
+Each repository is set up twice in one run, with no hand-written spec:
+
+  naive: the baseline a script would write: the newest Debian node, ``npm install`` with no lock
+      file and no ``packageManager`` pin, the runner detection finds;
+  layer: the language layer (``generators/languages/``): Node by .nvmrc/engines/commit era, the
+      project's package manager from its lock file (``npm ci``, ``pnpm --frozen-lockfile``...).
+
+Then the clean suite runs once in the image (no network, ``--timeout``). Levels, as the reach
+issue counts them: installed (the image built), collected (the runner's report lists at least
+one test and no file failed to load), clean_pass (and at least one test passed). A repository
+that stops is counted under a reason with its one line. Images built are removed at the end.
+
+Usage: .venv/bin/python benchmarks/js_environments.py --repo PATH [--repo PATH ...]
+       [--modes naive,layer] [--timeout 600] [--out PATH]
+A PATH may be a bare mirror (``/work/.mirror/owner+name/repo``): it is cloned at HEAD first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from trajforge.generators.environments.base_image import NODE_VERSIONS
+from trajforge.generators.languages.javascript import JavaScript
+from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import EnvironmentParams
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+
+MODES = ("naive", "layer")
+LEVELS = ("installed", "collected", "clean_pass")
+NEWEST = max(NODE_VERSIONS, key=int)
+
+
+def checkout(path: str, work: str) -> str:
+    """A working tree of ``path``: itself when it has one, else a clone of its HEAD (a mirror)."""
+    if os.path.isfile(os.path.join(path, "package.json")):
+        return path
+    name = os.path.basename(os.path.dirname(path.rstrip("/"))).replace("+", "_")
+    target = os.path.join(work, name)
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{path}", target], check=True)
+    return target
+
+
+def measure(box: DockerSandbox, repo: str, mode: str, timeout_s: float) -> dict:
+    """The level one repository reaches in ``mode``, with the reason it stopped."""
+    out: dict = {"repo": os.path.basename(repo), "mode": mode, "level": "", "reason": ""}
+    started = time.monotonic()
+    js = JavaScript()
+    try:
+        detection = js.detect(repo)
+        if detection is None:
+            out["reason"] = "no_package_json"
+            return out
+        if mode == "naive":
+            detection = dataclasses.replace(
+                detection, runtime=NEWEST, package_manager="npm", lockfile="", manager_spec=""
+            )
+        out["detection"] = dataclasses.asdict(detection)
+        env = prepare_js_environment(
+            box, repo, EnvironmentParams(build_timeout_s=int(timeout_s)), say=lambda _: None,
+            detection=detection,
+        )  # fmt: skip
+        out["level"], out["image"] = "installed", env.image
+        run = run_js_tests(box, env, repo, timeout_s=timeout_s, per_test_timeout_s=30)
+        statuses = run.statuses()
+        out["tests"] = len(statuses)
+        out["passed"] = sum(s == "PASSED" for s in statuses.values())
+        if not run.suite_ran:
+            out["reason"] = "suite_did_not_run"
+            out["detail"] = "; ".join(run.collection_errors)[:300] or f"exit {run.exit_code}"
+            return out
+        out["level"] = "collected"
+        if out["passed"]:
+            out["level"] = "clean_pass"
+        else:
+            out["reason"] = "no_passing_tests"
+    except UserError as exc:
+        out["reason"], out["detail"] = exc.reason, str(exc)[:300]
+    finally:
+        out["minutes"] = round((time.monotonic() - started) / 60, 2)
+    return out
+
+
+def figures(rows: list[dict]) -> dict:
+    reached = {level: sum(LEVELS.index(r["level"]) >= i for r in rows if r["level"])
+               for i, level in enumerate(LEVELS)}  # fmt: skip
+    reasons = collections.Counter(r["reason"] for r in rows if r["reason"])
+    return {"repos": len(rows), **reached, "reasons": dict(reasons)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", action="append", required=True)
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m in MODES]
+    box = DockerSandbox()
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="trajforge-jsbench-") as work:
+        repos = [checkout(path, work) for path in args.repo]
+        for repo in repos:
+            for mode in modes:
+                row = measure(box, repo, mode, args.timeout)
+                rows.append(row)
+                print(json.dumps({k: v for k, v in row.items() if k != "detection"}), flush=True)
+        box.close()
+        for image in {r["image"] for r in rows if r.get("image")}:
+            box.remove_image(image)
+    summary = {mode: figures([r for r in rows if r["mode"] == mode]) for mode in modes}
+    for mode, fig in summary.items():
+        print(f"{mode}: {fig}")
+    if args.out:
+        with open(args.out, "w") as handle:
+            json.dump({"rows": rows, "summary": summary}, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
