@@ -14,11 +14,15 @@ clean files in the same container and gets ONE pytest process (trajforge's plugi
   a string, a subprocess without coverage, a test reading the file's text) the AUDIT sees it:
   a seeded share ``validate.audit_share`` of kept bugs per profile, and always the first, run
   the rest of the suite too (in the same process, after the covering tests, so the covering
-  answer is read from the same run); when the full run's FAIL_TO_PASS/PASS_TO_PASS differ, its
-  answer is taken and the profile runs full for the rest of the run (``AuditBook``; counted,
-  ``audit: N agreed, M disagreed``);
+  answer is read from the same run). The answers differ exactly when a clean-passing test outside
+  the covering ones fails in the full run (it changes FAIL_TO_PASS or PASS_TO_PASS); then the
+  full answer is taken and the profile runs full for the rest of the run (``AuditBook``;
+  counted, ``audit: N agreed, M disagreed``). Reruns stay in the same process only here: the
+  clean confirmation and the audit back them; a full run keeps the new-process rerun, which also
+  sees a failure that only state leaked by earlier tests of the run causes;
 - one fails, ``mutant_mode: full`` (or the profile was switched) -> the same process goes on
   through the rest of the suite; the failures are rerun once in a new process;
+- a row imported from a dataset (its labels are checked test by test) -> a full run, as ``full``;
 - no test covers it (dead code to the suite, or a line that runs at import: module and class
   bodies, decorators, defaults; or a bug that adds or deletes a file) -> the whole suite runs
   before any verdict, so ``not_covered`` means nothing fails, and a kept bug is a full run.
@@ -444,7 +448,10 @@ def _validate_one(
     audited bug) or nothing more (the covering tests decide); then the failures rerun."""
     covering = _covering_tests(baseline, mutation)
     first = _first_tests(baseline, mutation, covering)
+    # A row imported from a dataset gets a full run: its label check reads every test's status.
+    labelled = mutation.candidate.labels is not None
     decides = mode == COVERING and bool(covering) and baseline.coverage is not None
+    decides = decides and not labelled
     plan = book.plan(profile.profile_id, mutation.candidate.candidate_id) if decides else FULL
     timeout = _mutant_timeout(baseline, ctx.timeout_s)
     mctx = mutant_context(profile, mutation, ctx.junit_path, timeout)
