@@ -8,6 +8,7 @@ import json
 
 import pytest
 from repo_factory import RepoBuilder, build_add_fix_repo
+from trajforge.generators.bugs.js_operators import JS_OPERATORS
 from trajforge.generators.bugs.operators import OPERATORS
 from trajforge.generators.environments.js_recipe import render_js_dockerfile
 from trajforge.generators.environments.profile import JUNIT_PATH, TEST_CMD, detect_profile
@@ -84,6 +85,17 @@ def test_package_manager_pin_and_runner_from_the_test_script(tmp_path):
     assert detection.runtime == "18" and ".nvmrc" in detection.evidence  # first node >= 16
 
 
+def test_mocha_keeps_the_projects_own_arguments_but_not_its_reporter(tmp_path):
+    script = "nyc mocha --reporter spec --check-leaks -t 5000 --require test/setup.js test/ && lint"
+    package = {"scripts": {"test": script}, "devDependencies": {"mocha": "^10"}}
+    detection = JS.detect(str(_js_repo(tmp_path, {"package.json": json.dumps(package)}).path))
+    assert detection.runner_args == ("--check-leaks", "--require", "test/setup.js", "test/")
+    command = JS.test_command(detection, per_test_timeout_s=3)
+    assert command.startswith(
+        "node_modules/.bin/mocha --check-leaks --require test/setup.js test/ --reporter json"
+    )
+
+
 def test_a_broken_package_json_is_one_line(tmp_path):
     repo = _js_repo(tmp_path, {"package.json": "{ not json"})
     with pytest.raises(UserError) as caught:
@@ -116,6 +128,10 @@ def test_semver_ranges():
     assert satisfies((12, 22, 12), "10 - 12") and not satisfies((20, 19, 2), "10 - 12")
     assert satisfies((20, 19, 2), "20.x") and not satisfies((20, 19, 2), "~20.20")
     assert not satisfies((18, 20, 4), "rm -rf /")
+
+
+def test_javascript_hands_out_the_tree_sitter_operators():
+    assert JS.bug_operators() is JS_OPERATORS and "flip_comparison" in JS_OPERATORS
 
 
 def test_javascript_asks_mining_for_test_files():

@@ -33,6 +33,7 @@ class Detection:
     lockfile: str = ""  # the lock file the install follows, "" when none
     typescript: bool = False
     manager_spec: str = ""  # a pinned package manager (package.json's packageManager: yarn@4.1.0)
+    runner_args: tuple[str, ...] = ()  # the project's own arguments to its runner (spec files...)
     why: str = ""  # one line: why this runtime and runner
 
 

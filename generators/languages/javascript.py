@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from trajforge.generators.bugs.js_operators import JS_OPERATORS
 from trajforge.generators.environments.base_image import node_image_tag
 from trajforge.generators.environments.js_recipe import render_js_dockerfile
 from trajforge.generators.languages.base import Detection, Language, ReportError
@@ -36,6 +37,10 @@ LOCKS = (  # first match wins: (file, manager)
     ("npm-shrinkwrap.json", "npm"),
 )
 RUNNERS = ("vitest", "jest", "mocha", "ava", "tap")  # package names that are runners
+# Options the test command sets itself, dropped from a project's own mocha arguments.
+_MOCHA_OWN_WITH_VALUE = ("-R", "--reporter", "-O", "--reporter-option", "--reporter-options",
+                         "-t", "--timeout")  # fmt: skip
+_MOCHA_OWN = ("--reporter", "--reporter-option", "--timeout", "-w", "--watch", "--inspect")
 # The runners whose own JSON reporter needs nothing installed, and its format in
 # verifiers/reports/ (FORMATS).
 REPORT_FORMATS = {"jest": "jest-json", "vitest": "vitest-json", "mocha": "mocha-json"}
@@ -72,6 +77,7 @@ class JavaScript(Language):
             lockfile=lockfile,
             typescript=typescript,
             manager_spec=_pin(repo_dir, package, manager),
+            runner_args=_runner_args(package, runner),
             why=f"{choice.why}; runner {runner or 'none found'}",
         )
 
@@ -111,7 +117,8 @@ class JavaScript(Language):
             # a collection error saying so)
             limit = f" --timeout {ms}" if ms else ""
             report = f"--reporter json --reporter-option output={REPORT_PATH}"
-            mocha = f"node_modules/.bin/mocha {report}{limit} {files}".strip()
+            own = " ".join(shlex.quote(a) for a in detection.runner_args)
+            mocha = f"node_modules/.bin/mocha {own} {report}{limit} {files}".strip()
             return (
                 f"{mocha} > {MOCHA_STDOUT}; rc=$?; cat {MOCHA_STDOUT}; "
                 f"[ -s {REPORT_PATH} ] || cp {MOCHA_STDOUT} {REPORT_PATH}; exit $rc"
@@ -136,7 +143,7 @@ class JavaScript(Language):
         return is_js_test_path(path)
 
     def bug_operators(self) -> Mapping[str, object]:
-        return {}  # the tree-sitter operators arrive with generators/bugs/js_operators.py
+        return JS_OPERATORS
 
 
 def read_runner_report(report: bytes, runner: str) -> ParsedLog:
@@ -250,6 +257,29 @@ def _runner(package: dict[str, Any]) -> str:
             return "node"
     deps = _dependencies(package)
     return next((runner for runner in RUNNERS if runner in deps), "")
+
+
+def _runner_args(package: dict[str, Any], runner: str) -> tuple[str, ...]:
+    """mocha's arguments in the ``test`` script (spec folders, ``--require``, ``--recursive``),
+    without what the test command sets itself (reporter, watch, timeout); other runners read
+    their configuration files. Shell text from the repository: split, and quoted when used."""
+    script = _table(package, "scripts").get("test")
+    if runner != "mocha" or not isinstance(script, str):
+        return ()
+    try:
+        words = shlex.split(re.split(r"&&|\|\||;|\|", script.split("mocha", 1)[-1])[0])
+    except ValueError:
+        return ()
+    args: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in _MOCHA_OWN_WITH_VALUE:
+            skip = True
+        elif not word.startswith(_MOCHA_OWN) and not word.startswith("$"):
+            args.append(word)
+    return tuple(args)
 
 
 def _dependencies(package: dict[str, Any]) -> set[str]:
