@@ -116,7 +116,7 @@ class JavaScript(Language):
             # when no file was written (the runner's console output then makes it unreadable,
             # a collection error saying so)
             limit = f" --timeout {ms}" if ms else ""
-            report = f"--reporter json --reporter-option output={REPORT_PATH}"
+            report = f"--reporter json --reporter-options output={REPORT_PATH}"  # mocha 3-11
             own = " ".join(shlex.quote(a) for a in detection.runner_args)
             mocha = f"node_modules/.bin/mocha {own} {report}{limit} {files}".strip()
             return (
