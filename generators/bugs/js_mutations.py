@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 
 from trajforge.generators.bugs.js_operators import JS_OPERATORS, JsEdit, JsOperator
-from trajforge.generators.bugs.js_syntax import JsFile, parses
+from trajforge.generators.bugs.js_syntax import JsFile
 from trajforge.generators.bugs.mutations import (
     FunctionTarget,
     Mutant,
@@ -56,10 +56,10 @@ def apply_edit(file: JsFile, edit: JsEdit) -> str:
 
 
 def _mutant(file: JsFile, index: int, operator: str, edit: JsEdit) -> Mutant | None:
-    mutated = apply_edit(file, edit)
-    body = mutated[len(file.bom) :].encode("utf-8")
-    if body == file.data or not parses(file.grammar, body):
+    new = edit.new.encode("utf-8")
+    if new == file.data[edit.start : edit.end] or not file.parses_with(edit.start, edit.end, new):
         return None
+    mutated = apply_edit(file, edit)
     first, last = edit.focus.start_point.row + 1, edit.focus.end_point.row + 1
     qualname = file.functions[index].qualname
     return Mutant(

@@ -83,6 +83,10 @@ def parses(grammar: str, source: bytes) -> bool:
     return not parse(grammar, source).root_node.has_error
 
 
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
+
+
 def operator_of(node: tree_sitter.Node) -> tree_sitter.Node | None:
     """A binary or unary expression's operator token."""
     found = node.child_by_field_name("operator")
@@ -115,11 +119,30 @@ class JsFile:
         except UnicodeEncodeError:
             raise MutationSourceError(f"{path}: is not UTF-8 text") from None
         self.grammar = grammar_of(path)
-        tree = parse(self.grammar, self.data)
+        tree = self.tree = parse(self.grammar, self.data)
         if tree.root_node.has_error:
             raise MutationSourceError(f"{path}: does not parse as {self.grammar}")
         self.functions: list[JsFunction] = []
         self._collect(tree.root_node, [], False)
+
+    def parses_with(self, start: int, end: int, new: bytes) -> bool:
+        """Whether the file with bytes ``start:end`` replaced by ``new`` still parses cleanly.
+
+        Parsed incrementally from the file's tree (only the edited region is read again), which
+        gives the same tree as a fresh parse at a fraction of its cost on a large file."""
+        data = self.data[:start] + new + self.data[end:]
+        tree = self.tree.copy()
+        new_end = start + len(new)
+        tree.edit(
+            start_byte=start,
+            old_end_byte=end,
+            new_end_byte=new_end,
+            start_point=_point(self.data, start),
+            old_end_point=_point(self.data, end),
+            new_end_point=_point(data, new_end),
+        )
+        reparsed = tree_sitter.Parser(_language(self.grammar)).parse(data, tree)
+        return not reparsed.root_node.has_error
 
     def text_of(self, node: tree_sitter.Node) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8")

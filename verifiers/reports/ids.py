@@ -53,6 +53,11 @@ def test_id(file: str, suites: Iterable[str], title: str) -> str:
     return SEPARATOR.join(parts)
 
 
+def test_file(test_id: str) -> str:
+    """The file a JS test id lives in: ``src/a.test.js > sum > adds`` -> ``src/a.test.js``."""
+    return test_id.split(SEPARATOR, 1)[0]
+
+
 def record(statuses: dict[str, str], test: str, status: str) -> None:
     old = statuses.get(test)
     if old is None or _RANK[status] > _RANK[old]:
