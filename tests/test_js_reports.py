@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 import pytest
-from trajforge.verifiers.reports import FORMATS, ReportError, read_report
-from trajforge.verifiers.reports.ids import MAX_REPORT_CHARS, test_file
+from trajforge.verifiers.reports import FORMATS, ReportError, ids, read_report
+from trajforge.verifiers.reports.ids import MAX_REPORT_CHARS
 
 # --- jest --json / vitest --reporter=json ------------------------------------------------------
 
@@ -70,7 +70,7 @@ def test_jest_json_statuses_ids_and_broken_files() -> None:
     }
     assert parsed.collection_errors == ("test/broken.test.js",)
     assert parsed.problem == ""
-    assert {test_file(t) for t in parsed.statuses} == {"src/__tests__/sum.test.js"}
+    assert {ids.test_file(t) for t in parsed.statuses} == {"src/__tests__/sum.test.js"}
 
 
 def test_vitest_json_with_skipped() -> None:
