@@ -153,6 +153,16 @@ def test_mocha_json_statuses_and_a_failed_hook() -> None:
     }
 
 
+def test_mocha_json_on_stdout_after_what_the_tests_printed() -> None:
+    printed = '{\nstarting\n{\n  "stats": {"fake": 1}\n}\nmore output\n  ok\n'
+    report = json.dumps(MOCHA, indent=2)  # JSON.stringify(obj, null, 2)
+    parsed = read_report(printed + report + "\n", "mocha-json")
+    assert parsed.statuses == read_report(report, "mocha-json").statuses
+    assert len(parsed.statuses) == 4
+    with pytest.raises(ReportError, match="not JSON"):
+        read_report("no report at all\n", "mocha-json")
+
+
 def test_mocha_json_whose_stats_contradict_its_lists_is_refused() -> None:
     lying = {**MOCHA, "stats": {**MOCHA["stats"], "passes": 5}}
     parsed = read_report(json.dumps(lying), "mocha-json")

@@ -5,6 +5,11 @@ spaces), not the describe titles one by one, so the describe path is ``fullTitle
 one part, the same in every run. A failed hook (``"before each" hook for "x"``) is listed among the
 failures with no test of its own: it is an ERROR under its own title. ``stats`` must count what
 the lists hold, else the report contradicts itself and is refused (``problem``).
+
+Old mocha has no ``output`` option and writes its report to stdout after whatever the tests
+printed. Its report is ``JSON.stringify(report, null, 2)``: a line that is exactly ``{`` opens it
+and every nested line is indented, so when the text is not JSON the report is read from the last
+such line (what a test printed comes before it, and cannot forge it).
 """
 
 from __future__ import annotations
@@ -12,7 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from trajforge.verifiers.log_parsers import ParsedLog
-from trajforge.verifiers.reports.ids import ReportError, count, record, relative_file, string
+from trajforge.verifiers.reports.ids import (
+    ReportError,
+    count,
+    record,
+    relative_file,
+    string,
+)
 from trajforge.verifiers.reports.ids import test_id as make_id
 from trajforge.verifiers.reports.json_report import load_object
 
@@ -20,7 +31,7 @@ _LISTS = (("passes", "PASSED"), ("pending", "SKIPPED"), ("failures", "FAILED"))
 
 
 def parse_mocha_json(text: str | bytes) -> ParsedLog:
-    report = load_object(text, "mocha")
+    report = _load(text)
     stats = report.get("stats")
     if not isinstance(stats, dict):
         raise ReportError("the mocha report has no stats object")
@@ -36,6 +47,18 @@ def parse_mocha_json(text: str | bytes) -> ParsedLog:
         for test in tests:
             _test(statuses, test, status)
     return ParsedLog(statuses, ())
+
+
+def _load(text: str | bytes) -> dict[str, Any]:
+    """The report, read whole, else from the last line that is exactly ``{``."""
+    try:
+        return load_object(text, "mocha")
+    except ReportError:
+        raw = text.encode("utf-8", "replace") if isinstance(text, str) else text
+        start = raw.rfind(b"\n{\n")
+        if start == -1:
+            raise
+        return load_object(raw[start + 1 :], "mocha")
 
 
 def _test(statuses: dict[str, str], test: Any, status: str) -> None:
