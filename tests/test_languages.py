@@ -96,6 +96,15 @@ def test_mocha_keeps_the_projects_own_arguments_but_not_its_reporter(tmp_path):
     )
 
 
+def test_the_runner_is_found_through_the_script_the_test_script_runs(tmp_path):
+    scripts = {"test": "npm run lint && npm run test-ci", "lint": "eslint lib",
+               "test-ci": "nyc --reporter=lcov mocha --require test/support/env"}  # fmt: skip
+    package = {"scripts": scripts, "devDependencies": {"mocha": "9.2.2", "jest": "1"}}
+    detection = JS.detect(str(_js_repo(tmp_path, {"package.json": json.dumps(package)}).path))
+    assert detection.runner == "mocha"  # the script's runner, before a dependency's
+    assert detection.runner_args == ("--require", "test/support/env")
+
+
 def test_a_broken_package_json_is_one_line(tmp_path):
     repo = _js_repo(tmp_path, {"package.json": "{ not json"})
     with pytest.raises(UserError) as caught:

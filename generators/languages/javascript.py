@@ -244,8 +244,8 @@ def _is_berry_lock(path: str) -> bool:
 
 def _runner(package: dict[str, Any]) -> str:
     """The runner the ``test`` script calls (first named), else one in the dependencies."""
-    script = _table(package, "scripts").get("test")
-    if isinstance(script, str):
+    script = _test_script(package)
+    if script:
         words = re.findall(r"[\w@/.-]+", script)
         for word in words:
             name = posixpath.basename(word)
@@ -259,12 +259,29 @@ def _runner(package: dict[str, Any]) -> str:
     return next((runner for runner in RUNNERS if runner in deps), "")
 
 
+def _test_script(package: dict[str, Any]) -> str:
+    """The ``test`` script, or the script it runs (``npm run test-ci``, ``yarn test:unit``,
+    three deep at most) when that one names a runner and the ``test`` script does not."""
+    scripts = _table(package, "scripts")
+    script = scripts.get("test")
+    for _ in range(3):
+        if not isinstance(script, str):
+            return ""
+        if any(re.search(rf"\b{runner}\b", script) for runner in RUNNERS):
+            return script
+        called = re.findall(r"\b(?:npm run|yarn run|yarn|pnpm run|pnpm)\s+([\w:.-]+)", script)
+        nested = [scripts[name] for name in called if isinstance(scripts.get(name), str)]
+        named = [n for n in nested if any(re.search(rf"\b{r}\b", n) for r in RUNNERS)]
+        script = named[0] if named else (nested[-1] if nested else None)
+    return script if isinstance(script, str) else ""
+
+
 def _runner_args(package: dict[str, Any], runner: str) -> tuple[str, ...]:
     """mocha's arguments in the ``test`` script (spec folders, ``--require``, ``--recursive``),
     without what the test command sets itself (reporter, watch, timeout); other runners read
     their configuration files. Shell text from the repository: split, and quoted when used."""
-    script = _table(package, "scripts").get("test")
-    if runner != "mocha" or not isinstance(script, str):
+    script = _test_script(package)
+    if runner != "mocha" or "mocha" not in script:
         return ()
     try:
         words = shlex.split(re.split(r"&&|\|\||;|\|", script.split("mocha", 1)[-1])[0])
