@@ -462,7 +462,10 @@ def _validate_one(
     try:
         workspace.put_first(first)
         first_ctx = dataclasses.replace(mctx, test_cmd=f"rm -f {RERUN_PATH}; {env} {mctx.test_cmd}")
-        run = run_tests(workspace.session, first_ctx, "base", attempt=0)
+        # Where the covering tests decide, pytest is given them by id: it collects only their
+        # modules (most of a fast suite's run is its collection).
+        only = first if plan == COVERING else ()
+        run = run_tests(workspace.session, first_ctx, "base", attempt=0, selection=only)
         if problem := _broken_run(mutation, run, (run,)):
             return problem
         statuses = run.statuses()
