@@ -30,6 +30,10 @@ from trajforge.verifiers.reports import read_report
 
 REPORT_PATH = "/tmp/trajforge-report.json"
 MOCHA_STDOUT = "/tmp/trajforge-mocha-stdout"
+JEST_KNOWS_TIMEOUT = (
+    """node -e "const [a, b] = require('jest/package.json').version.split('.').map(Number); """
+    """process.exit(a > 24 || (a === 24 && b >= 9) ? 0 : 1)" 2>/dev/null"""
+)
 LOCKS = (  # first match wins: (file, manager)
     ("pnpm-lock.yaml", "pnpm"),
     ("yarn.lock", "yarn"),
@@ -123,11 +127,12 @@ class JavaScript(Language):
                 f"{mocha} > {MOCHA_STDOUT}; rc=$?; cat {MOCHA_STDOUT}; "
                 f"[ -s {REPORT_PATH} ] || cp {MOCHA_STDOUT} {REPORT_PATH}; exit $rc"
             )
-        limit = f" --testTimeout={ms}" if ms else ""
+        # --testTimeout came with jest 24.9; an older jest refuses the run for it
+        limit = f'{JEST_KNOWS_TIMEOUT} && L="--testTimeout={ms}" || L=""; ' if ms else 'L=""; '
         by_path = f" --runTestsByPath {files}" if files else ""
         return (
-            f"node_modules/.bin/jest --ci --json --outputFile={REPORT_PATH} --watchman=false "
-            f"--cacheDirectory=/tmp/jest-cache{limit}{by_path}"
+            f"{limit}node_modules/.bin/jest --ci --json --outputFile={REPORT_PATH} "
+            f"--watchman=false --cacheDirectory=/tmp/jest-cache $L{by_path}"
         )
 
     def report_path(self, detection: Detection) -> str:
