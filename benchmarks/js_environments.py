@@ -14,7 +14,7 @@ that stops is counted under a reason with its one line. Images built are removed
 
 Usage: .venv/bin/python benchmarks/js_environments.py --repo PATH [--repo PATH ...]
        [--modes naive,layer] [--timeout 600] [--out PATH]
-A PATH may be a bare mirror (``/work/.mirror/owner+name/repo``): it is cloned at HEAD first.
+A PATH may be a bare mirror (``git clone --bare``): it is cloned at HEAD first.
 """
 
 from __future__ import annotations
