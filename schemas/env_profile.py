@@ -40,6 +40,11 @@ class EnvProfile:
     # Debian packages the build stage installed because a failed build's log asked for them
     # (a compiler, a header: generators/environments/build_errors.py)
     system_packages: tuple[str, ...] = ()
+    # The language layer's answers (generators/languages/): which language installs and tests
+    # this profile, and which runner's report its test command writes (pytest: JUnit XML).
+    language: str = "python"  # python | javascript
+    runner: str = "pytest"  # pytest | jest | vitest | mocha | node | ava | tap
+    runtime: str = ""  # the interpreter's version for a non-Python profile ("18" for node)
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -64,5 +69,8 @@ class EnvProfile:
             ("relaxation", pa.string()),
             ("resolved_as_of", pa.string()),
             ("system_packages", pa.list_(pa.string())),
+            ("language", pa.string()),
+            ("runner", pa.string()),
+            ("runtime", pa.string()),
         ]
     )

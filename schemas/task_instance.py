@@ -59,6 +59,10 @@ class TaskInstance:
     # test modules that cannot be collected in this environment ("path: error"); test_cmd
     # leaves them out with --ignore, and no label rests on them
     excluded_tests: tuple[str, ...] = ()
+    # The task's language and the runner whose report its test_cmd writes; the grader reads
+    # the statuses through that runner's parser (generators/languages/, verifiers/reports/).
+    language: str = "python"  # python | javascript
+    test_runner: str = "pytest"  # pytest | jest | vitest | mocha | node | ava | tap
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -88,5 +92,7 @@ class TaskInstance:
             ("image_digest", pa.string()),
             ("env_recipe", pa.large_string()),
             ("excluded_tests", pa.list_(pa.string())),
+            ("language", pa.string()),
+            ("test_runner", pa.string()),
         ]
     )
