@@ -83,6 +83,22 @@ def test_the_fix_alone_still_resolves(graded):
     assert (fix.resolved, fix.reason, fix.reward) == (True, "resolved", 1.0), fix.log[-3000:]
 
 
+def test_fail_fast_lowers_no_route_and_keeps_the_fix(calc_task, patches, graded, evaluator):
+    """Fail-fast grading (``--fail-fast``, ``"fail_fast": true``) can only lower a reward: every
+    route still scores 0, a forger's first run that says resolved is overruled by the full run,
+    and a PASS_TO_PASS test fail-fast did not run is never reported as passing."""
+    task, _, _ = calc_task
+    for name in ROUTES:
+        quick = evaluator.evaluate(task, patches[name], fail_fast=True)
+        assert (quick.resolved, quick.reward) == (False, 0.0), (name, quick.log[-2000:])
+        said = (quick.report.get("tests_status") or {}).get("PASS_TO_PASS", {})
+        full = (graded[name].report.get("tests_status") or {}).get("PASS_TO_PASS", {})
+        # P2P is reported passing only where the full graded run said so (it ran)
+        assert P2P not in said.get("success", []) or P2P in full.get("success", []), name
+    fix = evaluator.evaluate(task, patches["fix"], fail_fast=True)
+    assert (fix.resolved, fix.reason, fix.reward) == (True, "resolved", 1.0), fix.log[-3000:]
+
+
 def test_refusals_name_the_file(graded):
     assert "calc_rt-1.0.dist-info" in graded["dist_info_plugin"].log
     assert "calc/evil.pth" in graded["pth_file"].log
