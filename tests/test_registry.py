@@ -282,10 +282,18 @@ def test_images_list_and_prune_remove_exactly_the_unreferenced(sandbox, registry
         assert f"keep    {busy}: a container uses it" in pruned.stdout
         assert f"keep    {used}: 2 task(s) use it" in pruned.stdout
         assert pruned.stdout.splitlines()[-1].startswith("removed 1 image(s)")
+
+        # --keep-none: no task keeps an image; a container's image and the base still stay
+        keep_none = run_cli(
+            "images", "prune", "--keep-none", "--min-age", "0", *scope, cwd=tmp_path
+        )
+        assert keep_none.returncode == 0, keep_none.stderr
+        assert f"removed {used}  " in keep_none.stdout
+        assert f"keep    {busy}: a container uses it" in keep_none.stdout
     finally:
         subprocess.run(["docker", "rm", "-f", container], capture_output=True, check=False)
-    assert not sandbox.has_image(unused)
-    assert sandbox.has_image(used) and sandbox.has_image(busy) and sandbox.has_image(BASE)
+    assert not sandbox.has_image(unused) and not sandbox.has_image(used)
+    assert sandbox.has_image(busy) and sandbox.has_image(BASE)
 
 
 def test_images_push_and_pull_the_referenced(sandbox, registry, tmp_path):
@@ -302,6 +310,15 @@ def test_images_push_and_pull_the_referenced(sandbox, registry, tmp_path):
     assert pulled.returncode == 0, pulled.stdout + pulled.stderr
     assert f"pulled  {tag}" in pulled.stdout
     assert sandbox.image_info(tag).image_id == image_id  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("given", [(), ("--keep-none", "--outputs", "out")])
+def test_images_prune_needs_outputs_or_keep_none_in_one_line(tmp_path, given):
+    (tmp_path / "out").mkdir()
+    proc = run_cli("images", "prune", *given, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "--outputs DIR... (the tasks whose images to keep) or --keep-none" in proc.stderr
 
 
 @pytest.mark.parametrize("kind", ["missing", "not_an_output", "no_tasks", "no_image_column"])

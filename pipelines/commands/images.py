@@ -18,6 +18,10 @@ referenced ones through the registry, ``prune`` removes the rest, by this rule (
   used. A run that uses an older image holds a container of it while it does (spares are started
   ahead), so ``--min-age 0`` is safe only when no trajforge run is going on here;
 - and never one a task of ``--outputs`` names (by name or by digest).
+
+``prune --keep-none`` says out loud that no output's tasks are to be kept (a benchmark or CI
+machine's cleanup): the rest of the rule still holds. Without it ``prune`` needs ``--outputs``,
+so a forgotten argument never removes the images a dataset needs.
 """
 
 from __future__ import annotations
@@ -59,8 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         described = f"{text}. {PRUNE_RULE}" if action == "prune" else text
         sub = actions.add_parser(action, help=text, description=described)
         sub.add_argument(
-            "--outputs", nargs="+", default=[], required=action != "list", metavar="DIR",
-            help="stage output or exported dataset directories whose tasks name images",
+            "--outputs", nargs="+", default=[], required=action in ("push", "pull"),
+            metavar="DIR", help="stage output or exported dataset directories whose tasks name images",
         )  # fmt: skip
         sub.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
         if action in ("list", "prune"):
@@ -70,6 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             )  # fmt: skip
         if action == "prune":
             sub.add_argument("--dry-run", action="store_true", help="say what would go only")
+            sub.add_argument(
+                "--keep-none", action="store_true",
+                help="no tasks to keep images for (instead of --outputs): a benchmark or CI "
+                "machine's cleanup; the rest of the rule still holds",
+            )  # fmt: skip
             sub.add_argument(
                 "--min-age", type=_hours, default=DEFAULT_MIN_AGE_H, metavar="HOURS",
                 help="keep images made less than this long ago, which a run going on now may "
@@ -89,6 +98,11 @@ def _hours(text: str) -> float:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     params = options.load(args)
+    if args.action == "prune" and bool(args.outputs) == bool(args.keep_none):
+        raise UserError(
+            "images prune: pass --outputs DIR... (the tasks whose images to keep) or --keep-none "
+            "(keep none: remove every unused trajforge image the rule allows), not both or neither"
+        )
     used = referenced_images(args.outputs)  # bad input fails here, before any engine is asked
     registry = params.environment.registry or ""
     if args.action == "push" and not registry:
