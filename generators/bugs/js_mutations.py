@@ -1,6 +1,6 @@
 """Procedural bug injection for JavaScript and TypeScript: the JS counterpart of mutations.py.
 
-Same records (``Mutant``, ``FunctionTarget``), same sampling (``mutations._picks``: round the
+Same records (``Mutant``, ``FunctionTarget``), same sampling (``sampling.draw_sites``: round the
 operators, functions drawn by complexity), so inject treats a JS mutant as it treats a Python one.
 A mutant is one byte-range replacement inside one function body, so every other byte of the file
 is unchanged and the reverse diff undoes it exactly; a mutant that does not parse (an ERROR or
@@ -15,14 +15,8 @@ from itertools import islice
 
 from trajforge.generators.bugs.js_operators import JS_OPERATORS, JsEdit, JsOperator
 from trajforge.generators.bugs.js_syntax import JsFile
-from trajforge.generators.bugs.mutations import (
-    FunctionTarget,
-    Mutant,
-    MutationSourceError,
-    _digest,
-    _picks,
-    _Site,
-)
+from trajforge.generators.bugs.mutations import FunctionTarget, Mutant, MutationSourceError
+from trajforge.generators.bugs.sampling import Site, draw_sites, text_digest
 from trajforge.schemas.errors import ParamsError
 from trajforge.schemas.records import content_id
 
@@ -87,7 +81,7 @@ def js_mutants_of_file(
     function, then operator, then position; a mutated text made before is left out."""
     ops = _operators(operators)
     file = JsFile(path, source)
-    seen = {_digest(source)}
+    seen = {text_digest(source)}
     mutants = []
     for index, function in enumerate(file.functions):
         if function.complexity < min_complexity:
@@ -95,8 +89,8 @@ def js_mutants_of_file(
         for name, edits in _edits(file, index, ops).items():
             for edit in edits:
                 mutant = _mutant(file, index, name, edit)
-                if mutant is not None and _digest(mutant.mutated) not in seen:
-                    seen.add(_digest(mutant.mutated))
+                if mutant is not None and text_digest(mutant.mutated) not in seen:
+                    seen.add(text_digest(mutant.mutated))
                     mutants.append(mutant)
     return mutants
 
@@ -137,18 +131,18 @@ def sample_js_mutants(
         if not found:
             detail = f"{path}: no function with complexity >= {min_complexity} to mutate"
             rejected.append((path, "no_targets", detail))
-    picks = _picks(sites, complexity, random.Random(seed))
+    picks = draw_sites(sites, complexity, random.Random(seed))
     mutants: list[Mutant] = []
-    seen = {_digest(text) for text in files.values()}
+    seen = {text_digest(text) for text in files.values()}
     while len(mutants) < max_mutants:
-        batch: list[_Site] = list(islice(picks, max_mutants - len(mutants)))
+        batch: list[Site] = list(islice(picks, max_mutants - len(mutants)))
         if not batch:
             break
         for site in batch:
             file = parsed[site.path]
             edit = _edits(file, site.function, [JS_OPERATORS[site.operator]])[site.operator]
             mutant = _mutant(file, site.function, site.operator, edit[site.edit])
-            if mutant is not None and _digest(mutant.mutated) not in seen:
-                seen.add(_digest(mutant.mutated))
+            if mutant is not None and text_digest(mutant.mutated) not in seen:
+                seen.add(text_digest(mutant.mutated))
                 mutants.append(mutant)
     return mutants, rejected

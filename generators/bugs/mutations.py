@@ -13,13 +13,12 @@ without Python's ``<locals>``.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import random
 import re
 import textwrap
 import warnings
 from bisect import bisect_right
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from itertools import islice, pairwise
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # printing a node under enclosing indentation
 from trajforge.generators.bugs.operators import OPERATORS, Edit, Operator, Parents
+from trajforge.generators.bugs.sampling import Site, draw_sites, text_digest
 from trajforge.schemas.errors import ParamsError, UserError
 from trajforge.schemas.records import content_id
 
@@ -408,10 +408,6 @@ def _operators(names: Sequence[str] | None) -> list[Operator]:
     return [OPERATORS[n] for n in dict.fromkeys(names)]
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 # --- public API -------------------------------------------------------------------------------
 
 
@@ -434,7 +430,7 @@ def mutants_of_file(
     """
     ops = _operators(operators)
     file = _File(path, source)
-    seen = {_digest(source)}
+    seen = {text_digest(source)}
     mutants = []
     for index in range(len(file.functions)):
         if file.complexity(index) < min_complexity:
@@ -442,18 +438,10 @@ def mutants_of_file(
         for name, edits in file.edits(index, ops).items():
             for edit in edits:
                 mutant = file.mutant(index, name, edit)
-                if mutant is not None and _digest(mutant.mutated) not in seen:
-                    seen.add(_digest(mutant.mutated))
+                if mutant is not None and text_digest(mutant.mutated) not in seen:
+                    seen.add(text_digest(mutant.mutated))
                     mutants.append(mutant)
     return mutants
-
-
-@dataclass(frozen=True)
-class _Site:
-    path: str
-    function: int
-    operator: str
-    edit: int
 
 
 def sample_mutants(
@@ -467,9 +455,8 @@ def sample_mutants(
 ) -> tuple[list[Mutant], list[tuple[str, str, str]]]:
     """Up to ``max_mutants`` mutants across files, reproducible from ``seed``.
 
-    Picks go round the operators (in a seeded order), and within an operator to a function drawn
-    by complexity / (1 + times already picked)^2: complex functions are favoured, no function
-    dominates. Only picked edits are printed and compiled, so a large repository costs one survey
+    Picks follow ``sampling.draw_sites`` (round the operators, functions by complexity). Only
+    picked edits are printed and compiled, so a large repository costs one survey
     parse per file plus one parse per file that gets a mutant. ``covers(path, first, last)``
     (when given) keeps only the edits whose lines it accepts: coverage-guided injection.
     Returns ``(mutants, rejected)``
@@ -504,9 +491,9 @@ def sample_mutants(
             detail = f"{path}: no function with complexity >= {min_complexity} to mutate"
             rejected.append((path, "no_targets", detail))
 
-    picks = _picks(sites, complexity, random.Random(seed))
+    picks = draw_sites(sites, complexity, random.Random(seed))
     mutants: list[Mutant] = []
-    seen = {_digest(text) for text in files.values()}
+    seen = {text_digest(text) for text in files.values()}
     while len(mutants) < max_mutants:
         batch = list(islice(picks, max_mutants - len(mutants)))
         if not batch:
@@ -514,45 +501,18 @@ def sample_mutants(
         made = _materialize(batch, files)
         for site in batch:
             mutant = made.get(site)
-            if mutant is not None and _digest(mutant.mutated) not in seen:
-                seen.add(_digest(mutant.mutated))
+            if mutant is not None and text_digest(mutant.mutated) not in seen:
+                seen.add(text_digest(mutant.mutated))
                 mutants.append(mutant)
     return mutants, rejected
 
 
-def _picks(
-    sites: dict[str, dict[tuple[str, int], list[int]]],
-    complexity: dict[tuple[str, int], int],
-    rng: random.Random,
-) -> Iterator[_Site]:
-    """Sites in sampling order, each once, until none is left."""
-    uses: Counter[tuple[str, int]] = Counter()
-    while True:
-        live = [op for op, by_function in sites.items() if by_function]
-        if not live:
-            return
-        rng.shuffle(live)
-        for op in live:
-            by_function = sites[op]
-            if not by_function:
-                continue
-            keys = list(by_function)
-            weights = [complexity[k] / (1 + uses[k]) ** 2 for k in keys]
-            key = rng.choices(keys, weights)[0]
-            remaining = by_function[key]
-            edit = remaining.pop(rng.randrange(len(remaining)))
-            if not remaining:
-                del by_function[key]
-            uses[key] += 1
-            yield _Site(key[0], key[1], op, edit)
-
-
-def _materialize(batch: list[_Site], files: Mapping[str, str]) -> dict[_Site, Mutant | None]:
+def _materialize(batch: list[Site], files: Mapping[str, str]) -> dict[Site, Mutant | None]:
     """Print and compile the picked sites, parsing each file once."""
-    by_path: dict[str, list[_Site]] = defaultdict(list)
+    by_path: dict[str, list[Site]] = defaultdict(list)
     for site in batch:
         by_path[site.path].append(site)
-    made: dict[_Site, Mutant | None] = {}
+    made: dict[Site, Mutant | None] = {}
     for path, path_sites in by_path.items():
         file = _File(path, files[path])
         for site in path_sites:

@@ -1,7 +1,10 @@
 """Commit mining: a candidate is a commit whose diff touches both non-test code and tests.
 
 Merges are followed by first parent, so a merged pull request is mined as one change against the
-mainline it landed on. The diff is split into ``patch`` (non-test files) and ``test_patch``.
+mainline it landed on. The diff is split into ``patch`` (non-test files) and ``test_patch`` by
+the rules of the repository's language at the parent commit (``languages/at_commit.py``,
+``diff_split.rules_for``): Python's as always, JavaScript/TypeScript's test-file conventions and
+generated files for a package.json project.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
-from trajforge.generators.mining.diff_split import is_code_path, is_skipped, is_test_path
+from trajforge.generators.languages.at_commit import language_at
+from trajforge.generators.mining.diff_split import FileRules, rules_for
 from trajforge.generators.sources.specs import RepoRef
 from trajforge.schemas.candidate import Candidate, CandidateMeta
 from trajforge.schemas.errors import ParamsError
@@ -73,11 +77,18 @@ def list_commits(repo: RepoRef, params: MineParams) -> tuple[list[str], list[Rej
 
 
 def has_tests(repo: RepoRef) -> bool:
+    """Whether HEAD holds a test file by the conventions of HEAD's language."""
     try:
         names = git(repo.path, "ls-tree", "-r", "--name-only", "HEAD").decode("utf-8", "replace")
+        rules = rules_for(language_at(repo.path, "HEAD").name)
     except GitError:
         return False
-    return any(is_test_path(name) for name in names.splitlines())
+    return any(rules.is_test(name) and not rules.is_generated(name) for name in names.splitlines())
+
+
+def rules_at(repo: RepoRef, commit: str) -> FileRules:
+    """The file rules of the repository's language at ``commit``."""
+    return rules_for(language_at(repo.path, commit).name)
 
 
 def changed_files(repo: RepoRef, parent: str, sha: str) -> list[ChangedFile]:
@@ -139,12 +150,13 @@ def mine_commit(repo: RepoRef, sha: str, params: MineParams) -> Candidate | Reje
     if not parents:
         return reject("root_commit", "first commit; nothing to diff against")
     parent = parents[0]
+    rules = rules_at(repo, parent)
     # Sizes before any diff: a 300 MB one-line file passes max_lines, but its diff would be read
     # whole (by git for --numstat, then here). Skipped files never reach a diff read here.
     sizes = {
         path: size
         for path, size in changed_sizes(repo, parent, sha).items()
-        if not is_skipped(path, params.skip_globs)
+        if not rules.skipped(path, params.skip_globs)
     }
     biggest = max(sizes, key=lambda path: sizes[path], default=None)
     if biggest is not None and sizes[biggest] > params.max_file_bytes:
@@ -158,13 +170,13 @@ def mine_commit(repo: RepoRef, sha: str, params: MineParams) -> Candidate | Reje
             f"{sum(sizes.values())} bytes of changed files > mine.max_bytes={params.max_bytes}",
         )
     files = changed_files(repo, parent, sha)
-    kept = [f for f in files if not f.binary and not is_skipped(f.path, params.skip_globs)]
+    kept = [f for f in files if not f.binary and not rules.skipped(f.path, params.skip_globs)]
     skipped = tuple(sorted(f.path for f in files if f not in kept))
-    tests = [f.path for f in kept if is_test_path(f.path)]
-    fixes = [f.path for f in kept if not is_test_path(f.path)]
+    tests = [f.path for f in kept if rules.is_test(f.path)]
+    fixes = [f.path for f in kept if not rules.is_test(f.path)]
     if not tests:
         return reject("no_test_change", "touches no test file")
-    if not any(is_code_path(path) for path in fixes):
+    if not any(rules.is_code(path) for path in fixes):
         return reject("no_source_change", "touches only tests (or docs)")
     lines = sum(f.added + f.removed for f in kept)
     if len(kept) > params.max_files:

@@ -10,6 +10,7 @@ unchanged; a polyglot repository asks each language.
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 
 from trajforge.schemas.test_ids import TEST_DIRS
@@ -41,3 +42,31 @@ def is_js_test_path(path: str) -> bool:
         return False
     infixes = name.split(".")[1:-1]  # `a.test.ts` -> ["test"]; `a.d.ts` -> ["d"]
     return any(part in _TEST_INFIXES for part in infixes)
+
+
+# Files a JS/TS project's tools write, never a person: lock files, built output, bundles,
+# source maps and an installed node_modules. A commit's change to them is no part of a task
+# (a patch would carry megabytes no agent writes), as Python's vendored and generated files.
+JS_GENERATED = (
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "bun.lockb",
+    "*.min.js",
+    "*.min.mjs",
+    "*.min.cjs",
+    "*.min.css",
+    "*.map",
+    "*.bundle.js",
+)
+JS_GENERATED_DIRS = frozenset({"node_modules", "dist", "bower_components", ".yarn", "coverage"})
+
+
+def is_js_generated(path: str) -> bool:
+    """``package-lock.json``, ``packages/a/yarn.lock``, ``dist/index.js``, ``lib/x.min.js``,
+    ``node_modules/left-pad/index.js``: yes; ``src/index.js``, ``src/distance.js``: no."""
+    parts = path.split("/")
+    if any(part in JS_GENERATED_DIRS for part in parts[:-1]):
+        return True
+    return any(fnmatch.fnmatch(parts[-1], pattern) for pattern in JS_GENERATED)

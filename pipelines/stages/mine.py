@@ -19,11 +19,15 @@ class ListCommitsFn(StageFn):
     def process(self, spec: str):
         try:
             repo = open_source(spec, SourceOptions.from_params(self.params))
+            tested = has_tests(repo)
         except UserError as exc:
             yield self.reject_error(spec, exc)
             return
-        if not has_tests(repo):
-            detail = f"{repo.name}: no test files (test_*.py, *_test.py, tests/); nothing to verify"
+        if not tested:
+            detail = (
+                f"{repo.name}: no test files (Python: test_*.py, *_test.py, tests/; JS/TS: "
+                "*.test.*, *.spec.*, __tests__/, test/); nothing to verify"
+            )
             yield self.reject(spec, "no_tests", detail)
             return
         shas, rejections = list_commits(repo, self.params.mine)
