@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import subprocess
+
 import pytest
 from repo_factory import RepoBuilder, build_add_fix_repo
 from trajforge.generators.bugs.js_operators import JS_OPERATORS
@@ -91,9 +93,8 @@ def test_mocha_keeps_the_projects_own_arguments_but_not_its_reporter(tmp_path):
     detection = JS.detect(str(_js_repo(tmp_path, {"package.json": json.dumps(package)}).path))
     assert detection.runner_args == ("--check-leaks", "--require", "test/setup.js", "test/")
     command = JS.test_command(detection, per_test_timeout_s=3)
-    assert command.startswith(
-        "node_modules/.bin/mocha --check-leaks --require test/setup.js test/ --reporter json"
-    )
+    assert "set -- test/; node_modules/.bin/mocha --check-leaks --require test/setup.js " in command
+    assert "--reporter json --reporter-options output=/tmp/trajforge-report.json" in command
 
 
 def test_the_runner_is_found_through_the_script_the_test_script_runs(tmp_path):
@@ -180,7 +181,7 @@ def test_test_commands_write_the_report_with_a_time_limit():
     picked = ("src/a.test.js > math > adds", "src/a.test.js > math > subtracts")
     jest = JS.test_command(base, picked, per_test_timeout_s=3)
     assert f"--outputFile={REPORT_PATH}" in jest and 'L="--testTimeout=3000"' in jest
-    assert jest.endswith("--runTestsByPath src/a.test.js")
+    assert jest.endswith("' jest src/a.test.js") and "${1:+--runTestsByPath}" in jest
     vitest = JS.test_command(dataclasses.replace(base, runner="vitest"), (), 2)
     assert vitest.startswith("node_modules/.bin/vitest run --reporter=json")
     mocha = JS.test_command(dataclasses.replace(base, runner="mocha"), (), 2)
@@ -188,6 +189,38 @@ def test_test_commands_write_the_report_with_a_time_limit():
     with pytest.raises(UserError) as caught:
         JS.test_command(dataclasses.replace(base, runner=""))
     assert caught.value.reason == "unsupported_runner"
+
+
+@pytest.mark.parametrize("runner", ["jest", "vitest", "mocha"])
+def test_test_files_appended_to_the_suite_command_reach_the_runner(tmp_path, runner):
+    """A stored full-suite command plus trailing files (as a caller appends them) runs the
+    runner with exactly those files; without files, with the project's own spec paths."""
+    bin_dir = tmp_path / "node_modules" / ".bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / runner).write_text('#!/bin/sh\nfor a in "$@"; do echo "arg:$a"; done\n')
+    (bin_dir / runner).chmod(0o755)
+    detection = Detection(
+        "javascript", "npm", runner, "18", (), runner_args=("--require", "r.js", "spec/")
+    )
+    suite = JS.suite_command(detection, per_test_timeout_s=2)
+    assert JS.test_command(detection, ("a b.test.js > x > y", "c.test.js > z"), 2) == (
+        f"{suite} 'a b.test.js' c.test.js"
+    )
+
+    def args(command: str) -> list[str]:
+        out = subprocess.run(["sh", "-c", command], cwd=tmp_path, capture_output=True, text=True)
+        return [line[4:] for line in out.stdout.splitlines() if line.startswith("arg:")]
+
+    picked = args(f"{suite} 'a b.test.js' c.test.js")
+    assert picked[-2:] == ["a b.test.js", "c.test.js"]
+    whole = args(suite)
+    assert "a b.test.js" not in whole
+    if runner == "jest":
+        assert picked[-3] == "--runTestsByPath" and "--runTestsByPath" not in whole
+    if runner == "mocha":
+        assert (
+            whole[-1] == "spec/" and "spec/" not in picked and picked[:2] == ["--require", "r.js"]
+        )
 
 
 @pytest.mark.parametrize(

@@ -180,7 +180,8 @@ def ensure_for_sandbox(sandbox, python: str, say: Callable[[str], None] = print)
 
 # Node major -> the Python base image of the Debian release whose archive ships that nodejs (one
 # per release: an era ladder). The node image is that image plus Debian's nodejs and npm, so a
-# project's node-gyp finds python3 too. Versions as Debian ships them, for engines ranges.
+# project's node-gyp finds python3 too, and so does the grader's Python supervisor in a JS task's
+# image (checked by the build). Versions as Debian ships them, for engines ranges.
 NODE_RELEASES = {"12": "3.9", "18": "3.11", "20": "3.13"}
 NODE_VERSIONS = {"12": (12, 22, 12), "18": (18, 20, 4), "20": (20, 19, 2)}
 NODE_PACKAGES = "nodejs npm"
@@ -199,7 +200,7 @@ def node_image_recipe(node: str) -> str:
             f"FROM {base_image_tag(python)}",
             "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
             f"--no-install-recommends {NODE_PACKAGES} && rm -rf /var/lib/apt/lists/* "
-            "&& node --version && npm --version",
+            "&& node --version && npm --version && python3 --version",
             "",
         ]
     )

@@ -45,6 +45,11 @@ RUNNERS = ("vitest", "jest", "mocha", "ava", "tap")  # package names that are ru
 _MOCHA_OWN_WITH_VALUE = ("-R", "--reporter", "-O", "--reporter-option", "--reporter-options",
                          "-t", "--timeout")  # fmt: skip
 _MOCHA_OWN = ("--reporter", "--reporter-option", "--timeout", "-w", "--watch", "--inspect")
+# mocha's options that take a value (the next word is not a spec path).
+_MOCHA_WITH_VALUE = ("-r", "--require", "-u", "--ui", "--file", "--extension", "--config",
+                     "--package", "-g", "--grep", "-f", "--fgrep", "--ignore", "--exclude",
+                     "-s", "--slow", "--retries", "-n", "--node-option", "--opts",
+                     "--compilers", "-j", "--jobs")  # fmt: skip
 # The runners whose own JSON reporter needs nothing installed, and its format in
 # verifiers/reports/ (FORMATS).
 REPORT_FORMATS = {"jest": "jest-json", "vitest": "vitest-json", "mocha": "mocha-json"}
@@ -100,8 +105,17 @@ class JavaScript(Language):
     def test_command(
         self, detection: Detection, selection: Sequence[str] = (), per_test_timeout_s: int = 0
     ) -> str:
-        """The runner from node_modules/.bin with its JSON reporter into ``REPORT_PATH``; a
-        selection runs its tests' files (a runner's title filter is a pattern, not an id)."""
+        """The full-suite command (``suite_command``) with the selection's test files appended,
+        as a caller appends them to a task's stored command (a runner's title filter is a
+        pattern, not an id: the caller limits the statuses to the ids it selected)."""
+        files = sorted({test_file(t) for t in selection})
+        suite = self.suite_command(detection, per_test_timeout_s)
+        return " ".join([suite, *(shlex.quote(f) for f in files)])
+
+    def suite_command(self, detection: Detection, per_test_timeout_s: int = 0) -> str:
+        """The runner from node_modules/.bin writing its report into ``REPORT_PATH``; test files
+        given as trailing arguments run alone (a compound command is ``sh -c '... "$@"' runner``,
+        so the arguments land where the runner reads them)."""
         runner = detection.runner
         if runner not in REPORT_FORMATS:
             raise UserError(
@@ -109,30 +123,32 @@ class JavaScript(Language):
                 f"trajforge runs {', '.join(REPORT_FORMATS)}",
                 reason="unsupported_runner",
             )
-        files = " ".join(shlex.quote(f) for f in sorted({test_file(t) for t in selection}))
         ms = int(per_test_timeout_s * 1000)
         if runner == "vitest":
             limit = f" --testTimeout={ms}" if ms else ""
-            report = f"--reporter=json --outputFile={REPORT_PATH}"
-            return f"node_modules/.bin/vitest run {report}{limit} {files}".strip()
+            return f"node_modules/.bin/vitest run --reporter=json --outputFile={REPORT_PATH}{limit}"
         if runner == "mocha":
             # mocha before 9 ignores the output option and prints the JSON: kept as the report
             # when no file was written (the runner's console output then makes it unreadable,
-            # a collection error saying so)
+            # a collection error saying so). Files given replace the script's own spec paths.
             limit = f" --timeout {ms}" if ms else ""
             report = f"--reporter json --reporter-options output={REPORT_PATH}"  # mocha 3-11
-            own = " ".join(shlex.quote(a) for a in detection.runner_args)
-            mocha = f"node_modules/.bin/mocha {own} {report}{limit} {files}".strip()
-            return (
-                f"{mocha} > {MOCHA_STDOUT}; rc=$?; cat {MOCHA_STDOUT}; "
-                f"[ -s {REPORT_PATH} ] || cp {MOCHA_STDOUT} {REPORT_PATH}; exit $rc"
+            options, specs = _split_mocha_args(detection.runner_args)
+            own = " ".join(shlex.quote(a) for a in options)
+            spec = " ".join(shlex.quote(a) for a in specs)
+            return _sh(
+                f"[ $# -gt 0 ] || set -- {spec}; "
+                f'node_modules/.bin/mocha {own} {report}{limit} "$@" > {MOCHA_STDOUT}; rc=$?; '
+                f"cat {MOCHA_STDOUT}; [ -s {REPORT_PATH} ] || cp {MOCHA_STDOUT} {REPORT_PATH}; "
+                "exit $rc",
+                "mocha",
             )
         # --testTimeout came with jest 24.9; an older jest refuses the run for it
         limit = f'{JEST_KNOWS_TIMEOUT} && L="--testTimeout={ms}" || L=""; ' if ms else 'L=""; '
-        by_path = f" --runTestsByPath {files}" if files else ""
-        return (
-            f"{limit}node_modules/.bin/jest --ci --json --outputFile={REPORT_PATH} "
-            f"--watchman=false --cacheDirectory=/tmp/jest-cache $L{by_path}"
+        return _sh(
+            f"{limit}exec node_modules/.bin/jest --ci --json --outputFile={REPORT_PATH} "
+            '--watchman=false --cacheDirectory=/tmp/jest-cache $L ${1:+--runTestsByPath} "$@"',
+            "jest",
         )
 
     def report_path(self, detection: Detection) -> str:
@@ -302,6 +318,29 @@ def _runner_args(package: dict[str, Any], runner: str) -> tuple[str, ...]:
         elif not word.startswith(_MOCHA_OWN) and not word.startswith("$"):
             args.append(word)
     return tuple(args)
+
+
+def _split_mocha_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """mocha's own arguments as (options with their values, spec paths): a run of given files
+    drops the spec paths, or mocha would run both."""
+    options: list[str] = []
+    specs: list[str] = []
+    takes_value = False
+    for arg in args:
+        if takes_value:
+            options.append(arg)
+            takes_value = False
+        elif arg.startswith("-"):
+            options.append(arg)
+            takes_value = "=" not in arg and arg in _MOCHA_WITH_VALUE
+        else:
+            specs.append(arg)
+    return options, specs
+
+
+def _sh(script: str, name: str) -> str:
+    """``script`` as one command whose trailing arguments are its ``"$@"``."""
+    return f"sh -c {shlex.quote(script)} {name}"
 
 
 def _dependencies(package: dict[str, Any]) -> set[str]:
