@@ -4,44 +4,29 @@ test_patch, and the language layer's ``is_test_file``.
 The conventions of jest, vitest, mocha, ava, tap and node's runner: anything under a test folder
 (``test/``, ``tests/``, ``__tests__/``, ``spec/``, with their ``__mocks__``, ``__snapshots__`` and
 fixtures, whatever the suffix, as Python's rule counts a test folder whole), and a JS/TS module
-named ``*.test.*`` or ``*.spec.*`` wherever it sits. Python's rule (``schemas/test_ids.py``) is
-unchanged; a polyglot repository asks each language.
+named ``*.test.*`` or ``*.spec.*`` wherever it sits (written in ``schemas/js_test_paths.py``,
+which the grader reads too). Python's rule (``schemas/test_ids.py``) is unchanged; a polyglot
+repository asks each language.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import posixpath
 
-from trajforge.schemas.test_ids import TEST_DIRS
+from trajforge.schemas.js_test_paths import (  # the rule itself: the grader reads it too
+    JS_SUFFIXES,
+    JS_TEST_DIRS,
+    is_js_source_path,
+    is_js_test_path,
+)
 
-JS_SUFFIXES = frozenset({".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts"})
-JS_TEST_DIRS = TEST_DIRS | {
-    "__tests__",
-    "__mocks__",
-    "__snapshots__",
-    "__fixtures__",
-    "spec",
-    "specs",
-}
-_TEST_INFIXES = frozenset({"test", "spec", "tests", "specs"})
-
-
-def is_js_source_path(path: str) -> bool:
-    return posixpath.splitext(path)[1] in JS_SUFFIXES
-
-
-def is_js_test_path(path: str) -> bool:
-    """``src/__tests__/a.js``, ``test/fixtures/x.json``, ``lib/a.test.ts``, ``a.spec.tsx``: yes;
-    ``src/testing-utils.js``, ``src/contest.js``, ``lib/test.js`` (a module named test): no."""
-    parts = path.split("/")
-    if any(part in JS_TEST_DIRS for part in parts[:-1]):
-        return True
-    name = parts[-1]
-    if not is_js_source_path(name):
-        return False
-    infixes = name.split(".")[1:-1]  # `a.test.ts` -> ["test"]; `a.d.ts` -> ["d"]
-    return any(part in _TEST_INFIXES for part in infixes)
+__all__ = [
+    "JS_SUFFIXES",
+    "JS_TEST_DIRS",
+    "is_js_generated",
+    "is_js_source_path",
+    "is_js_test_path",
+]
 
 
 # Files a JS/TS project's tools write, never a person: lock files, built output, bundles,
