@@ -9,8 +9,13 @@ their ``patch`` is the bug, and their base is named by ``repo`` (``swesmith.py``
 ``base_commit`` (the bug commit on a mirror's branch) is optional. nebius' image is
 ``docker_image`` where it has one.
 
+Multi-SWE-bench and SWE-PolyBench rows have their own columns (``multiswebench.py``,
+``polybench.py``; ``formats.py`` picks the reader); they share ``ImportRow``, the field checks
+here, and ``check_language``: a row in a language trajforge has no layer for is
+``language_not_supported``.
+
 Nothing here touches a repository: a row that cannot become a candidate for what it says alone
-is a ``BadRow`` with its reason (``bad_row``, ``no_base_commit``).
+is a ``BadRow`` with its reason (``bad_row``, ``no_base_commit``, ``language_not_supported``).
 """
 
 from __future__ import annotations
@@ -21,12 +26,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajforge.generators.imports.swesmith import parse_instance_id, parse_repo
+from trajforge.schemas.diff import parse_patch
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.json_rows import lone_surrogate
 
-FORMATS = ("swe-bench", "swe-smith", "swe-gym", "nebius")
+SWE_BENCH_SHAPED = ("swe-bench", "swe-smith", "swe-gym", "nebius")  # SWE-bench's columns
 BUGS = ("swe-smith",)  # rows whose patch makes the bug; the others' patch is the fix
 STAGE = "import-tasks"
+
+
+LANGUAGE_NOT_SUPPORTED = "language_not_supported"
+# How the datasets spell a language -> the language layer's name (generators/languages/)
+LANGUAGE_NAMES = {
+    "py": "python",
+    "js": "javascript",
+    "ts": "javascript",
+    "typescript": "javascript",
+}
 
 
 class BadRow(UserError):
@@ -60,17 +76,17 @@ def parse_row(fmt: str, where: str, raw: Any) -> ImportRow:
     """``raw`` (a dict read from a file) as an ``ImportRow`` of format ``fmt``, or ``BadRow``."""
     if not isinstance(raw, dict):
         raise BadRow(f"{where}: a row must be an object, got {type(raw).__name__}; check the file")
-    instance_id = _text(raw, "instance_id", where)
+    instance_id = text_field(raw, "instance_id", where)
     label = f"{where} ({instance_id})" if instance_id else where
     if not instance_id:
         raise BadRow(f"{where}: no instance_id; every row needs one")
-    repo = _text(raw, "repo", label)
+    repo = text_field(raw, "repo", label)
     if not repo:
         raise BadRow(f"{label}: no repo; every row names its repository (owner/name)")
-    patch = _text(raw, "patch", label)
+    patch = text_field(raw, "patch", label)
     if not patch.strip():
         raise BadRow(f"{label}: empty patch; nothing to validate")
-    base_commit = _text(raw, "base_commit", label).strip()
+    base_commit = text_field(raw, "base_commit", label).strip()
     if fmt in BUGS:
         if not base_commit and parse_repo(repo) is None and parse_instance_id(instance_id) is None:
             raise BadRow(
@@ -84,7 +100,7 @@ def parse_row(fmt: str, where: str, raw: Any) -> ImportRow:
             "row out)",
             "no_base_commit",
         )
-    image = _text(raw, "image_name", label) or _text(raw, "docker_image", label)
+    image = text_field(raw, "image_name", label) or text_field(raw, "docker_image", label)
     return ImportRow(
         dataset=fmt,
         where=where,
@@ -92,14 +108,41 @@ def parse_row(fmt: str, where: str, raw: Any) -> ImportRow:
         repo=repo.strip(),
         base_commit=base_commit,
         patch=patch,
-        test_patch="" if fmt in BUGS else _text(raw, "test_patch", label),
+        test_patch="" if fmt in BUGS else text_field(raw, "test_patch", label),
         fail_to_pass=label_list(raw.get("FAIL_TO_PASS"), "FAIL_TO_PASS", label),
         pass_to_pass=label_list(raw.get("PASS_TO_PASS"), "PASS_TO_PASS", label),
         image_name=image,
-        created_at=_date(raw.get("created_at"), label),
-        problem_statement=_text(raw, "problem_statement", label),
-        environment_setup_commit=_text(raw, "environment_setup_commit", label),
+        created_at=date_field(raw.get("created_at"), label),
+        problem_statement=text_field(raw, "problem_statement", label),
+        environment_setup_commit=text_field(raw, "environment_setup_commit", label),
     )
+
+
+def check_language(language: str, label: str) -> None:
+    """A row in a language with no layer here (``generators/languages/registry.py``) is refused
+    before its repository is opened: ``language_not_supported``."""
+    from trajforge.generators.languages.registry import BY_NAME
+
+    spelled = language.strip().lower()
+    if LANGUAGE_NAMES.get(spelled, spelled) not in BY_NAME:
+        known = ", ".join(sorted(BY_NAME))
+        raise BadRow(
+            f"{label}: language {language.strip()[:40]!r} is not supported (the languages run "
+            f"here: {known}; typescript runs as javascript); the row is left out",
+            LANGUAGE_NOT_SUPPORTED,
+        )
+
+
+def check_patch(patch: str, name: str, label: str) -> None:
+    """A patch must be a unified diff that names a file; text that is not is refused here, not
+    left for git to misread."""
+    if not patch.strip():
+        raise BadRow(f"{label}: empty {name}; nothing to validate")
+    if not parse_patch(patch).files:
+        raise BadRow(
+            f"{label}: {name} is not a unified diff (no 'diff --git' or '---/+++' file header); "
+            "fix the row"
+        )
 
 
 def label_list(value: Any, name: str, label: str) -> tuple[str, ...]:
@@ -128,20 +171,21 @@ def label_list(value: Any, name: str, label: str) -> tuple[str, ...]:
     if hasattr(value, "tolist") and not isinstance(value, list | tuple):
         value = value.tolist()
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise BadRow(f"{label}: {name} must be a list of test ids, got {_shape(value)}")
+        raise BadRow(f"{label}: {name} must be a list of test ids, got {shape(value)}")
     return tuple(value)
 
 
-def _text(raw: dict[str, Any], name: str, label: str) -> str:
+def text_field(raw: dict[str, Any], name: str, label: str) -> str:
+    """A text column, \"\" when absent; anything but text is a BadRow."""
     value = raw.get(name)
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise BadRow(f"{label}: {name} must be text, got {_shape(value)}")
+        raise BadRow(f"{label}: {name} must be text, got {shape(value)}")
     return value
 
 
-def _date(value: Any, label: str) -> str:
+def date_field(value: Any, label: str) -> str:
     """``created_at`` as text: ISO text as published, a Parquet timestamp in ISO form."""
     if value is None:
         return ""
@@ -154,10 +198,10 @@ def _date(value: Any, label: str) -> str:
             return dt.datetime.fromtimestamp(value / 1000, dt.UTC).isoformat()
         except (OverflowError, ValueError, OSError):  # out of any calendar, NaN
             raise BadRow(f"{label}: created_at {value!r:.40} is not a date; fix the row") from None
-    raise BadRow(f"{label}: created_at must be a date, got {_shape(value)}")
+    raise BadRow(f"{label}: created_at must be a date, got {shape(value)}")
 
 
-def _shape(value: Any) -> str:
+def shape(value: Any) -> str:
     if isinstance(value, list | tuple):
         kinds = sorted({type(v).__name__ for v in value})
         return f"a list of {', '.join(kinds)}" if kinds else "an empty list"

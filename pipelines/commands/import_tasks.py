@@ -1,22 +1,28 @@
 """``trajforge import-tasks``: published task datasets (SWE-bench, SWE-Gym, SWE-smith,
-nebius/SWE-rebench) as candidates that ``trajforge validate`` proves again."""
+nebius/SWE-rebench, Multi-SWE-bench, SWE-PolyBench) as candidates that ``trajforge validate``
+proves again."""
 
 from __future__ import annotations
 
 import argparse
 
-from trajforge.generators.imports.rows import FORMATS
+from trajforge.generators.imports.formats import FORMATS
 from trajforge.pipelines.commands import options
 
 NAME = "import-tasks"
-HELP = "read SWE-bench, SWE-Gym, SWE-smith or nebius task rows as candidates to validate"
+HELP = (
+    "read SWE-bench, SWE-Gym, SWE-smith, nebius, Multi-SWE-bench or SWE-PolyBench task rows as "
+    "candidates to validate"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Read a published task dataset (JSONL, a JSON list, Parquet, or a Hugging Face dataset "
         "directory) into a candidates table that `trajforge validate --input` proves again. "
-        "Each row keeps its dataset's instance_id, FAIL_TO_PASS and PASS_TO_PASS."
+        "Each row keeps its dataset's instance_id, FAIL_TO_PASS and PASS_TO_PASS. "
+        "Multi-SWE-bench and SWE-PolyBench rows in a language trajforge does not run (Go, Java, "
+        "Rust, C, C++) are set aside as language_not_supported."
     )
     parser.add_argument("--format", required=True, choices=FORMATS)
     parser.add_argument(

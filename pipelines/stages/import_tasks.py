@@ -1,10 +1,10 @@
 """The ``import-tasks`` stage: published task rows -> candidates (+ rejections), one composite.
 
-Reads SWE-bench, SWE-Gym, SWE-smith or nebius/SWE-rebench files (``generators/imports/``), keeps
-the first row of an instance id read twice (by file order, then place in the file), and turns
-each row into a ``Candidate`` in the repository its ``--source`` names, as ``mine`` and ``inject``
-do; ``validate`` reads the ``candidates`` table like theirs. Every row that cannot be one is a
-rejection with its reason; the other rows go on.
+Reads SWE-bench, SWE-Gym, SWE-smith, nebius/SWE-rebench, Multi-SWE-bench or SWE-PolyBench files
+(``generators/imports/``), keeps the first row of an instance id read twice (by file order, then
+place in the file), and turns each row into a ``Candidate`` in the repository its ``--source``
+names, as ``mine`` and ``inject`` do; ``validate`` reads the ``candidates`` table like theirs.
+Every row that cannot be one is a rejection with its reason; the other rows go on.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 import apache_beam as beam
 from trajforge.generators.imports.candidates import import_candidate
 from trajforge.generators.imports.files import read_rows
-from trajforge.generators.imports.rows import FORMATS, STAGE, BadRow, ImportRow, parse_row
+from trajforge.generators.imports.formats import FORMATS, parse_row
+from trajforge.generators.imports.rows import STAGE, BadRow, ImportRow
 from trajforge.generators.imports.source_keys import find_source, suggested_key
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime.stage_fn import REJECTED, StageFn
