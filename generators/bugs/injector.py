@@ -1,7 +1,11 @@
 """A repository snapshot -> bug candidates: sampled mutants of its source files, as patches.
 
-``inject.mode`` says who writes the bugs: ``procedural`` (the operators of bugs/operators.py),
-``llm`` (a model rewrites whole functions, bugs/llm_rewrite.py) or ``both``. The task starts at
+The snapshot's language (``languages/at_commit.py``, read from the commit's tree) says which
+files are library code and which operators apply: Python's (bugs/operators.py through
+mutations.py) or JavaScript/TypeScript's (bugs/js_operators.py through js_mutations.py, on
+tree-sitter's tree). ``inject.mode`` says who writes the bugs: ``procedural`` (the operators),
+``llm`` (a model rewrites whole functions, bugs/llm_rewrite.py; Python only, as its splice and
+check are libcst's) or ``both``. The task starts at
 ``base_commit + bug_patch`` (the injection) and ``patch`` is the fix that gives back the original
 bytes. Nothing executes here; ``validate`` proves each candidate (coverage-guided, see
 verifiers/validation/mutants.py) and decides which become tasks, whoever wrote it.
@@ -9,15 +13,18 @@ verifiers/validation/mutants.py) and decides which become tasks, whoever wrote i
 
 from __future__ import annotations
 
-import hashlib
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from trajforge.generators.bugs.js_mutations import JS_OPERATORS, sample_js_mutants
 from trajforge.generators.bugs.llm_rewrite import ACCEPTED, rewrite_functions
 from trajforge.generators.bugs.mutations import OPERATORS, Mutant, pick_functions, sample_mutants
-from trajforge.generators.bugs.sites import guide_for
+from trajforge.generators.bugs.sampling import text_digest
+from trajforge.generators.bugs.sites import Guide, guide_for
+from trajforge.generators.languages.at_commit import language_at
 from trajforge.generators.llm.client import LLMClient
-from trajforge.generators.mining.diff_split import is_skipped, is_test_path
+from trajforge.generators.mining.diff_split import is_skipped, is_test_path, rules_for
 from trajforge.generators.sources.specs import RepoRef
 from trajforge.schemas.candidate import Candidate, CandidateMeta
 from trajforge.schemas.coverage_sites import CoveredLines
@@ -33,6 +40,10 @@ STAGE = "inject"
 NOT_LIBRARY = ("setup.py", "noxfile.py", "conftest.py", "__main__.py")
 TEST_PLUMBING = ("conftest.py", "__init__.py")  # in a test folder, yet no test
 MODES = CHOICES["inject.mode"]  # who writes the bugs: the operators, a model, or both
+OPERATORS_BY_LANGUAGE = {"python": OPERATORS, "javascript": JS_OPERATORS}
+# JS/TS build and tool configuration: a bug there breaks the build or the runner, never a test.
+JS_NOT_LIBRARY = ("Gruntfile.js", "gulpfile.js", "karma.conf.js", "Jakefile.js")
+NOT_LIBRARY_DIRS = ("docs/", "doc/", "examples/", "benchmarks/")
 
 
 @dataclass(frozen=True)
@@ -45,17 +56,36 @@ class InjectionResult:
     moved: str = ""
     # coverage guidance: None when off; else whether sites came from the covered lines
     guided: bool | None = None
+    language: str = "python"  # the snapshot's, from its commit's tree
 
 
 def check_operators(names: list[str]) -> list[str]:
-    """The requested operators (all when empty); an unknown name is a one-line params error."""
-    unknown = sorted(set(names) - set(OPERATORS))
+    """The requested operators (empty: every one); a name no language knows is a one-line
+    params error. Each snapshot then takes the ones of its language (``operators_for``)."""
+    known = {name for ops in OPERATORS_BY_LANGUAGE.values() for name in ops}
+    unknown = sorted(set(names) - known)
     if unknown:
         raise ParamsError(
             f"params: inject.operators has unknown {', '.join(unknown)} "
-            f"(known: {', '.join(sorted(OPERATORS))})"
+            f"(known: {', '.join(sorted(known))})"
         )
-    return names or sorted(OPERATORS)
+    return names
+
+
+def operators_for(language: str, names: list[str], snapshot: str) -> list[str]:
+    """The allow-list's operators that ``language`` has (all of its own when the list is
+    empty); a list naming none of them is one line for this snapshot, not a silent nothing."""
+    own = OPERATORS_BY_LANGUAGE[language]
+    if not names:
+        return sorted(own)
+    kept = [name for name in names if name in own]
+    if not kept:
+        raise SourceError(
+            f"{snapshot}: inject.operators ({', '.join(names)}) names no {language} operator "
+            f"(its operators: {', '.join(sorted(own))}); add one or leave the list empty",
+            reason="no_operator_for_language",
+        )
+    return kept
 
 
 def uses_llm(params: InjectParams) -> bool:
@@ -87,7 +117,7 @@ def inject_snapshot(
             "inject.mode: procedural",
             reason="no_llm_endpoint",
         )
-    operators = check_operators(params.operators)
+    check_operators(params.operators)
     commit = resolve_commit(repo.path, params.commit or "HEAD")
     if commit is None and not params.commit:
         raise SourceError(
@@ -100,25 +130,29 @@ def inject_snapshot(
             f"{repo.name}: commit {params.commit} not found; pass an existing SHA to --commit",
             reason="unknown_commit",
         )
-    commit, paths, moved = _commit_with_suite(repo, commit, params)
-    files, rejections = _library_sources(repo, commit, paths, skip_globs)
-    guide = guide_for(repo.path, commit, covered_at if params.coverage_guided else None)
+    language = language_at(repo.path, commit).name
+    commit, paths, moved = _commit_with_suite(repo, commit, params, language)
+    if moved:
+        language = language_at(repo.path, commit).name
     snapshot = f"{repo.name}@{commit[:12]}"
+    operators = operators_for(language, params.operators, snapshot)
+    if language != "python" and params.mode == "llm":
+        raise SourceError(
+            f"{snapshot}: model-written bugs (inject.mode llm) are Python only; this snapshot is "
+            f"{language}: use inject.mode procedural or both",
+            reason="llm_bugs_python_only",
+        )
+    files, rejections = _library_sources(repo, commit, paths, skip_globs, language)
+    guide = guide_for(repo.path, commit, covered_at if params.coverage_guided else None)
     mutants: list[Mutant] = []
     unparsable: list[tuple[str, str, str]] = []
     if params.mode in ("procedural", "both"):
-        mutants, unparsable = guide.sample(
-            lambda guided: sample_mutants(
-                files,
-                seed=params.seed,
-                max_mutants=params.max_candidates,
-                operators=operators,
-                min_complexity=params.min_complexity,
-                covers=guided.executes if guided else None,
-            )
-        )
+        mutants, unparsable = _sample(language, files, params, operators, guide)
     rewrites = 0
-    if client is not None and uses_llm(params):
+    if language != "python" and uses_llm(params):
+        detail = f"{snapshot}: model-written bugs are Python only; {language} got the operators'"
+        rejections.append(Rejection(snapshot, STAGE, "llm_bugs_python_only", detail))
+    elif client is not None and uses_llm(params):
         functions, unpicked = guide.sample(
             lambda guided: pick_functions(
                 files,
@@ -134,17 +168,17 @@ def inject_snapshot(
         outcomes = rewrite_functions(
             client, functions, files, tests, seed=params.seed, workers=workers
         )
-        seen = {_digest(m.mutated) for m in mutants}
+        seen = {text_digest(m.mutated) for m in mutants}
         for outcome in outcomes:
             target = outcome.function.target
             where = f"{snapshot}:{target.path}::{target.qualname}"
             if outcome.mutant is None or outcome.reason != ACCEPTED:
                 rejections.append(Rejection(where, STAGE, outcome.reason, outcome.detail))
-            elif _digest(outcome.mutant.mutated) in seen:
+            elif text_digest(outcome.mutant.mutated) in seen:
                 detail = f"{target.qualname}: the model's bug is one the operators made too"
                 rejections.append(Rejection(where, STAGE, "rewrite_duplicate", detail))
             else:
-                seen.add(_digest(outcome.mutant.mutated))
+                seen.add(text_digest(outcome.mutant.mutated))
                 mutants.append(outcome.mutant)
     for path, reason, detail in unparsable:
         if reason == "no_targets":  # constants, __init__.py: nothing to mutate, nothing lost
@@ -166,16 +200,49 @@ def inject_snapshot(
                 ),
             )
         )
-    return InjectionResult(candidates, rejections, len(files), rewrites, moved, guide.guided)
-
-
-def has_suite(paths: list[str]) -> bool:
-    """A test module by pytest's conventions (test_*.py, *_test.py, a .py under a tests/ folder),
-    not just a conftest.py or a package's __init__.py."""
-    return any(
-        is_test_path(p) and p.endswith(".py") and p.rsplit("/", 1)[-1] not in TEST_PLUMBING
-        for p in paths
+    return InjectionResult(
+        candidates, rejections, len(files), rewrites, moved, guide.guided, language
     )
+
+
+def _sample(
+    language: str, files: dict[str, str], params: InjectParams, operators: list[str], guide: Guide
+) -> tuple[list[Mutant], list[tuple[str, str, str]]]:
+    """The procedural mutants of the snapshot's language, under the coverage guide."""
+    if language == "javascript":
+        return guide.sample(
+            lambda guided: sample_js_mutants(
+                files,
+                seed=params.seed,
+                max_mutants=params.max_candidates,
+                operators=operators,
+                min_complexity=params.min_complexity,
+                include=guided.runs if guided else None,
+            )
+        )
+    return guide.sample(
+        lambda guided: sample_mutants(
+            files,
+            seed=params.seed,
+            max_mutants=params.max_candidates,
+            operators=operators,
+            min_complexity=params.min_complexity,
+            covers=guided.executes if guided else None,
+        )
+    )
+
+
+def has_suite(paths: list[str], language: str = "python") -> bool:
+    """A test module by the language's conventions: pytest's (test_*.py, *_test.py, a .py
+    under a tests/ folder), not just a conftest.py or a package's __init__.py; for JS/TS a
+    module under __tests__/ or test/, or named *.test.* / *.spec.*, outside node_modules."""
+    if language == "python":
+        return any(
+            is_test_path(p) and p.endswith(".py") and p.rsplit("/", 1)[-1] not in TEST_PLUMBING
+            for p in paths
+        )
+    rules = rules_for(language)
+    return any(rules.is_test(p) and rules.is_code(p) and not rules.is_generated(p) for p in paths)
 
 
 def _tree(repo: RepoRef, commit: str) -> list[str]:
@@ -183,7 +250,7 @@ def _tree(repo: RepoRef, commit: str) -> list[str]:
 
 
 def _commit_with_suite(
-    repo: RepoRef, commit: str, params: InjectParams
+    repo: RepoRef, commit: str, params: InjectParams, language: str
 ) -> tuple[str, list[str], str]:
     """The commit to mutate, its files, and "" or the line saying why it is an older one.
 
@@ -191,7 +258,7 @@ def _commit_with_suite(
     no commit asked for, the newest of ``inject.max_commits_back`` first-parent ancestors that
     has a suite stands in for the newest commit (tests deleted, or not yet written back then)."""
     paths = _tree(repo, commit)
-    if has_suite(paths):
+    if has_suite(paths, language):
         return commit, paths, ""
     asked = params.commit is not None
     back = 0 if asked else params.max_commits_back
@@ -200,7 +267,7 @@ def _commit_with_suite(
     ).decode()
     for older in history.split()[1:]:
         older_paths = _tree(repo, older)
-        if has_suite(older_paths):
+        if has_suite(older_paths, language):
             moved = (
                 f"{repo.name}: {older[:12]} taken: the newest commit {commit[:12]} has no test "
                 f"files; {older[:12]} is the newest of its first-parent ancestors with tests"
@@ -215,10 +282,6 @@ def _commit_with_suite(
     )
 
 
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
 def _test_sources(repo: RepoRef, commit: str, paths: list[str]) -> dict[str, str]:
     """The snapshot's test files (the model is told which tests exist, never which will fail)."""
     tests = {}
@@ -229,19 +292,34 @@ def _test_sources(repo: RepoRef, commit: str, paths: list[str]) -> dict[str, str
     return tests
 
 
+def is_library_source(path: str, skip_globs: list[str], language: str = "python") -> bool:
+    """A file a bug may go into: the language's source, not a test, not generated or vendored,
+    not packaging or tool configuration, not docs or examples."""
+    name = path.rsplit("/", 1)[-1]
+    if is_skipped(path, skip_globs) or path.startswith(NOT_LIBRARY_DIRS):
+        return False
+    if language == "python":
+        return path.endswith(".py") and not is_test_path(path) and name not in NOT_LIBRARY
+    rules = rules_for(language)
+    stem = posixpath.splitext(name)[0]
+    tooling = (
+        name in JS_NOT_LIBRARY
+        or stem.endswith((".config", ".conf", ".d"))  # vite.config.ts, a.d.ts (types only)
+        or name.startswith(".")  # .eslintrc.js, .mocharc.js
+    )
+    return (
+        rules.is_code(path)
+        and not rules.is_test(path)
+        and not rules.is_generated(path)
+        and not tooling
+    )
+
+
 def _library_sources(
-    repo: RepoRef, commit: str, paths: list[str], skip_globs: list[str]
+    repo: RepoRef, commit: str, paths: list[str], skip_globs: list[str], language: str
 ) -> tuple[dict[str, str], list[Rejection]]:
-    """Non-test Python files at the commit, decoded; undecodable ones are counted, not fatal."""
-    wanted = [
-        p
-        for p in paths
-        if p.endswith(".py")
-        and not is_test_path(p)
-        and not is_skipped(p, skip_globs)
-        and p.rsplit("/", 1)[-1] not in NOT_LIBRARY
-        and not p.startswith(("docs/", "doc/", "examples/", "benchmarks/"))
-    ]
+    """The snapshot's library files, decoded; undecodable ones are counted, not fatal."""
+    wanted = [p for p in paths if is_library_source(p, skip_globs, language)]
     files: dict[str, str] = {}
     rejections = []
     for path in wanted:

@@ -16,7 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_source_options(parser)
     parser.add_argument("--commit", help="snapshot to mutate (default: the newest commit)")
     parser.add_argument("--max-candidates", type=options.positive_int, help="mutants per snapshot")
-    parser.add_argument("--operators", help="comma-separated operators (default: all)")
+    parser.add_argument(
+        "--operators",
+        help="comma-separated operators (default: all; each snapshot takes its language's)",
+    )
     parser.add_argument("--seed", type=int, help="sampling seed (default: params)")
     parser.add_argument(
         "--mode",

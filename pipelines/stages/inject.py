@@ -1,5 +1,8 @@
 """The ``inject`` stage: source specs -> bug candidates (+ rejections), as one composite PTransform.
 
+Each snapshot is mutated by the operators of its language at its commit (Python or
+JavaScript/TypeScript; ``snapshots_<language>`` counts them).
+
 Each source is one snapshot; its mutants are sampled in one place so the seed alone decides them.
 With ``inject.mode`` llm or both, a model rewrites functions of the snapshot too
 (``llm.concurrency`` requests at a time, answers cached by request), and each answer it cannot use
@@ -54,6 +57,7 @@ class InjectSnapshotFn(StageFn):
             if self.client is not None:
                 self.count("llm_calls", self.client.calls - before[0])
                 self.count("llm_cache_hits", self.client.cache_hits - before[1])
+        self.count(f"snapshots_{result.language}")  # how many snapshots of each language
         if result.moved:  # the summary's line: which older commit was taken, and why
             self.count("older_commits")
             self.summary_text("older_commit_taken", result.moved)
