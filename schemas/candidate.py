@@ -35,7 +35,7 @@ LABELS_TYPE = pa.struct(
 class DatasetLabels:
     """What a published dataset says about an imported row: checked by validate, never trusted."""
 
-    dataset: str  # swe-bench | swe-smith | swe-gym | nebius
+    dataset: str  # swe-bench | swe-smith | swe-gym | nebius | multi-swe-bench | swe-polybench
     instance_id: str  # the dataset's own id, kept as the task's instance_id
     FAIL_TO_PASS: tuple[str, ...] = ()
     PASS_TO_PASS: tuple[str, ...] = ()

@@ -17,7 +17,8 @@ FLAKY_HERE = "flaky_here"  # in their list; its status changed between identical
 NOT_RUN_HERE = "not_run_here"  # in their list; skipped or absent in our runs
 THEY_MISSED = "they_missed"  # in our list, not in theirs
 WE_MISSED = "we_missed"  # in their list, ran here, not flaky, not in ours (``why`` says how)
-CLASSES = (AGREES, FLAKY_HERE, NOT_RUN_HERE, THEY_MISSED, WE_MISSED)
+NAME_UNMAPPED = "name_unmapped"  # their name (a JS dataset's) matches none or several of our ids
+CLASSES = (AGREES, FLAKY_HERE, NOT_RUN_HERE, THEY_MISSED, WE_MISSED, NAME_UNMAPPED)
 # How lines and reports name each class ("5 agree, 1 we missed").
 PHRASES = {
     AGREES: "agree",
@@ -25,6 +26,7 @@ PHRASES = {
     NOT_RUN_HERE: "not run here",
     THEY_MISSED: "they missed",
     WE_MISSED: "we missed",
+    NAME_UNMAPPED: "name unmapped",
 }
 
 CONFIRMED = "confirmed"  # every test of both labels agrees
@@ -45,13 +47,14 @@ CLASSES_TYPE = pa.struct(
 @dataclass(frozen=True)
 class LabelClasses:
     """One label's tests by class (each list sorted); ``why``: test -> what we saw here, for each
-    ``we_missed`` and ``not_run_here`` test."""
+    ``we_missed`` and ``not_run_here`` test, and why each ``name_unmapped`` name is not mapped."""
 
     agrees: tuple[str, ...] = ()
     flaky_here: tuple[str, ...] = ()
     not_run_here: tuple[str, ...] = ()
     they_missed: tuple[str, ...] = ()
     we_missed: tuple[str, ...] = ()
+    name_unmapped: tuple[str, ...] = ()
     why: dict[str, str] = field(default_factory=dict)
 
     def of(self, name: str) -> tuple[str, ...]:
@@ -64,7 +67,7 @@ class LabelClasses:
 class LabelCheck:
     candidate_id: str
     instance_id: str  # the dataset's own id
-    dataset: str  # swe-bench | swe-smith | swe-gym | nebius
+    dataset: str  # swe-bench | swe-smith | swe-gym | nebius | multi-swe-bench | swe-polybench
     repo: str
     verdict: str  # one of VERDICTS
     reason: str  # our rejection reason when rejected, else ""

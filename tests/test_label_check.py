@@ -121,6 +121,7 @@ def test_every_class_with_what_we_saw():
     )
     assert class_counts(check) == {
         "agrees": 2, "flaky_here": 1, "not_run_here": 2, "they_missed": 2, "we_missed": 3,
+        "name_unmapped": 0,
     }  # fmt: skip
 
 

@@ -8,7 +8,10 @@ their list with ours, test by test, and says why each test they list is not in o
 - ``not_run_here``: theirs, but skipped or absent in our runs (missing in our environment);
 - ``they_missed``: ours, not theirs;
 - ``we_missed``: theirs, ran here, not flaky, not ours; ``why`` says what we saw (it passes with
-  the bug here, it is our PASS_TO_PASS...).
+  the bug here, it is our PASS_TO_PASS...);
+- ``name_unmapped``: theirs, a JS dataset's name that no one test of ours answers to (a whole
+  file, none, several: ``label_names.py``); ``why`` says which. Their names that do map are
+  classed as the id of ours they name.
 
 A rejected candidate has no task; its lists are read from the runs it has (the rule's per-test
 reading of the main runs at base and gold, without its verdict), so its tests are still classed
@@ -32,6 +35,7 @@ from trajforge.schemas.label_check import (
 )
 from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.validation.candidate import ValidationResult
+from trajforge.verifiers.validation.label_names import NameMap, map_names
 from trajforge.verifiers.validation.rule import FAILING, flaky_tests
 
 
@@ -61,6 +65,11 @@ class _Evidence:
                 self.flaky |= flaky_tests(of_state)
         self.ours = _lists_from_runs(base, gold, self.flaky)
 
+    def seen(self) -> set[str]:
+        """Every test id our runs and lists name."""
+        found = set(self.base or ()) | set(self.gold or ()) | self.flaky
+        return found.union(*self.ours.values())
+
 
 def check_labels(
     candidate: Candidate, result: ValidationResult, clean: Iterable[TestRun] = ()
@@ -71,8 +80,9 @@ def check_labels(
     if labels is None:
         return None
     evidence = _Evidence(result, clean)
-    theirs = {"FAIL_TO_PASS": set(labels.FAIL_TO_PASS), "PASS_TO_PASS": set(labels.PASS_TO_PASS)}
-    classes = {name: _classify(name, theirs[name], evidence) for name in LABELS}
+    published = {"FAIL_TO_PASS": labels.FAIL_TO_PASS, "PASS_TO_PASS": labels.PASS_TO_PASS}
+    names = map_names(labels.dataset, [*labels.FAIL_TO_PASS, *labels.PASS_TO_PASS], evidence.seen())
+    classes = {name: _classify(name, published[name], names, evidence) for name in LABELS}
     if result.task is None:
         verdict = REJECTED
         reason = result.rejection.reason if result.rejection is not None else "rejected"
@@ -100,10 +110,14 @@ def class_counts(check: LabelCheck) -> dict[str, int]:
     return {c: sum(len(check.label(name).of(c)) for name in LABELS) for c in CLASSES}
 
 
-def _classify(label: str, theirs: set[str], evidence: _Evidence) -> LabelClasses:
+def _classify(
+    label: str, published: Iterable[str], names: NameMap, evidence: _Evidence
+) -> LabelClasses:
     ours = evidence.ours[label]
+    theirs = names.theirs_as_ours(published)
     found: dict[str, list[str]] = {c: [] for c in CLASSES}
-    why: dict[str, str] = {}
+    why = {name: names.unmapped[name] for name in published if name in names.unmapped}
+    found["name_unmapped"] = sorted(why)
     for test_id in sorted(theirs | ours):
         if test_id not in theirs:
             found["they_missed"].append(test_id)

@@ -1,0 +1,136 @@
+"""Their test names onto our ids: a JS dataset's names, read against the ids our runs reported.
+
+Our JS ids are ``file > describe > ... > title`` (``verifiers/reports/ids.py``). The datasets name
+tests by what their log parsers could see:
+
+- Multi-SWE-bench (``harness/repos/javascript/<org>/<repo>.py``): jest ``--verbose`` lines give
+  ``file`` (a whole file's PASS/FAIL line) and ``file:title`` (the test's own title, its describe
+  titles lost); mocha's spec lines give the bare ``title``.
+- SWE-PolyBench (``parsers/``): jest ``<container path>-><full name>`` (describe titles and title
+  joined by spaces; tailwind's parser the bare title), mocha's ``fullTitle`` (the same, without a
+  file), a TAP line's ``<n> <title>``.
+
+A name maps when exactly one of our ids answers to it under its dataset's readings. A name for a
+whole file, or one that none or several of our ids answer to, is not mapped: it stays as theirs
+with why, for the label check's ``name_unmapped``. Nothing is guessed. Other datasets' ids are
+ours already (pytest node ids) and pass through untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from trajforge.verifiers.reports.ids import SEPARATOR
+
+MULTI_SWE_BENCH = "multi-swe-bench"
+SWE_POLYBENCH = "swe-polybench"
+WHOLE_FILE = "names a whole test file (their runner's file line), not one test"
+NO_MATCH = "no test here answers to it (not run here, or named otherwise)"
+_TAP_NUMBER = re.compile(r"\d+ (?:- )?(.+)")
+_SHOWN = 3  # ambiguous names: how many of ours the reason lists
+
+
+@dataclass(frozen=True)
+class NameMap:
+    """Their name -> our id for each name that maps, and -> why for each that does not."""
+
+    ours: dict[str, str] = field(default_factory=dict)
+    unmapped: dict[str, str] = field(default_factory=dict)
+
+    def theirs_as_ours(self, names: Iterable[str]) -> set[str]:
+        """The names that map, as our ids; a name in neither map is already ours."""
+        return {self.ours.get(n, n) for n in names if n not in self.unmapped}
+
+
+class _Ours:
+    """Our ids indexed by the parts the datasets' names keep."""
+
+    def __init__(self, ids: Iterable[str]) -> None:
+        self.ids = set(ids)
+        self.files: set[str] = set()
+        self.by_key: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        for test_id in self.ids:
+            file, sep, rest = test_id.partition(SEPARATOR)
+            if not sep:
+                continue
+            self.files.add(file)
+            parts = rest.split(SEPARATOR)
+            for key in (("leaf", parts[-1]), ("full", " ".join(parts))):
+                self.by_key[(key[0], file, key[1])].add(test_id)
+                self.by_key[(key[0], "", key[1])].add(test_id)
+
+    def titled(self, file: str, title: str) -> set[str]:
+        """Ours in ``file`` ("" for any file) whose title, or describe path and title joined by
+        spaces, is ``title``."""
+        return self.by_key.get(("leaf", file, title), set()) | self.by_key.get(
+            ("full", file, title), set()
+        )
+
+
+Reading = Callable[[str, _Ours], "set[str] | str"]
+
+
+def map_names(dataset: str, names: Iterable[str], our_ids: Iterable[str]) -> NameMap:
+    """Each of ``names`` that is not one of ``our_ids`` read by ``dataset``'s rule; an empty map
+    for a dataset whose names are ours, or when we have no ids to read them against."""
+    reading = READINGS.get(dataset)
+    ours = _Ours(our_ids)
+    if reading is None or not ours.ids:
+        return NameMap()
+    mapped: dict[str, str] = {}
+    unmapped: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        if name in ours.ids:
+            continue
+        found = reading(name, ours)
+        if isinstance(found, str):
+            unmapped[name] = found
+        elif len(found) == 1:
+            mapped[name] = next(iter(found))
+        elif not found:
+            unmapped[name] = NO_MATCH
+        else:
+            shown = ", ".join(sorted(found)[:_SHOWN])
+            unmapped[name] = f"{len(found)} tests here answer to it ({shown}...): ambiguous"
+    return NameMap(mapped, unmapped)
+
+
+def _multi_swe_bench(name: str, ours: _Ours) -> set[str] | str:
+    if name in ours.files:
+        return WHOLE_FILE
+    splits = list(_file_splits(name, ":", ours))
+    if splits:  # jest --verbose: the file, then the test's own title
+        return {t for file, title in splits for t in ours.by_key.get(("leaf", file, title), ())}
+    return _bare(name, ours)
+
+
+def _polybench(name: str, ours: _Ours) -> set[str] | str:
+    if "->" in name:
+        path, _, title = name.partition("->")
+        files = [f for f in ours.files if path == f or path.endswith("/" + f)]
+        if not files:
+            return NO_MATCH
+        return {t for f in files for t in ours.titled(f, title)}
+    found = _bare(name, ours)
+    tap = _TAP_NUMBER.fullmatch(name)
+    return found | _bare(tap.group(1), ours) if tap else found
+
+
+def _bare(title: str, ours: _Ours) -> set[str]:
+    """A title with no file: our tests whose title (or describe path and title) it is."""
+    return ours.titled("", title)
+
+
+def _file_splits(name: str, sep: str, ours: _Ours) -> Iterator[tuple[str, str]]:
+    """Every (file, rest) split of ``name`` at ``sep`` whose file is one of ours."""
+    start = 0
+    while (at := name.find(sep, start)) != -1:
+        if name[:at] in ours.files:
+            yield name[:at], name[at + len(sep) :]
+        start = at + 1
+
+
+READINGS: dict[str, Reading] = {MULTI_SWE_BENCH: _multi_swe_bench, SWE_POLYBENCH: _polybench}
