@@ -42,13 +42,45 @@ NEWEST = max(NODE_VERSIONS, key=int)
 
 
 def checkout(path: str, work: str) -> str:
-    """A working tree of ``path``: itself when it has one, else a clone of its HEAD (a mirror)."""
+    """A working tree of ``path``: itself when it has one, else its HEAD's files (``git
+    archive``: a mirror may lack objects outside HEAD's tree, which a clone would need) in a
+    new repository of one commit carrying HEAD's commit date (Node's era choice reads it)."""
     if os.path.isfile(os.path.join(path, "package.json")):
         return path
     name = os.path.basename(os.path.dirname(path.rstrip("/"))).replace("+", "_")
     target = os.path.join(work, name)
-    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{path}", target], check=True)
+    os.makedirs(target)
+    date = _git(["--git-dir", path, "log", "-1", "--format=%cI"], work).strip()
+    missing = [f":(exclude,literal){f}" for f in _absent_blobs(path)]  # a mirror's largest
+    tree = subprocess.run(["git", "--git-dir", path, "archive", "HEAD", "--", ".", *missing],
+                          capture_output=True, check=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", target], input=tree, check=True)
+    env = {**os.environ, "GIT_COMMITTER_DATE": date, "GIT_AUTHOR_DATE": date}
+    for args in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-qm",
+                  f"HEAD of {name}"]):  # fmt: skip
+        subprocess.run(["git", *args], cwd=target, env=env, check=True, capture_output=True)
     return target
+
+
+def _absent_blobs(git_dir: str) -> list[str]:
+    """HEAD's files whose blobs the mirror lacks (it may leave its largest files out)."""
+    listing = _git(["--git-dir", git_dir, "ls-tree", "-r", "-z", "HEAD"], git_dir).split("\0")
+    entries = [e.split("\t", 1) for e in listing if "\t" in e and " blob " in e]
+    query = "".join(meta.split()[2] + "\n" for meta, _ in entries)
+    out = subprocess.run(
+        ["git", "--git-dir", git_dir, "cat-file", "--batch-check"],
+        input=query, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    lines = out.splitlines()
+    return [
+        name for (_, name), line in zip(entries, lines, strict=True) if line.endswith("missing")
+    ]
+
+
+def _git(args: list[str], cwd: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
 
 
 def measure(box: DockerSandbox, repo: str, mode: str, timeout_s: float) -> dict:
@@ -109,7 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     box = DockerSandbox()
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="trajforge-jsbench-") as work:
-        repos = [checkout(path, work) for path in args.repo]
+        repos = []
+        for path in args.repo:
+            try:
+                repos.append(checkout(path, work))
+            except (OSError, subprocess.CalledProcessError) as exc:
+                print(f"{path}: not checked out ({exc}); left out", flush=True)
         for repo in repos:
             for mode in modes:
                 row = measure(box, repo, mode, args.timeout)

@@ -169,7 +169,7 @@ def test_parse_report_reads_each_runners_own_format():
         {"title": "adds", "fullTitle": "math adds", "file": "/repo/test/a.js"}],
         "failures": [], "pending": []}  # fmt: skip
     assert list(JS.parse_report(json.dumps(mocha), "mocha").values()) == ["PASSED"]
-    for text, runner in (("not json", "jest"), (jest, "ava")):
+    for text, runner in (("not json", "jest"), (jest, "karma")):
         with pytest.raises(ReportError) as caught:
             JS.parse_report(text, runner)
         assert "\n" not in str(caught.value)

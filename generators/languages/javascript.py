@@ -22,18 +22,13 @@ from trajforge.generators.bugs.js_operators import JS_OPERATORS
 from trajforge.generators.environments.base_image import node_image_tag
 from trajforge.generators.environments.js_recipe import render_js_dockerfile
 from trajforge.generators.languages.base import Detection, Language, ReportError
+from trajforge.generators.languages.js_runners import REPORT_FORMATS, REPORT_PATH, suite_command
 from trajforge.generators.languages.node_choice import choose_node
 from trajforge.generators.mining.js_test_files import is_js_test_path
 from trajforge.schemas.errors import UserError
 from trajforge.verifiers.log_parsers import ParsedLog
 from trajforge.verifiers.reports import read_report
 
-REPORT_PATH = "/tmp/trajforge-report.json"
-MOCHA_STDOUT = "/tmp/trajforge-mocha-stdout"
-JEST_KNOWS_TIMEOUT = (
-    """node -e "const [a, b] = require('jest/package.json').version.split('.').map(Number); """
-    """process.exit(a > 24 || (a === 24 && b >= 9) ? 0 : 1)" 2>/dev/null"""
-)
 LOCKS = (  # first match wins: (file, manager)
     ("pnpm-lock.yaml", "pnpm"),
     ("yarn.lock", "yarn"),
@@ -41,18 +36,13 @@ LOCKS = (  # first match wins: (file, manager)
     ("npm-shrinkwrap.json", "npm"),
 )
 RUNNERS = ("vitest", "jest", "mocha", "ava", "tap")  # package names that are runners
-# Options the test command sets itself, dropped from a project's own mocha arguments.
-_MOCHA_OWN_WITH_VALUE = ("-R", "--reporter", "-O", "--reporter-option", "--reporter-options",
-                         "-t", "--timeout")  # fmt: skip
-_MOCHA_OWN = ("--reporter", "--reporter-option", "--timeout", "-w", "--watch", "--inspect")
-# mocha's options that take a value (the next word is not a spec path).
-_MOCHA_WITH_VALUE = ("-r", "--require", "-u", "--ui", "--file", "--extension", "--config",
-                     "--package", "-g", "--grep", "-f", "--fgrep", "--ignore", "--exclude",
-                     "-s", "--slow", "--retries", "-n", "--node-option", "--opts",
-                     "--compilers", "-j", "--jobs")  # fmt: skip
-# The runners whose own JSON reporter needs nothing installed, and its format in
-# verifiers/reports/ (FORMATS).
-REPORT_FORMATS = {"jest": "jest-json", "vitest": "vitest-json", "mocha": "mocha-json"}
+# Options the test command sets itself, dropped from a project's own mocha/node arguments.
+_OWN_WITH_VALUE = ("-R", "--reporter", "-O", "--reporter-option", "--reporter-options",
+                   "-t", "--timeout", "--test-reporter", "--test-reporter-destination")  # fmt: skip
+_OWN = ("--reporter", "--reporter-option", "--timeout", "-w", "--watch", "--inspect",
+        "--test-reporter", "--test-timeout", "--experimental-test-coverage",
+        "--test-coverage")  # fmt: skip
+_NODE_TEST = re.compile(r"\bnode\s+((?:\S+\s+)*?--test\b.*)")  # node [opts] --test [paths]
 
 
 class JavaScript(Language):
@@ -113,43 +103,8 @@ class JavaScript(Language):
         return " ".join([suite, *(shlex.quote(f) for f in files)])
 
     def suite_command(self, detection: Detection, per_test_timeout_s: int = 0) -> str:
-        """The runner from node_modules/.bin writing its report into ``REPORT_PATH``; test files
-        given as trailing arguments run alone (a compound command is ``sh -c '... "$@"' runner``,
-        so the arguments land where the runner reads them)."""
-        runner = detection.runner
-        if runner not in REPORT_FORMATS:
-            raise UserError(
-                f"javascript: no test command for runner {runner or '(none found)'} yet; "
-                f"trajforge runs {', '.join(REPORT_FORMATS)}",
-                reason="unsupported_runner",
-            )
-        ms = int(per_test_timeout_s * 1000)
-        if runner == "vitest":
-            limit = f" --testTimeout={ms}" if ms else ""
-            return f"node_modules/.bin/vitest run --reporter=json --outputFile={REPORT_PATH}{limit}"
-        if runner == "mocha":
-            # mocha before 9 ignores the output option and prints the JSON: kept as the report
-            # when no file was written (the runner's console output then makes it unreadable,
-            # a collection error saying so). Files given replace the script's own spec paths.
-            limit = f" --timeout {ms}" if ms else ""
-            report = f"--reporter json --reporter-options output={REPORT_PATH}"  # mocha 3-11
-            options, specs = _split_mocha_args(detection.runner_args)
-            own = " ".join(shlex.quote(a) for a in options)
-            spec = " ".join(shlex.quote(a) for a in specs)
-            return _sh(
-                f"[ $# -gt 0 ] || set -- {spec}; "
-                f'node_modules/.bin/mocha {own} {report}{limit} "$@" > {MOCHA_STDOUT}; rc=$?; '
-                f"cat {MOCHA_STDOUT}; [ -s {REPORT_PATH} ] || cp {MOCHA_STDOUT} {REPORT_PATH}; "
-                "exit $rc",
-                "mocha",
-            )
-        # --testTimeout came with jest 24.9; an older jest refuses the run for it
-        limit = f'{JEST_KNOWS_TIMEOUT} && L="--testTimeout={ms}" || L=""; ' if ms else 'L=""; '
-        return _sh(
-            f"{limit}exec node_modules/.bin/jest --ci --json --outputFile={REPORT_PATH} "
-            '--watchman=false --cacheDirectory=/tmp/jest-cache $L ${1:+--runTestsByPath} "$@"',
-            "jest",
-        )
+        """The runner's full-suite command writing ``REPORT_PATH`` (``js_runners.py``)."""
+        return suite_command(detection, per_test_timeout_s)
 
     def report_path(self, detection: Detection) -> str:
         return REPORT_PATH
@@ -274,7 +229,7 @@ def _runner(package: dict[str, Any]) -> str:
                 return name
             if name == "react-scripts" and "test" in words:
                 return "jest"
-        if re.search(r"\bnode\s+(--\S+\s+)*--test\b", script):
+        if _NODE_TEST.search(script):
             return "node"
     deps = _dependencies(package)
     return next((runner for runner in RUNNERS if runner in deps), "")
@@ -298,14 +253,20 @@ def _test_script(package: dict[str, Any]) -> str:
 
 
 def _runner_args(package: dict[str, Any], runner: str) -> tuple[str, ...]:
-    """mocha's arguments in the ``test`` script (spec folders, ``--require``, ``--recursive``),
-    without what the test command sets itself (reporter, watch, timeout); other runners read
-    their configuration files. Shell text from the repository: split, and quoted when used."""
+    """mocha's or node's arguments in the ``test`` script (spec paths, ``--require``,
+    ``--import tsx``...), without what the test command sets itself (reporter, watch, time
+    limit); other runners read their configuration files. Shell text from the repository:
+    split, and quoted when used."""
     script = _test_script(package)
-    if runner != "mocha" or "mocha" not in script:
+    segments = re.split(r"&&|\|\||;|\|", script)
+    if runner == "mocha":
+        found = [seg.split("mocha", 1)[1] for seg in segments if "mocha" in seg]
+    elif runner == "node":
+        found = [m.group(1) for seg in segments if (m := _NODE_TEST.search(seg))]
+    else:
         return ()
     try:
-        words = shlex.split(re.split(r"&&|\|\||;|\|", script.split("mocha", 1)[-1])[0])
+        words = shlex.split(found[0]) if found else []
     except ValueError:
         return ()
     args: list[str] = []
@@ -313,34 +274,11 @@ def _runner_args(package: dict[str, Any], runner: str) -> tuple[str, ...]:
     for word in words:
         if skip:
             skip = False
-        elif word in _MOCHA_OWN_WITH_VALUE:
+        elif word in _OWN_WITH_VALUE:
             skip = True
-        elif not word.startswith(_MOCHA_OWN) and not word.startswith("$"):
+        elif not word.startswith(_OWN) and not word.startswith("$") and word != "--test":
             args.append(word)
     return tuple(args)
-
-
-def _split_mocha_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """mocha's own arguments as (options with their values, spec paths): a run of given files
-    drops the spec paths, or mocha would run both."""
-    options: list[str] = []
-    specs: list[str] = []
-    takes_value = False
-    for arg in args:
-        if takes_value:
-            options.append(arg)
-            takes_value = False
-        elif arg.startswith("-"):
-            options.append(arg)
-            takes_value = "=" not in arg and arg in _MOCHA_WITH_VALUE
-        else:
-            specs.append(arg)
-    return options, specs
-
-
-def _sh(script: str, name: str) -> str:
-    """``script`` as one command whose trailing arguments are its ``"$@"``."""
-    return f"sh -c {shlex.quote(script)} {name}"
 
 
 def _dependencies(package: dict[str, Any]) -> set[str]:
