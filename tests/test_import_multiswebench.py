@@ -31,6 +31,7 @@ from trajforge.verifiers.validation.label_names import NO_MATCH, WHOLE_FILE, map
 from trajforge.verifiers.validation.labels import check_labels
 
 REPO = "acme/kit"
+LFS = "version https://git-lfs.github.com/spec/v1\noid sha256:fa6b53\nsize 503147289\n"
 SUM_TEST = "test/sum.test.js"
 FMT_TEST = "test/fmt.test.ts"
 
@@ -189,13 +190,14 @@ def test_multi_swe_bench_js_and_ts_rows_become_candidates(kit, tmp_path):
     _write(data / "ts" / "acme__kit_dataset.jsonl", [msb_row(kit, 2)])
     _write(data / "go" / "gin-gonic__gin_dataset.jsonl", [go])
     _write(tmp_path / "labelled.jsonl", [msb_row(kit, 9, language="Rust")])
+    (data / "ts" / "vuejs__core_dataset.jsonl").write_text(LFS)
     proc = run_cli(
         "import-tasks", "--format", "multi-swe-bench", "msb", "labelled.jsonl",
         "--source", f"{REPO}={kit.path}", "--output", "out", cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert "import-tasks: 10 inputs, 2 kept, 8 rejected" in proc.stderr, proc.stderr
+    assert "import-tasks: 11 inputs, 2 kept, 9 rejected" in proc.stderr, proc.stderr
     candidates, rejections = _tables(tmp_path / "out")
     by_id = {c.labels.instance_id: c for c in candidates if c.labels is not None}
     js, ts = by_id["acme__kit-1"], by_id["acme__kit-2"]
@@ -211,7 +213,11 @@ def test_multi_swe_bench_js_and_ts_rows_become_candidates(kit, tmp_path):
     ts_fixed = ts.labels.FAIL_TO_PASS
     assert ts_fixed == (f"{FMT_TEST}:no space", FMT_TEST)
     counts = {reason: len(found) for reason, found in rejections.items()}
-    assert counts == {"language_not_supported": 2, "no_base_commit": 1, "bad_row": 5}, rejections
+    assert counts == {
+        "language_not_supported": 2, "no_base_commit": 1, "bad_row": 5, "bad_input_file": 1
+    }, rejections  # fmt: skip
+    [lfs] = rejections["bad_input_file"]
+    assert "vuejs__core_dataset.jsonl: is a Git LFS pointer, not the data" in lfs.detail
     langs = {r.input: r.detail for r in rejections["language_not_supported"]}
     assert "language 'go' is not supported" in langs["gin-gonic__gin-3"]
     assert "language 'Rust' is not supported" in langs["acme__kit-9"]

@@ -14,7 +14,8 @@ it can (a bad JSON line is one rejection), and a file that cannot be opened at a
 ``bad_input_file`` rejection naming it. Rows are untrusted (``schemas/json_rows.py``): a row over
 ``MAX_ROW_BYTES`` is ``row_too_large`` before it is parsed (a JSON line is never held whole); one
 nested past the parser, not UTF-8 or holding a lone surrogate is ``bad_row``; so every row read
-can be written to Arrow.
+can be written to Arrow. A Git LFS pointer checked out in place of the data is one
+``bad_input_file`` saying so.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ METADATA = frozenset({"state.json", "dataset_info.json", "dataset_infos.json", "
 BAD_INPUT_FILE = "bad_input_file"
 BATCH_ROWS = 256
 MAX_ROW_BYTES = json_rows.MAX_ROW_BYTES
+# A data file checked out without git-lfs (as hub and GitHub copies of the datasets often are)
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 Read = tuple[str, dict[str, Any]] | Rejection
 
 
@@ -160,6 +163,9 @@ def _json_lines(path: str, handle: BinaryIO) -> Iterator[Read]:
             continue
         if not line.strip():
             continue
+        if number == 1 and line.startswith(LFS_POINTER):
+            yield _bad_file(path, "is a Git LFS pointer, not the data; run `git lfs pull` first")
+            return
         try:
             row = json_rows.loads(line, MAX_ROW_BYTES)
         except json_rows.RowError as exc:
