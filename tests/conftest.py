@@ -24,6 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 TRAJFORGE = str(Path(sys.executable).parent / "trajforge")
 
 
+def plain_pytest_env(**extra: str) -> dict[str, str]:
+    """The environment for a pytest run a test makes to get a genuine log: no PYTEST_* of this
+    session, and no third-party plugins autoloaded (this venv's hydra-core, anyio and platformdirs
+    plugins cost about half a second per start, two thirds of it, and no log here is about them).
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **extra}
+
+
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: int = 900):
     """The real console script, as a user runs it."""
     return subprocess.run(

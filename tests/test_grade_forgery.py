@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import plain_pytest_env, run_cli
 from trajforge.verifiers.grading import (
     MAX_LOG_BYTES,
     RESOLVED_FULL,
@@ -122,7 +122,9 @@ def _pytest(root: Path, *args: str) -> tuple[int, bytes, bytes]:
     xml.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "junit_family=xunit1"]
     cmd += [f"--junitxml={xml}", *args, "tests"]
-    done = subprocess.run(cmd, cwd=root, capture_output=True, check=False, timeout=120)
+    done = subprocess.run(
+        cmd, cwd=root, env=plain_pytest_env(), capture_output=True, check=False, timeout=120
+    )
     return done.returncode, done.stdout + done.stderr, xml.read_bytes() if xml.exists() else b""
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import plain_pytest_env
 from trajforge.schemas.test_run import STATUSES
 from trajforge.verifiers.log_parsers import (
     LOG_PARSERS,
@@ -185,8 +185,7 @@ def write_project(root: Path, files: dict[str, str]) -> Path:
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    return {**env, "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    return plain_pytest_env(PYTHONIOENCODING="utf-8", PYTHONDONTWRITEBYTECODE="1")
 
 
 def run_pytest(cwd: Path, xml: Path, *extra: str) -> tuple[int, bytes, str]:
