@@ -34,13 +34,14 @@ base-image: venv docker
 podman-base-image: venv podman base-image
 	$(BIN)/trajforge base-image --sandbox podman --python 3.11
 
+# --durations: every run's log names its slowest tests, so the suite's time is read, not guessed.
 test: lint
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q --durations=30 tests
 
 # Everything that needs no engine, cluster, server or browser: the loop while editing (CI runs `test`).
 FAST = not docker and not podman and not dask and not s3 and not llama and not browser and not slow
 test-fast:
-	$(BIN)/pytest -q -m "$(FAST)" tests
+	$(BIN)/pytest -q --durations=15 -m "$(FAST)" tests
 
 lint: typecheck-links
 	$(BIN)/ruff check .

@@ -46,6 +46,27 @@ def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: i
     )
 
 
+_MODULE_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each test's setup, call and teardown seconds, summed by module (the unit a speed-up
+    works on: a module-scoped build is paid by its first test)."""
+    module = report.nodeid.partition("::")[0]
+    _MODULE_SECONDS[module] = _MODULE_SECONDS.get(module, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """With ``--durations`` (``make test``), the slowest modules too: where the time goes."""
+    if config.option.durations is None or not _MODULE_SECONDS:
+        return
+    slowest = sorted(_MODULE_SECONDS.items(), key=lambda item: -item[1])[:15]
+    terminalreporter.write_sep("=", f"slowest {len(slowest)} modules")
+    for module, seconds in slowest:
+        terminalreporter.write_line(f"{seconds:8.1f}s {module}")
+    terminalreporter.write_line(f"{sum(_MODULE_SECONDS.values()):8.1f}s in all tests")
+
+
 @pytest.fixture(scope="session")
 def docker_engine() -> None:
     """Tests that need Docker fail loudly without it: `make setup` starts the engine."""
