@@ -40,7 +40,10 @@ STAGE = "inject"
 NOT_LIBRARY = ("setup.py", "noxfile.py", "conftest.py", "__main__.py")
 TEST_PLUMBING = ("conftest.py", "__init__.py")  # in a test folder, yet no test
 MODES = CHOICES["inject.mode"]  # who writes the bugs: the operators, a model, or both
-OPERATORS_BY_LANGUAGE = {"python": OPERATORS, "javascript": JS_OPERATORS}
+OPERATORS_BY_LANGUAGE: dict[str, frozenset[str]] = {
+    "python": frozenset(OPERATORS),
+    "javascript": frozenset(JS_OPERATORS),
+}
 # JS/TS build and tool configuration: a bug there breaks the build or the runner, never a test.
 JS_NOT_LIBRARY = ("Gruntfile.js", "gulpfile.js", "karma.conf.js", "Jakefile.js")
 NOT_LIBRARY_DIRS = ("docs/", "doc/", "examples/", "benchmarks/")

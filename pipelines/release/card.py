@@ -46,6 +46,9 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "flaky_tests": "tests whose status changed between identical runs (never graded)",
         "image_name, test_cmd": "the container image (one per environment profile) and the "
         "command that runs the tests",
+        "language, test_runner": "the repository's language (python, javascript: JS and "
+        "TypeScript) and the runner whose report test_cmd writes (pytest, jest, vitest, mocha...); "
+        "test ids are pytest node ids for python, `file > describe > title` for javascript",
         "excluded_tests": "test modules that cannot be collected in this environment, with the "
         "error (`path: error`); test_cmd leaves them out with --ignore",
         "image_digest, env_recipe": "the image by content (registry digest once pushed, else "
@@ -64,6 +67,7 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "trajectory_id, instance_id, repo": "the run and the task it solved (join with "
         "`tasks.instance_id`, or with `explore.task_id` for explore runs)",
         "model, origin": "the model that produced the run; rollout, explore or import/<format>",
+        "language": "the language of the task the run solved (python, javascript)",
         "resolved, reward, exit_status": "verdict of the final patch in a fresh container: only "
         "resolved runs are exported, and the near misses curate kept (see near_miss)",
         "near_miss": "true for an unresolved run kept for SFT: it submitted a patch touching at "
@@ -87,7 +91,7 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "`query`. Other origins are not SWE-agent's text: raw tool output is put in SWE-agent's "
         "templates, the results of one turn's several calls share one user turn, and a turn "
         "without calls is kept as written (SWE-smith adds a blank line)",
-        "trajectory_id, instance_id, repo, model, origin, resolved": "as in sft",
+        "trajectory_id, instance_id, repo, model, origin, language, resolved": "as in sft",
         "near_miss": "as in sft",
     },
     "rl": {
@@ -100,6 +104,8 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         "PASS_TO_PASS still passes",
         "repo, base_commit, bug_patch, environment_setup_commit": "where the rollout starts",
         "instance_id, origin, difficulty": "as in tasks",
+        "language, test_runner": "as in tasks: a reward function reads test_cmd's report with "
+        "test_runner's format",
         "hint": "optional: the guidance a guided retry of the task was given (the failing "
         "tests' output of a failed attempt and the files the gold patch changes), for "
         "guidance-assisted RL; null when no guided retry ran",
@@ -173,6 +179,7 @@ class CardFacts:
     near_misses: int = 0  # sft rows of unresolved runs curate kept by soft_reward
     near_miss_low: float | None = None  # the lowest soft_reward among them
     guided_runs: int = 0  # sft rows of guided retries
+    task_languages: Counter = field(default_factory=Counter)  # language -> tasks (explore too)
 
 
 def size_category(rows: int) -> str:
@@ -311,6 +318,8 @@ def render_card(facts: CardFacts) -> str:
         f"Inputs: {', '.join(facts.inputs) or '-'}",
         "",
         "Task origins: " + _counts(facts.task_origins),
+        "",
+        "Tasks per language: " + _counts(facts.task_languages),
         "",
         *_explore_origins(facts.task_origins),
         "Trajectory origins: " + _counts(facts.trajectory_origins),

@@ -137,7 +137,7 @@ def source_of(config: str, plan: Plan, system_prompt: str, batch_rows: int) -> S
             Trajectory,
             lambda t: not trajectory_drop(t.instance_id, t.resolved, repo_of, t.near_miss),
             lambda t: repo_of[t.instance_id],
-            lambda ts: table(ts, repo_of),
+            lambda ts: table(ts, repo_of, found.language_of),
         )
     if config == "transitions":
         return Source(

@@ -35,8 +35,9 @@ ROW_SOURCE = {  # config -> the rows it is made of (one config row per such row)
     "explore": "explore",
     "transitions": "transitions",
 }
-TASK_INDEX = ["instance_id", "repo", "origin", "scores"]
+TASK_INDEX = ["instance_id", "repo", "origin", "scores", "language"]
 EXPLORE_INDEX = ["task_id", "repo", "origin", "trajectory_id"]
+EXPLORE_LANGUAGE = "python"  # explore builds its environments with Python's layer only
 RUN_INDEX = ["instance_id", "resolved", "origin", "model", "near_miss", "soft_reward", "guidance"]
 HINT_COLUMNS = ["trajectory_id", "instance_id", "resolved", "guidance"]  # an rl row's hint
 TRANSITION_INDEX = ["instance_id"]
@@ -56,6 +57,9 @@ class Inputs:
 
     files: dict[str, list[str]]  # table -> its Parquet files over every input
     repo_of: dict[str, str] = field(default_factory=dict)  # task or explore task id -> repo
+    # task or explore task id -> its language (an sft or rl row's ``language``)
+    language_of: dict[str, str] = field(default_factory=dict)
+    task_languages: Counter = field(default_factory=Counter)  # tasks and explore tasks
     repo_rows: dict[str, Counter] = field(
         default_factory=lambda: {source: Counter() for source in set(ROW_SOURCE.values())}
     )
@@ -175,6 +179,8 @@ def _rows(found: Inputs, table: str, schema, columns: list[str]):
 def _scan_tasks(found: Inputs) -> None:
     for row in _rows(found, "tasks", TaskInstance.ARROW_SCHEMA, TASK_INDEX):
         found.repo_of[row["instance_id"]] = row["repo"]
+        found.language_of[row["instance_id"]] = row["language"]
+        found.task_languages[row["language"]] += 1
         found.repo_rows["tasks"][row["repo"]] += 1
         found.task_origins[row["origin"]] += 1
         found.score_names.update(k for k, _ in row["scores"] or ())
@@ -183,6 +189,8 @@ def _scan_tasks(found: Inputs) -> None:
 def _scan_explore(found: Inputs) -> None:
     for row in _rows(found, "explore_tasks", ExploreTask.ARROW_SCHEMA, EXPLORE_INDEX):
         found.repo_of[row["task_id"]] = row["repo"]
+        found.language_of[row["task_id"]] = EXPLORE_LANGUAGE
+        found.task_languages[EXPLORE_LANGUAGE] += 1
         found.repo_rows["explore"][row["repo"]] += 1
         found.task_origins[row["origin"]] += 1
         found.explore_runs.add(row["trajectory_id"])

@@ -11,6 +11,10 @@ unresolved run curate kept by its soft reward) and ``guidance`` (what a guided r
 told; "" for an unguided run), ``sft_xml`` rows ``near_miss``, and ``rl`` rows an optional
 ``hint``: the guidance of a guided retry of the task (null where it had none), which a trainer
 may add to the prompt (Agent-RLVR) or leave out.
+
+Every config says a task's language (``python``, ``javascript``): ``tasks`` and ``rl`` from the
+task (with ``test_runner``, whose report format ``test_cmd`` writes), ``sft`` and ``sft_xml``
+from the task the run is joined to, so a trainer can filter or balance languages in any config.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ RL_SCHEMA = pa.schema(
         ("origin", pa.string()),
         ("difficulty", pa.float64()),
         ("hint", pa.large_string()),  # guidance of a guided retry of the task; null: none
+        ("language", pa.string()),
+        ("test_runner", pa.string()),
     ]
 )
 _TRAJECTORY_META = [
@@ -57,7 +63,9 @@ _TRAJECTORY_META = [
     ("repo", pa.string()),
     ("model", pa.string()),
     ("origin", pa.string()),
+    ("language", pa.string()),  # the joined task's
 ]
+DEFAULT_LANGUAGE = "python"  # a run whose task names none: every task before the language layer
 SFT_SCHEMA = pa.schema(
     [
         *_TRAJECTORY_META,
@@ -196,26 +204,37 @@ def rl_table(
             "origin": t.origin,
             "difficulty": t.difficulty,
             "hint": hints.get(t.instance_id),
+            "language": t.language,
+            "test_runner": t.test_runner,
         }
         for t in tasks
     ]
     return pa.Table.from_pylist(rows, schema=RL_SCHEMA)
 
 
-def _meta(trajectory: Trajectory, repo_of: Mapping[str, str]) -> dict[str, object]:
+def _meta(
+    trajectory: Trajectory, repo_of: Mapping[str, str], language_of: Mapping[str, str]
+) -> dict[str, object]:
     return {
         "trajectory_id": trajectory.trajectory_id,
         "instance_id": trajectory.instance_id,
         "repo": repo_of[trajectory.instance_id],
         "model": trajectory.model,
         "origin": trajectory.origin,
+        "language": language_of.get(trajectory.instance_id, DEFAULT_LANGUAGE),
     }
 
 
-def sft_table(trajectories: Iterable[Trajectory], repo_of: Mapping[str, str]) -> pa.Table:
+def sft_table(
+    trajectories: Iterable[Trajectory],
+    repo_of: Mapping[str, str],
+    language_of: Mapping[str, str] | None = None,
+) -> pa.Table:
+    """SFT rows; ``language_of``: task id -> the task's language (python where not named)."""
+    languages = language_of or {}
     rows = [
         {
-            **_meta(t, repo_of),
+            **_meta(t, repo_of, languages),
             "messages": trl_messages(t),
             "tools": t.tools,
             "resolved": t.resolved,
@@ -230,10 +249,15 @@ def sft_table(trajectories: Iterable[Trajectory], repo_of: Mapping[str, str]) ->
     return pa.Table.from_pylist(rows, schema=SFT_SCHEMA)
 
 
-def sft_xml_table(trajectories: Iterable[Trajectory], repo_of: Mapping[str, str]) -> pa.Table:
+def sft_xml_table(
+    trajectories: Iterable[Trajectory],
+    repo_of: Mapping[str, str],
+    language_of: Mapping[str, str] | None = None,
+) -> pa.Table:
+    languages = language_of or {}
     rows = [
         {
-            **_meta(t, repo_of),
+            **_meta(t, repo_of, languages),
             "messages": swesmith_messages(t),
             "resolved": t.resolved,
             "near_miss": t.near_miss,

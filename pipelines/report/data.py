@@ -46,7 +46,7 @@ LABEL_CHECK_COLUMNS = [
 # What the report reads of each table, typed by the table's record: a file that holds one of
 # these columns with another type (every column cast to text, say) is left out and named.
 REPORT_COLUMNS = {
-    "tasks": ["repo", "origin", "difficulty", "patch"],
+    "tasks": ["repo", "origin", "difficulty", "patch", "language"],
     "trajectories": TRAJECTORY_COLUMNS,
     "label_check": LABEL_CHECK_COLUMNS,
     "rejections": ["reason"],
@@ -210,6 +210,19 @@ def counts(frame: pl.DataFrame | None, column: str) -> list[tuple[str, int]]:
         .sort(["len", column], descending=[True, False])
     )
     return [(str(v), int(n)) for v, n in grouped.iter_rows()]
+
+
+DEFAULT_LANGUAGE = "python"  # tasks written before the language layer name none
+
+
+def languages(frame: pl.DataFrame | None) -> list[tuple[str, int]]:
+    """Tasks per language, most first; a table without the column (older runs) is Python's."""
+    if frame is None or frame.height == 0:
+        return []
+    if "language" not in frame.columns:
+        return [(DEFAULT_LANGUAGE, frame.height)]
+    filled = frame.with_columns(pl.col("language").fill_null(DEFAULT_LANGUAGE))
+    return counts(filled, "language")
 
 
 def top(pairs: list[tuple[str, int]], limit: int) -> tuple[list[tuple[str, int]], int, int]:

@@ -1,7 +1,7 @@
 """The run report: one self-contained HTML page a person reads before training on the data.
 
 It shows where yield was lost (the funnel and the rejection reasons of every stage), what was kept
-(tasks per repo and origin, difficulty, patch sizes) and how agents did on it (trajectory
+(tasks per repo, origin and language, difficulty, patch sizes) and how agents did on it (trajectory
 outcomes). The page loads nothing: charts are inline SVG, styles inline, and a Content Security
 Policy forbids every fetch and script, so it opens offline and data can never inject code. It
 holds no timestamp, so the same stage outputs give the same bytes.
@@ -283,6 +283,16 @@ def _tasks(run: data.RunData) -> str:
                 TEAL,
                 "Tasks per origin",
                 ("origins", "tasks"),
+            ),
+        ),
+        _panel(
+            "Tasks per language",
+            _top_bars(
+                data.languages(frame),
+                TOP_ORIGINS,
+                BLUE,
+                "Tasks per language",
+                ("languages", "tasks"),
             ),
         ),
         _panel(

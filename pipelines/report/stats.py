@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from trajforge.pipelines.report.data import languages
 from trajforge.pipelines.runtime import outputs
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.storage import is_local
@@ -29,6 +30,8 @@ def print_stats(directory: str) -> int:
     rejected = counts.get("rejections", 0)
     if kept is not None and kept + rejected:
         print(f"yield        {kept / (kept + rejected):8.1%}  ({kept} of {kept + rejected})")
+    if counts.get("tasks"):
+        print_languages(files["tasks"])
     if rejected:
         frame = outputs.read_frame(files["rejections"], ["stage", "reason"])
         if {"stage", "reason"} <= set(frame.columns):
@@ -38,3 +41,10 @@ def print_stats(directory: str) -> int:
                 print(f"  {count:>6}  {stage}/{reason}")
     sys.stdout.flush()
     return 0
+
+
+def print_languages(task_files: list[str]) -> None:
+    """Tasks per language (the report's numbers: ``data.languages``)."""
+    print("tasks by language:")
+    for language, count in languages(outputs.read_frame(task_files, ["language"])):
+        print(f"  {count:>6}  {language}")

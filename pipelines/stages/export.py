@@ -206,6 +206,7 @@ def write_card(
         near_misses=found.near_misses,
         near_miss_low=found.near_miss_low,
         guided_runs=found.guided_runs,
+        task_languages=found.task_languages,
     )
     write_bytes_atomic(os.path.join(root, "README.md"), render_card(facts).encode())
     manifest = {
