@@ -195,7 +195,8 @@ def test_a_repair_step_reuses_the_main_install_layer(versioned, tmp_path):
     pays only for its own step."""
     path, commit, tag, recipe, _ = versioned
     repaired = add_step(recipe, ["pip install six", "pip install 'pytest<9'"])
-    assert repaired.startswith(recipe.split("\n\nFROM ${BASE}\n")[0])
+    delta = next(line for line in recipe.split("\n") if "python3 - delta <<" in line)
+    assert repaired.startswith(recipe.split(delta)[0])  # the step goes before the delta
     try:
         ok, log = _build(path, commit, f"{tag}-repaired", repaired)
         assert ok, log[-2000:]
@@ -203,7 +204,8 @@ def test_a_repair_step_reuses_the_main_install_layer(versioned, tmp_path):
         assert "trajforge: uv installed: -e ./scm" not in log  # the main install ran no more
         main = _build_stage(recipe, path, commit, f"{tag}-stage", tmp_path / "a")
         step = _build_stage(repaired, path, commit, f"{tag}-repaired-stage", tmp_path / "b")
-        assert step[: len(main)] == main
+        # every layer up to the main install is shared; the delta after the step is its own
+        assert step[: len(main) - 1] == main[:-1]
         assert len(step) == len(main) + 1
     finally:
         for name in (f"{tag}-stage", f"{tag}-repaired-stage", f"{tag}-repaired"):

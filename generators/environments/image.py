@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 
 from trajforge.generators.environments.base_image import base_image_tag, ensure_for_sandbox
+from trajforge.generators.environments.dependency_layer import dependency_files
 from trajforge.generators.environments.recipe import (
     CA_FILE,
     ENV_KIND,
@@ -38,6 +39,7 @@ from trajforge.generators.environments.recipe import (
     build_context,
     marker,
     recipe_hash,
+    recipe_install,
 )
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
@@ -138,8 +140,9 @@ def build_recipe(
     """
     digest = recipe_digest(repo_path, recipe, profile_id, setup_commit)
     ca = _read(params.ca_bundle) if params.ca_bundle and _ca_exists(params.ca_bundle) else b""
+    deps = dependency_files(repo_path, setup_commit, recipe_install(recipe))
     context = build_context(
-        archive(repo_path, setup_commit, prefix="repo/"), ca, marker(profile_id, setup_commit)
+        archive(repo_path, setup_commit, prefix="repo/"), ca, marker(profile_id, setup_commit), deps
     )
     build_args = {"PROFILE_ID": profile_id, "SETUP_COMMIT": setup_commit}
     if params.pip_index_url:

@@ -29,14 +29,20 @@ import json
 import os
 import re
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from trajforge.generators.environments.base_image import base_image_tag
+from trajforge.generators.environments.dependency_layer import (
+    DEPS_DIR,
+    dependency_steps,
+    is_tool_step,
+)
 from trajforge.verifiers.sandbox.base import BASE_ENV
 
 # bump when the template changes: every profile id changes too (v2: generated files are kept;
-# v3: installs through uv with pip as the fallback, every VCS backend's pretend version, layers)
-RECIPE_FORMAT = "dockerfile-v4"  # v4: versioningit's write file
+# v3: installs through uv with pip as the fallback, every VCS backend's pretend version, layers;
+# v4: versioningit's write file)
+RECIPE_FORMAT = "dockerfile-v5"  # v5: tools, dependency and per-commit layers (LAYERS)
 PROFILE_LABEL = "trajforge.profile_id"  # on every environment image: what `images` lists
 SETUP_COMMIT_LABEL = "trajforge.setup_commit"
 # Set by trajforge at build time (``docker build --label``, never by the recipe's text, and a
@@ -138,6 +144,62 @@ CARRY = (
     f"-o -type f -newer {STAMP} -print0 | xargs -0 -r cp --parents -t {GENERATED}"
 )
 
+# The layers (Docker's classic builder, no BuildKit cache mounts, so reuse is layer reuse):
+# per base image, the system packages and uv, then the venv with the test tools (pip's and the
+# runner's steps); per set of declared dependencies, the dependency layer (dependency_layer.py:
+# its inputs are trajforge/deps/, derived from the declarations alone); per commit, the build
+# stage's run of every install command over that, whose changes to /venv (the delta, hashed
+# file by file against the dependency layer's snapshot) are all the final image adds on top of
+# the dependency layer's /venv, so two commits' images share that layer by id.
+LAYERS = ("base", "apt", "uv", "tools", "deps", "commit")
+DELTA_STEP = "python3 - delta <<'TRAJFORGE'"  # the build stage's last step: what the commit changed
+MAKE_VENV = "[ -x /venv/bin/python ] || python3 -m venv /venv"
+SNAPSHOT = "/opt/trajforge-venv.json"
+DELTA = "/tmp/trajforge-delta"
+REMOVED = "/tmp/trajforge-removed"
+VENV_DELTA = f"""\
+import hashlib, json, os, shutil, sys
+def walk(root):
+    seen = {{}}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                seen[path] = "l " + os.readlink(path)
+            elif os.path.isdir(path):
+                seen[path] = "d"
+            else:
+                with open(path, "rb") as handle:
+                    digest = hashlib.sha256(handle.read()).hexdigest()
+                seen[path] = "f %o %s" % (os.lstat(path).st_mode, digest)
+    return seen
+if sys.argv[1] == "snapshot":
+    with open("{SNAPSHOT}", "w") as out:
+        json.dump(walk("/venv"), out)
+    sys.exit(0)
+with open("{SNAPSHOT}") as handle:
+    old = json.load(handle)
+new = walk("/venv")
+gone = [p for p, kind in old.items() if p not in new or new[p][0] != kind[0]]
+os.makedirs("{DELTA}/venv", exist_ok=True)
+for path, kind in sorted(new.items()):
+    if old.get(path) == kind:
+        continue
+    target = "{DELTA}" + path
+    if kind == "d":
+        os.makedirs(target, exist_ok=True)
+        continue
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if kind.startswith("l "):
+        os.symlink(os.readlink(path), target)
+    else:
+        shutil.copy2(path, target)
+with open("{REMOVED}", "wb") as out:
+    out.write(b"".join(p.encode() + b"\\0" for p in sorted(gone)))
+print("trajforge: commit layer: %d of %d venv entries changed, %d removed"
+      % (sum(old.get(p) != k for p, k in new.items()), len(new), len(gone)))
+TRAJFORGE"""
+
 
 def image_name(registry: str | None, profile_id: str) -> str:
     """Where a profile's image lives: in the registry when one is configured, else locally."""
@@ -174,44 +236,63 @@ def render_dockerfile(
     UV_EXCLUDE_NEWER, and pip's PIP_UPLOADED_PRIOR_TO for the steps pip takes over (a pip
     older than 26 ignores it). ``apt``: Debian packages for the build stage, before the
     install; the shared libraries they depend on are installed in the final stage too.
+
+    Three stages, so a new commit pays only for what it changed (``LAYERS``): ``deps`` (the
+    test tools, then the dependencies from their declarations alone), ``build`` (the
+    repository and every install command over that), and the final image, whose layers are the
+    base, the dependency venv and the commit's delta.
     """
     era = _era(exclude_newer) if exclude_newer else []
     packages = _apt_names(apt)
+    prelude = [*INSTALL_PRELUDE, *era]
+    tools = [command for command in install if is_tool_step(command)]
+    deps = dependency_steps(install)
     # One shell script: -e stops at the first failing step, -x puts each step in the build log.
-    start = [*INSTALL_PRELUDE, *era, VERSION_FILE, f"touch {STAMP}", "set -x"]
-    script = "\n".join([*start, "python3 -m venv /venv", *install, VERSIONINGIT_WRITE, CARRY])
+    start = [*prelude, VERSION_FILE, f"touch {STAMP}", "set -x"]
+    script = "\n".join([*start, MAKE_VENV, *install, VERSIONINGIT_WRITE, CARRY])
     env = " ".join(f"{key}={value}" for key, value in BASE_ENV.items())
     pretend = " ".join(f"{key}={value}" for key, value in PRETEND_VERSION.items())
     return "\n".join(
         [
             f"# trajforge environment recipe ({RECIPE_FORMAT}). Build context: repo/ (the",
             "# repository at the setup commit, `git archive`), trajforge/ca.crt (a CA bundle, or",
-            "# an empty file), trajforge/env.json (a marker). Build args: PIP_INDEX (an index",
-            "# URL, optional), PROFILE_ID and SETUP_COMMIT (labels).",
+            "# an empty file), trajforge/env.json (a marker), trajforge/deps/ (optional: the",
+            "# dependency declarations, which only make a rebuild faster). Build args: PIP_INDEX",
+            "# (an index URL, optional), PROFILE_ID and SETUP_COMMIT (labels).",
             f"ARG BASE={base_image_tag(python)}",
-            "FROM ${BASE} AS build",
+            "FROM ${BASE} AS deps",
             "ARG PIP_INDEX=",
             f"ENV {env} {pretend}",
             "COPY trajforge/ca.crt " + CA_FILE,
             *([_run([CA_PRELUDE, _apt_build(packages)])] if packages else []),
             _run([CA_PRELUDE, INSTALL_UV]),
+            _run([*prelude, "set -x", MAKE_VENV, *tools]),
+            f"COPY trajforge/ca.crt trajforge/dep[s] {DEPS_DIR}/",
+            f"WORKDIR {DEPS_DIR}",
+            _run([*prelude, "set -x", *deps, f"python3 - snapshot <<'TRAJFORGE'\n{VENV_DELTA}"]),
+            "",
+            "FROM deps AS build",
             "COPY repo/ /repo/",
             "WORKDIR /repo",
             _run([script]),
+            _run([f"{DELTA_STEP}\n{VENV_DELTA}"]),
             "",
             "FROM ${BASE}",
-            "ARG PROFILE_ID=",
-            "ARG SETUP_COMMIT=",
             f"ENV {env}",
             *(
                 [f"COPY --from=build {APT_RUNTIME} {APT_RUNTIME}", _run([_apt_runtime()])]
                 if packages
                 else []
             ),
-            "COPY --from=build /venv /venv",
+            "COPY --from=deps /venv /venv",
+            f"COPY --from=build {REMOVED} {REMOVED}",
+            _run([f"xargs -0 -r rm -rf < {REMOVED}", f"rm {REMOVED}"]),
+            f"COPY --from=build {DELTA}/ /",
             f"COPY --from=build {GENERATED}/ /repo/",
             f"COPY {MARKER_SOURCE} {ENV_MARKER}",
             "WORKDIR /repo",
+            "ARG PROFILE_ID=",
+            "ARG SETUP_COMMIT=",
             f'LABEL {PROFILE_LABEL}="${{PROFILE_ID}}" {SETUP_COMMIT_LABEL}="${{SETUP_COMMIT}}"',
             "",
         ]
@@ -219,15 +300,29 @@ def render_dockerfile(
 
 
 def add_step(recipe: str, install: Sequence[str]) -> str:
-    """``recipe`` with ``install`` run after everything its build stage installed, as one more
-    ``RUN``: the layers before it are the same, so Docker's build cache reuses them and a repair
-    round costs only this step. The step sees what the main install saw (the prelude, the era)."""
+    """``recipe`` with ``install`` run after everything its build stage installed (before the
+    venv's delta is taken), as one more ``RUN``: the layers before it are the same, so Docker's
+    build cache reuses them and a repair round costs only this step. The step sees what the
+    main install saw (the prelude, the era)."""
     lines = recipe.split("\n")
-    final = lines.index("FROM ${BASE}")  # the final stage; the build stage ends on a blank line
+    delta = next(
+        i for i, line in enumerate(lines) if line.startswith(f"RUN {_run([DELTA_STEP])[4:-2]}")
+    )
     main = json.loads(next(line for line in lines if line.startswith("RUN ") and STAMP in line)[4:])
     prelude = main[2].split(f"\n{VERSION_FILE}")[0]  # the CA, index, pip function and era
     step = _run([prelude, "set -x", *install])
-    return "\n".join([*lines[: final - 1], step, *lines[final - 1 :]])
+    return "\n".join([*lines[:delta], step, *lines[delta:]])
+
+
+def recipe_install(recipe: str) -> list[str]:
+    """The main install's commands, read back from a recipe ``render_dockerfile`` wrote (what
+    the build context's dependency files are derived from); [] for an older format."""
+    for line in recipe.split("\n"):
+        if line.startswith("RUN ") and STAMP in line:
+            script = json.loads(line[4:])[2]
+            _, venv, rest = script.partition(f"\n{MAKE_VENV}\n")
+            return rest.split(f"\n{VERSIONINGIT_WRITE}")[0].split("\n") if venv else []
+    return []
 
 
 def _run(script: Sequence[str]) -> str:
@@ -290,15 +385,25 @@ def marker(profile_id: str, setup_commit: str) -> bytes:
     return json.dumps(fields, sort_keys=True).encode()
 
 
-def build_context(repo_tar: bytes, ca_bundle: bytes, marker_bytes: bytes) -> bytes:
-    """The build context as one tar: the repo tree (already under ``repo/``) and trajforge/."""
+def build_context(
+    repo_tar: bytes,
+    ca_bundle: bytes,
+    marker_bytes: bytes,
+    deps: Mapping[str, bytes] | None = None,
+) -> bytes:
+    """The build context as one tar: the repo tree (already under ``repo/``) and trajforge/,
+    with the dependency layer's inputs (``dependency_layer.dependency_files``) under
+    trajforge/deps/. Every trajforge/ entry has a fixed time and mode, so the same inputs are
+    the same layer to Docker's cache, whatever the commit."""
     out = io.BytesIO()
+    ours = [("trajforge/ca.crt", ca_bundle), (MARKER_SOURCE, marker_bytes)]
+    ours += [(f"trajforge/deps/{path}", content) for path, content in sorted((deps or {}).items())]
     with tarfile.open(fileobj=out, mode="w") as tar:
         with tarfile.open(fileobj=io.BytesIO(repo_tar), mode="r") as repo:
             for member in repo.getmembers():
                 tar.addfile(member, repo.extractfile(member) if member.isfile() else None)
-        for name, content in (("trajforge/ca.crt", ca_bundle), (MARKER_SOURCE, marker_bytes)):
+        for name, content in ours:
             info = tarfile.TarInfo(name)
-            info.size, info.mode = len(content), 0o644
+            info.size, info.mode, info.mtime = len(content), 0o644, 0
             tar.addfile(info, io.BytesIO(content))
     return out.getvalue()
