@@ -45,6 +45,7 @@ class EnvProfile:
     language: str = "python"  # python | javascript
     runner: str = "pytest"  # pytest | jest | vitest | mocha | node | ava | tap
     runtime: str = ""  # the interpreter's version for a non-Python profile ("18" for node)
+    build_s: float = 0.0  # seconds this image's build took here (0: reused, pulled or not built)
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -72,5 +73,6 @@ class EnvProfile:
             ("language", pa.string()),
             ("runner", pa.string()),
             ("runtime", pa.string()),
+            ("build_s", pa.float64()),
         ]
     )

@@ -5,9 +5,11 @@ builder (``build_recipe``), with a real dependency from PyPI."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import uuid
 
+import pyarrow.parquet as pq
 import pytest
 from repo_factory import RepoBuilder
 from trajforge.generators.environments.dependency_layer import (
@@ -21,7 +23,10 @@ from trajforge.generators.environments.recipe import (
     recipe_install,
     render_dockerfile,
 )
+from trajforge.pipelines.commands.measures import build_seconds
+from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.params import EnvironmentParams
+from trajforge.schemas.records import check_schema, from_table, to_table
 from trajforge.verifiers.sandbox.base import SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 from trajforge.verifiers.sandbox.git_tree import archive
@@ -146,3 +151,24 @@ def test_a_new_commit_reuses_the_dependency_layer_and_a_new_dependency_rebuilds_
     finally:
         sandbox.close()
         subprocess.run(["docker", "rmi", "-f", *tags], capture_output=True, check=False)
+
+
+def test_build_seconds_reach_the_profiles_table_and_the_summary(tmp_path):
+    """``build_s`` is a profiles column; validate's summary gives seconds per image built, the
+    images reused (0 s) left out, and nothing for a table from before the column."""
+    profile = EnvProfile(
+        profile_id="p", repo="r", python="3.11", install=(), test_cmd="pytest", image="i",
+        status="built", log="", setup_commit="c",
+    )  # fmt: skip
+    check_schema(EnvProfile)
+    rows = [dataclasses.replace(profile, build_s=s) for s in (12.0, 0.0, 4.0)]
+    table = to_table(rows, EnvProfile.ARROW_SCHEMA)
+    assert [p.build_s for p in from_table(EnvProfile, table)] == [12.0, 0.0, 4.0]
+    (tmp_path / "profiles").mkdir()
+    pq.write_table(table, tmp_path / "profiles" / "part-0.parquet")
+    figures = build_seconds("profiles")(str(tmp_path))
+    assert figures == {"build s per image": 8.0, "build s (slowest image)": 12.0}
+    old = tmp_path / "old"
+    (old / "profiles").mkdir(parents=True)
+    pq.write_table(table.drop(["build_s"]), old / "profiles" / "part-0.parquet")
+    assert build_seconds("profiles")(str(old)) == {}

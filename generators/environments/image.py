@@ -93,20 +93,21 @@ def build_env_image(
             ensure_for_sandbox(sandbox, profile.python, say=_tell)
         except UserError as exc:
             raise UserError(f"{profile.repo}: {exc}", reason="no_base_image") from None
+    started = time.monotonic()
     if isinstance(sandbox, ImageStore):
         ok, log = _build_recipe(sandbox, profile, repo_path, params)
-        return _finish(profile, "built" if ok else "failed", log, logs_dir)
+        return _finish(profile, "built" if ok else "failed", log, logs_dir, started)
     log_lines: list[str] = []
     with sandbox.session(build_session_spec(base, params)) as session:
         installed = install_profile(session, profile, repo_path, params, log_lines)
         if not installed:
-            return _finish(profile, "failed", "\n".join(log_lines), logs_dir)
+            return _finish(profile, "failed", "\n".join(log_lines), logs_dir, started)
         clean = f"find /repo -mindepth 1 -delete && rm -rf {shlex.quote(os.path.dirname(CA_FILE))}"
         session.exec(clean, timeout_s=120, workdir="/")
         marker_bytes = marker(profile.profile_id, profile.setup_commit)
         session.put_archive(_single_file_tar(os.path.basename(ENV_MARKER), marker_bytes), "/venv")
         session.commit(profile.image)
-    return _finish(profile, "built", "\n".join(log_lines), logs_dir)
+    return _finish(profile, "built", "\n".join(log_lines), logs_dir, started)
 
 
 def _build_recipe(
@@ -262,9 +263,13 @@ def build_env(params: EnvironmentParams) -> dict[str, str]:
     return env
 
 
-def _finish(profile: EnvProfile, status: str, log: str, logs_dir: str) -> EnvProfile:
+def _finish(
+    profile: EnvProfile, status: str, log: str, logs_dir: str, started: float
+) -> EnvProfile:
+    """The profile after its build: status, log tail and the build's seconds (``build_s``)."""
     write_bytes_atomic(_log_path(logs_dir, profile.profile_id), log.encode())
-    return dataclasses.replace(profile, status=status, log=log[-LOG_TAIL:])
+    seconds = round(time.monotonic() - started, 2)
+    return dataclasses.replace(profile, status=status, log=log[-LOG_TAIL:], build_s=seconds)
 
 
 def _log_path(logs_dir: str, profile_id: str) -> str:

@@ -30,3 +30,24 @@ def image_disk(params: Params, table: str) -> Callable[[str], dict[str, object]]
             sandbox.close()
 
     return measure
+
+
+def build_seconds(table: str) -> Callable[[str], dict[str, object]]:
+    """Seconds per image built in this run, from ``table``'s ``build_s`` (0: reused, pulled)."""
+
+    def measure(staging: str) -> dict[str, object]:
+        from trajforge.pipelines.runtime.outputs import column, table_files
+
+        files = table_files(staging, table)
+        try:
+            timed = [float(s) for s in column(files, "build_s") if s]
+        except (KeyError, ValueError):  # a table written before the column existed
+            return {}
+        if not timed:
+            return {}
+        return {
+            "build s per image": round(sum(timed) / len(timed), 1),
+            "build s (slowest image)": round(max(timed), 1),
+        }
+
+    return measure

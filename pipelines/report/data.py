@@ -54,7 +54,12 @@ REPORT_COLUMNS = {
 
 
 # What validate and explore summaries say of their environment images (generators/.../disk.py).
-DISK_FIGURES = ("image MB per task", "image MB (unique layers)", "environment images")
+DISK_FIGURES = (
+    "image MB per task",
+    "image MB (unique layers)",
+    "environment images",
+    "build s per image",
+)
 
 
 @dataclass

@@ -172,6 +172,8 @@ def _disk_card(run: data.RunData) -> list[str]:
         f"{number(int(figures.get('environment images', 0)))} images, "
         f"{figures.get('image MB (unique layers)', 0):,.0f} MB of unique layers ({stage.name})"
     )
+    if "build s per image" in figures:
+        sub += f", {figures['build s per image']:,.1f} s per image built"
     return [_card("Disk per task", f"{figures['image MB per task']:,.1f} MB", sub)]
 
 
