@@ -243,13 +243,21 @@ def _test_script(package: dict[str, Any]) -> str:
     for _ in range(3):
         if not isinstance(script, str):
             return ""
-        if any(re.search(rf"\b{runner}\b", script) for runner in RUNNERS):
+        if _names_runner(script):
             return script
         called = re.findall(r"\b(?:npm run|yarn run|yarn|pnpm run|pnpm)\s+([\w:.-]+)", script)
         nested = [scripts[name] for name in called if isinstance(scripts.get(name), str)]
-        named = [n for n in nested if any(re.search(rf"\b{r}\b", n) for r in RUNNERS)]
-        script = named[0] if named else (nested[-1] if nested else None)
+        named = [n for n in nested if _names_runner(n)]
+        if not nested:
+            return script
+        script = named[0] if named else nested[-1]
     return script if isinstance(script, str) else ""
+
+
+def _names_runner(script: str) -> bool:
+    return bool(_NODE_TEST.search(script)) or any(
+        re.search(rf"\b{runner}\b", script) for runner in RUNNERS
+    )
 
 
 def _runner_args(package: dict[str, Any], runner: str) -> tuple[str, ...]:

@@ -21,11 +21,13 @@ import shlex
 from collections.abc import Callable, Sequence
 
 from trajforge.generators.languages.base import Detection
+from trajforge.generators.languages.js_list_tests import LIST_TESTS_JS, compact
 from trajforge.schemas.errors import UserError
 
 REPORT_PATH = "/tmp/trajforge-report.json"
 MOCHA_STDOUT = "/tmp/trajforge-mocha-stdout"
 NODE_ONE_FILE = "/tmp/trajforge-node-file.xml"
+ONE_FILE = "/tmp/trajforge-one-file"
 JEST_KNOWS_TIMEOUT = (
     """node -e "const [a, b] = require('jest/package.json').version.split('.').map(Number); """
     """process.exit(a > 24 || (a === 24 && b >= 9) ? 0 : 1)" 2>/dev/null"""
@@ -115,22 +117,22 @@ def _mocha(detection: Detection, seconds: int) -> str:
 
 def _node(detection: Detection, seconds: int) -> str:
     """One ``node --test`` per file with the JUnit reporter, each file's XML inside a suite
-    named by the file (its tests' ids start with it). Without files: the script's paths (a
-    folder searched by node's naming conventions, a glob matched by find), else the tree's."""
+    named by the file (its tests' ids start with it). Without files: those the script's paths
+    name (a folder searched by node's conventions, a glob), else the tree's by convention."""
     options, specs = split_args(detection.runner_args)
     typescript = any(loader in option for option in options for loader in _TS_LOADERS)
+    exts = "js,cjs,mjs" + (",ts,cts,mts" if typescript else "")
     limit = f" --test-timeout={seconds * 1000}" if seconds and _major(detection) >= 20 else ""
     escape = "sed -e 's/&/\\&amp;/g' -e 's/</\\&lt;/g' -e 's/\"/\\&quot;/g'"
     strip = "sed -e 's/<?xml[^>]*>//' -e 's#</*testsuites>##g'"
     return _sh(
-        f"[ $# -gt 0 ] || {{ IFS=$(printf '\\n+'); IFS=${{IFS%+}}; "
-        f"set -- $({_node_find(specs, typescript)}); unset IFS; }}; "
+        f"{_listed('node', exts, specs)}"
         f"rc=0; echo '<testsuites>' > {REPORT_PATH}; "
         'for f in "$@"; do '
         f"rm -f {NODE_ONE_FILE}; "
         f"node {_words(options)} --test --test-reporter=junit "
         f'--test-reporter-destination={NODE_ONE_FILE}{limit} "$f" || rc=1; '
-        f'n=$(printf %s "$f" | {escape}); '
+        f'n=$(printf %s "$PWD/$f" | {escape}); '
         f'echo "<testsuite name=\\"$n\\" file=\\"$n\\">" >> {REPORT_PATH}; '
         f"[ -f {NODE_ONE_FILE} ] && {strip} {NODE_ONE_FILE} >> {REPORT_PATH}; "
         f"echo '</testsuite>' >> {REPORT_PATH}; done; "
@@ -139,41 +141,33 @@ def _node(detection: Detection, seconds: int) -> str:
     )
 
 
-def _node_find(specs: Sequence[str], typescript: bool) -> str:
-    """find(1) listing the files ``node --test`` would run for ``specs`` (none: the tree)."""
-    exts = ("js", "cjs", "mjs", *(("ts", "cts", "mts") if typescript else ()))
-    names = [f"*.test.{e}" for e in exts] + [f"*-test.{e}" for e in exts]
-    names += [f"*_test.{e}" for e in exts] + [f"test-*.{e}" for e in exts]
-    names += [f"test.{e}" for e in exts]
-    in_test_dir = " -o ".join(f"-path '*/test/*.{e}'" for e in exts)
-    convention = " -o ".join(f"-name {shlex.quote(n)}" for n in names) + f" -o {in_test_dir}"
-    prune = "-path '*/node_modules' -prune -o"
-    roots: list[str] = []
-    globs: list[str] = []
-    for spec in specs:
-        if any(c in spec for c in "*?["):
-            globs.append(spec)
-        else:
-            roots.append(spec)
-    parts = []
-    if roots or not globs:
-        where = _words([r if r.startswith(("/", ".")) else f"./{r}" for r in roots] or ["."])
-        parts.append(f"find {where} {prune} -type f \\( {convention} \\) -print")
-    for glob in globs:
-        root = glob.split("*", 1)[0].rsplit("/", 1)[0] or "."
-        pattern = glob.replace("**/", "")
-        pattern = pattern if pattern.startswith(("/", ".")) else f"./{pattern}"
-        root = root if root.startswith(("/", ".")) else f"./{root}"
-        parts.append(
-            f"find {shlex.quote(root)} {prune} -type f -path {shlex.quote(pattern)} -print"
-        )
-    listing = "; ".join(parts)
-    return f"{{ {listing}; }} 2>/dev/null | sed 's#^\\./##' | sort -u"
+def _listed(mode: str, exts: str, specs: Sequence[str]) -> str:
+    """Shell setting "$@" to the test files (``js_list_tests.py``) when none were given."""
+    lister = f"node -e {shlex.quote(compact(LIST_TESTS_JS))} -- {mode} {exts} {_words(specs)}"
+    return (
+        "[ $# -gt 0 ] || { IFS=$(printf '\\n+'); IFS=${IFS%+}; "
+        f"set -- $({lister.strip()}); unset IFS; }}; "
+    )
 
 
 def _ava(detection: Detection, seconds: int) -> str:
+    """One ``ava --tap`` per file (a single file's titles carry no prefix), each title then
+    prefixed with the file and ava's separator, one plan for all."""
     limit = f" --timeout={seconds}s" if seconds else ""
-    return _sh(f'exec node_modules/.bin/ava --tap{limit} "$@" > {REPORT_PATH}', "ava")
+    prefix = (
+        'F="$f" awk \'/^TAP version/ || /^1\\.\\.[0-9]+/ {next} '
+        'match($0, /^(not )?ok [0-9]+ - /) {print substr($0, 1, RLENGTH) ENVIRON["F"] '
+        '" \\342\\200\\272 " substr($0, RLENGTH + 1); next} {print}\''
+    )
+    return _sh(
+        f"{_listed('ava', 'js,cjs,mjs', ())}"
+        f"rc=0; echo 'TAP version 13' > {REPORT_PATH}; "
+        'for f in "$@"; do '
+        f'node_modules/.bin/ava --tap{limit} "$f" > {ONE_FILE} || rc=1; '
+        f"{prefix} {ONE_FILE} >> {REPORT_PATH}; done; "
+        f"echo \"1..$(grep -cE '^(not )?ok ' {REPORT_PATH})\" >> {REPORT_PATH}; exit $rc",
+        "ava",
+    )
 
 
 def _tap(detection: Detection, seconds: int) -> str:

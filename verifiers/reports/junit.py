@@ -5,8 +5,8 @@ A test id is the file (the testcase's ``file``, else its nearest suite's), the n
 ``testsuite`` elements around the testcase, and its ``name``. A ``failure`` child is FAILED, an
 ``error`` ERROR, a ``skipped`` (node writes its todo tests so too) SKIPPED; a suite named by its
 file's path is that file, and jest-junit's "Test suite failed to run" case is a collection
-error of its file, not a test, as is node's testcase named by its own file (a file that
-crashed). The XML is the suite's
+error of its file, not a test, as is node's failed testcase named by its own file (a file
+that crashed; passed, it is a file that ran no test). The XML is the suite's
 own output, parsed with the DTD refused as pytest's is (``verifiers/log_parsers.py``), so no entity
 is ever expanded; anything that does not parse is one ``ReportError`` line.
 """
@@ -68,9 +68,12 @@ def _case(case: ET.Element, path: list[str], file: str, found: _Found) -> None:
     if name is None:
         raise ReportError(f"a JUnit testcase under {' > '.join(path)[:80]!r} has no name")
     file = relative_file(case.get("file") or "") or file
-    # jest-junit's file that did not load; node's (a testcase named by its file's path)
-    if case.get("classname") == _SUITE_FAILED or (file and relative_file(name) == file):
+    if case.get("classname") == _SUITE_FAILED:  # jest-junit's file that did not load
         found.broken[file or relative_file(name)] = None
+        return
+    if file and relative_file(name) == file:  # node's file itself: crashed, or ran no test
+        if any(child.tag in _CHILD_STATUS and child.tag != "skipped" for child in case):
+            found.broken[file] = None
         return
     status = "PASSED"
     for child in case:
