@@ -119,7 +119,15 @@ def tasks_of(out: Path) -> dict[str, TaskInstance]:
 @pytest.fixture(scope="module")
 def victim(tmp_path_factory):
     """(work dir, repo path, the victim's one proven task) from the real CLI; every image the
-    module made is removed at the end."""
+    module made is removed at the end.
+
+    The genuine image is held by a container (created, never started) for the module's life, as
+    a trajforge run holds the images it uses: an ``images prune`` on this machine (a CI or
+    benchmark cleanup, ``--keep-none``) keeps any image a container uses, and nothing else
+    protects it here. Its rebuilds below come from the build cache, so they carry the first
+    build's creation time, and once the module has run longer than the cleanup's ``--min-age``
+    (under load it does) the rebuilt tag was removed between ``validate`` and the assertions.
+    """
     root = tmp_path_factory.mktemp("victim")
     repo = root / "calc"
     build_add_fix_repo(repo)
@@ -131,7 +139,10 @@ def victim(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     [task] = tasks_of(work / "first").values()
     assert task.FAIL_TO_PASS == (ADD_F2P,) and task.image_name.startswith("trajforge-env:")
+    hold = f"hold-{RUN}"
+    docker("create", "--name", hold, "--network", "none", task.image_name, "true")
     yield work, repo, task
+    docker("rm", "-f", hold, check=False)
     found = docker("images", "--format", "{{.Repository}}:{{.Tag}}", check=False).stdout.split()
     made = [t for t in found if task.profile_id in t or RUN in t or t.startswith("trajforge-eval")]
     mine = [t for t in made if not t.startswith("trajforge-eval") or _ours(t, task)]
