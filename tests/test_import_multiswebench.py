@@ -308,11 +308,15 @@ def test_multi_swe_bench_names_map_only_where_exact():
         "test/timezone.test.js:TZ with Locale": "test/timezone.test.js > TZ with Locale",
         "should include PATCH": "test/app.router.js > app.router > methods > should include PATCH",
     }
-    assert found.unmapped["test/timezone.test.js"] == WHOLE_FILE
+    assert found.files == {
+        "test/timezone.test.js": {
+            "test/timezone.test.js > TZ with Locale", "test/timezone.test.js > Utc Offset"
+        }
+    }  # fmt: skip
     assert found.unmapped["test/gone.test.js:vanished"] == NO_MATCH
     for ambiguous in ("test/plugin/utc.test.js:parses", "should be chainable"):
         assert found.unmapped[ambiguous].startswith("2 tests here answer to it")
-    assert "test/timezone.test.js > Utc Offset" not in found.unmapped | found.ours
+    assert "test/timezone.test.js > Utc Offset" not in found.unmapped | found.ours | found.files
 
 
 def test_polybench_names_map_only_where_exact():
@@ -356,20 +360,32 @@ def _run(state: str, statuses: dict[str, str]) -> TestRun:
 
 def test_label_check_classes_their_names_as_ours():
     adds, zero = f"{SUM_TEST} > sum > adds", f"{SUM_TEST} > adds zero"
+    other = "test/other.test.js > works"
     task = TaskInstance(
-        "acme__kit-1", REPO, "abc", "p", "tp", "", "", "2024-01-01", (adds,), (zero,), "abc",
-        "img", "jest", "commit", "p1", "c1", "/src", (), None,
+        "acme__kit-1", REPO, "abc", "p", "tp", "", "", "2024-01-01", (adds,), (zero, other),
+        "abc", "img", "jest", "commit", "p1", "c1", "/src", (), None,
     )  # fmt: skip
-    runs = (_run("base", {adds: "FAILED", zero: "PASSED"}),
-            _run("gold", {adds: "PASSED", zero: "PASSED"}))  # fmt: skip
+    runs = (_run("base", {adds: "FAILED", zero: "PASSED", other: "PASSED"}),
+            _run("gold", {adds: "PASSED", zero: "PASSED", other: "PASSED"}))  # fmt: skip
     labels = DatasetLabels(
-        "multi-swe-bench", "acme__kit-1", (f"{SUM_TEST}:adds", SUM_TEST), (f"{SUM_TEST}:adds zero",)
-    )
+        "multi-swe-bench", "acme__kit-1",
+        # dayjs-like: a test by file:title, its file's line, and a file absent from their
+        # test-patch run (n2p) that passes with the bug here
+        (f"{SUM_TEST}:adds", SUM_TEST, "test/other.test.js"),
+        (f"{SUM_TEST}:adds zero", f"{SUM_TEST}:gone"),
+    )  # fmt: skip
     candidate = Candidate("c1", REPO, "/src", "abc", "p", "tp", "commit", "2024", labels=labels)
     check = check_labels(candidate, ValidationResult(task, None, runs))
     assert check is not None and check.verdict == "differs"
-    assert check.FAIL_TO_PASS.agrees == (adds,)
-    assert check.FAIL_TO_PASS.name_unmapped == (SUM_TEST,)
-    assert check.FAIL_TO_PASS.why == {SUM_TEST: WHOLE_FILE}
-    assert check.PASS_TO_PASS.agrees == (zero,) and check.PASS_TO_PASS.name_unmapped == ()
-    assert check.detail == "FAIL_TO_PASS: 1 agree, 1 name unmapped; PASS_TO_PASS: 1 agree"
+    f2p, p2p = check.FAIL_TO_PASS, check.PASS_TO_PASS
+    assert f2p.agrees == (SUM_TEST, adds)
+    assert f2p.we_missed == ("test/other.test.js",) and f2p.they_missed == ()
+    assert f2p.why == {
+        "test/other.test.js": f"{WHOLE_FILE}: 1 of its 1 tests not our FAIL_TO_PASS "
+        f"({other}: our PASS_TO_PASS)"
+    }
+    assert p2p.agrees == (zero,) and p2p.they_missed == (other,)
+    assert p2p.name_unmapped == (f"{SUM_TEST}:gone",) and p2p.why == {f"{SUM_TEST}:gone": NO_MATCH}
+    assert check.detail == (
+        "FAIL_TO_PASS: 2 agree, 1 we missed; PASS_TO_PASS: 1 agree, 1 they missed, 1 name unmapped"
+    )

@@ -76,7 +76,7 @@ def test_a_multi_swe_bench_row_is_validated_and_its_names_checked(tmp_path, dock
         "fix_patch": _diff(calc.path, base, fixed, "src"),
         "test_patch": _diff(calc.path, base, fixed, "__tests__"),
         "f2p_tests": _tests("__tests__/mul.test.js:multiplies"),
-        "n2p_tests": _tests("__tests__/mul.test.js"),  # the file's PASS line: not one test
+        "n2p_tests": _tests("__tests__/mul.test.js"),  # the file's PASS line
         "s2p_tests": {},
         "p2p_tests": _tests("__tests__/calc.test.js:adds"),
         "instance_id": "acme__calc-12",
@@ -94,10 +94,10 @@ def test_a_multi_swe_bench_row_is_validated_and_its_names_checked(tmp_path, dock
     [check] = read_records(LabelCheck, str(tmp_path / "out" / "label_check"))
     assert check.instance_id == "acme__calc-12" and check.dataset == "multi-swe-bench"
     f2p, p2p = check.FAIL_TO_PASS, check.PASS_TO_PASS
-    assert f2p.agrees == ("__tests__/mul.test.js > mul > multiplies",)
-    assert f2p.name_unmapped == ("__tests__/mul.test.js",)
-    assert "whole test file" in f2p.why["__tests__/mul.test.js"]
+    # the file's line is judged as a file: its one test is our FAIL_TO_PASS, none fails fixed
+    assert f2p.agrees == ("__tests__/mul.test.js", "__tests__/mul.test.js > mul > multiplies")
     assert p2p.agrees == ("__tests__/calc.test.js > calc > adds",)
     assert (f2p.they_missed, p2p.they_missed, f2p.we_missed, p2p.we_missed) == ((), (), (), ())
-    assert check.verdict == "differs"  # only for the name that is not one test
-    assert check.detail == "FAIL_TO_PASS: 1 agree, 1 name unmapped; PASS_TO_PASS: 1 agree"
+    assert f2p.name_unmapped == p2p.name_unmapped == ()
+    assert check.verdict == "confirmed"
+    assert check.detail == "FAIL_TO_PASS: 2 agree; PASS_TO_PASS: 1 agree"

@@ -11,9 +11,10 @@ tests by what their log parsers could see:
   file), a TAP line's ``<n> <title>``.
 
 A name maps when exactly one of our ids answers to it under its dataset's readings. A name for a
-whole file, or one that none or several of our ids answer to, is not mapped: it stays as theirs
-with why, for the label check's ``name_unmapped``. Nothing is guessed. Other datasets' ids are
-ours already (pytest node ids) and pass through untouched.
+whole file (jest's PASS/FAIL line for it) is kept with the ids of ours in that file, for the label
+check to judge the file as their runner did. A name that none or several of our ids answer to is
+not mapped: it stays as theirs with why, for the label check's ``name_unmapped``. Nothing is
+guessed. Other datasets' ids are ours already (pytest node ids) and pass through untouched.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from trajforge.verifiers.reports.ids import SEPARATOR
 
 MULTI_SWE_BENCH = "multi-swe-bench"
 SWE_POLYBENCH = "swe-polybench"
-WHOLE_FILE = "names a whole test file (their runner's file line), not one test"
+WHOLE_FILE = "a whole test file (their runner's file line)"
 NO_MATCH = "no test here answers to it (not run here, or named otherwise)"
 _TAP_NUMBER = re.compile(r"\d+ (?:- )?(.+)")
 _SHOWN = 3  # ambiguous names: how many of ours the reason lists
@@ -35,14 +36,16 @@ _SHOWN = 3  # ambiguous names: how many of ours the reason lists
 
 @dataclass(frozen=True)
 class NameMap:
-    """Their name -> our id for each name that maps, and -> why for each that does not."""
+    """Their name -> our id for each name that maps, -> why for each that does not, and a whole
+    file's name -> our ids in that file."""
 
     ours: dict[str, str] = field(default_factory=dict)
     unmapped: dict[str, str] = field(default_factory=dict)
+    files: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def theirs_as_ours(self, names: Iterable[str]) -> set[str]:
-        """The names that map, as our ids; a name in neither map is already ours."""
-        return {self.ours.get(n, n) for n in names if n not in self.unmapped}
+        """The names that map, as our ids; a name in no map is already ours."""
+        return {self.ours.get(n, n) for n in names if n not in self.unmapped | self.files}
 
 
 class _Ours:
@@ -50,13 +53,13 @@ class _Ours:
 
     def __init__(self, ids: Iterable[str]) -> None:
         self.ids = set(ids)
-        self.files: set[str] = set()
+        self.files: dict[str, set[str]] = defaultdict(set)
         self.by_key: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         for test_id in self.ids:
             file, sep, rest = test_id.partition(SEPARATOR)
             if not sep:
                 continue
-            self.files.add(file)
+            self.files[file].add(test_id)
             parts = rest.split(SEPARATOR)
             for key in (("leaf", parts[-1]), ("full", " ".join(parts))):
                 self.by_key[(key[0], file, key[1])].add(test_id)
@@ -82,11 +85,14 @@ def map_names(dataset: str, names: Iterable[str], our_ids: Iterable[str]) -> Nam
         return NameMap()
     mapped: dict[str, str] = {}
     unmapped: dict[str, str] = {}
+    files: dict[str, frozenset[str]] = {}
     for name in dict.fromkeys(names):
         if name in ours.ids:
             continue
         found = reading(name, ours)
-        if isinstance(found, str):
+        if found == WHOLE_FILE:
+            files[name] = frozenset(ours.files[name])
+        elif isinstance(found, str):
             unmapped[name] = found
         elif len(found) == 1:
             mapped[name] = next(iter(found))
@@ -95,7 +101,7 @@ def map_names(dataset: str, names: Iterable[str], our_ids: Iterable[str]) -> Nam
         else:
             shown = ", ".join(sorted(found)[:_SHOWN])
             unmapped[name] = f"{len(found)} tests here answer to it ({shown}...): ambiguous"
-    return NameMap(mapped, unmapped)
+    return NameMap(mapped, unmapped, files)
 
 
 def _multi_swe_bench(name: str, ours: _Ours) -> set[str] | str:
