@@ -6,6 +6,9 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -129,10 +132,31 @@ def run_stages(work: Path, *commands: tuple[str, ...]) -> subprocess.CompletedPr
     return done
 
 
-@pytest.fixture(scope="module")
+@contextmanager
+def hold_image(image: str) -> Iterator[None]:
+    """Keep ``image`` here while the block runs, as a trajforge run keeps the images it uses: a
+    container of it (created, never started). ``images prune`` (a CI or benchmark machine's
+    cleanup, ``--keep-none``) removes unused images older than ``--min-age``, and an image
+    rebuilt from the build cache carries its first build's creation time, so a fixture's image
+    outlives the age check long before the tests that use it are done."""
+    name = f"trajforge-test-hold-{uuid.uuid4().hex[:12]}"
+    made = subprocess.run(
+        ["docker", "create", "--name", name, "--network", "none", image, "true"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    try:
+        yield
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="session")
 def calc_task(docker_engine, tmp_path_factory):
     """(task, repo path, work dir): calc (``add`` subtracts; FAIL_TO_PASS test_add, PASS_TO_PASS
-    test_mul) mined, validated and described through the CLI, for the forge kit.
+    test_mul) mined, validated and described through the CLI, for the forge kit and the reward
+    hacking tests: once per session (each reads it and writes only outputs of its own names),
+    its image held for the session (``hold_image``).
 
     Near misses are on: an unresolved run that touched the gold lines would be exported for SFT,
     so a forged run that reaches an export would show.
@@ -152,4 +176,5 @@ def calc_task(docker_engine, tmp_path_factory):
     (task,) = read_records(TaskInstance, str(work / "validate/tasks"))
     assert task.FAIL_TO_PASS == ("tests/test_ops.py::test_add",)
     assert task.PASS_TO_PASS == ("tests/test_ops.py::test_mul",)
-    return task, str(root / "calc"), work
+    with hold_image(task.image_name):
+        yield task, str(root / "calc"), work

@@ -23,7 +23,7 @@ from pathlib import Path
 import datasets
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_cli, write_params
+from conftest import hold_image, run_cli, write_params
 from repo_factory import build_add_fix_repo
 from test_import_tasks import UPSTREAM, Calc, smith_row, swe_bench_row, write_jsonl
 from trajforge.generators.environments.base_image import base_image_tag
@@ -121,12 +121,10 @@ def victim(tmp_path_factory):
     """(work dir, repo path, the victim's one proven task) from the real CLI; every image the
     module made is removed at the end.
 
-    The genuine image is held by a container (created, never started) for the module's life, as
-    a trajforge run holds the images it uses: an ``images prune`` on this machine (a CI or
-    benchmark cleanup, ``--keep-none``) keeps any image a container uses, and nothing else
-    protects it here. Its rebuilds below come from the build cache, so they carry the first
-    build's creation time, and once the module has run longer than the cleanup's ``--min-age``
-    (under load it does) the rebuilt tag was removed between ``validate`` and the assertions.
+    The genuine image is held for the module's life (``hold_image``): its rebuilds below come
+    from the build cache and carry the first build's creation time, so once the module had run
+    longer than a machine cleanup's ``images prune --min-age`` (under load it did), the rebuilt
+    tag could be pruned between ``validate`` and the assertions.
     """
     root = tmp_path_factory.mktemp("victim")
     repo = root / "calc"
@@ -139,10 +137,8 @@ def victim(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     [task] = tasks_of(work / "first").values()
     assert task.FAIL_TO_PASS == (ADD_F2P,) and task.image_name.startswith("trajforge-env:")
-    hold = f"hold-{RUN}"
-    docker("create", "--name", hold, "--network", "none", task.image_name, "true")
-    yield work, repo, task
-    docker("rm", "-f", hold, check=False)
+    with hold_image(task.image_name):
+        yield work, repo, task
     found = docker("images", "--format", "{{.Repository}}:{{.Tag}}", check=False).stdout.split()
     made = [t for t in found if task.profile_id in t or RUN in t or t.startswith("trajforge-eval")]
     mine = [t for t in made if not t.startswith("trajforge-eval") or _ours(t, task)]
