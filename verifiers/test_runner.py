@@ -8,6 +8,7 @@ raises (``SandboxBroken``) instead of returning a TestRun that a verdict could r
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shlex
 from collections.abc import Callable, Sequence
@@ -55,6 +56,33 @@ class RunContext:
     # How the run's report (``junit_path``'s bytes, or None) and log read: pytest's JUnit XML and
     # log when None; another language's reader otherwise (generators/languages/).
     parse: Callable[[bytes | None, str], ParsedLog] | None = None
+    # How a selection of test ids becomes the command's trailing arguments: pytest takes the ids
+    # (None); a runner that selects by FILE (JavaScript's) is given the files, and the run's
+    # statuses are then limited to the selected ids, as a pytest run of those ids reports them.
+    select: Callable[[Sequence[str]], Sequence[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a profile's runs are read: where its command writes the report, how the report
+    reads and how a selection is passed (``RunContext``'s fields; the defaults are pytest's)."""
+
+    report_path: str
+    parse: Callable[[bytes | None, str], ParsedLog] | None = None
+    select: Callable[[Sequence[str]], Sequence[str]] | None = None
+
+    @classmethod
+    def of(cls, where: str | Reading) -> Reading:
+        """A report path alone is pytest's JUnit XML at that path."""
+        return where if isinstance(where, Reading) else cls(where)
+
+    def context(
+        self, candidate_id: str, profile_id: str, test_cmd: str, timeout_s: float
+    ) -> RunContext:
+        return RunContext(
+            candidate_id, profile_id, test_cmd, self.report_path, timeout_s,
+            parse=self.parse, select=self.select,
+        )  # fmt: skip
 
 
 def with_test_limit(test_cmd: str, install: Sequence[str], seconds: int) -> str:
@@ -73,7 +101,8 @@ def run_tests(
     session: Session, ctx: RunContext, state: str, attempt: int, selection: tuple[str, ...] = ()
 ) -> TestRun:
     """One execution of the test command (limited to ``selection`` when given)."""
-    args = " ".join(shlex.quote(test_id) for test_id in selection)
+    trailing = ctx.select(selection) if ctx.select is not None and selection else selection
+    args = " ".join(shlex.quote(arg) for arg in trailing)
     command = f"rm -f {shlex.quote(ctx.junit_path)}; {ctx.test_cmd} {args}".strip()
     result = session.exec(command, timeout_s=ctx.timeout_s)
     junit = session.read_file_checked(ctx.junit_path)
@@ -100,6 +129,10 @@ def run_tests(
         parsed = ParsedLog({}, ())
     else:
         parsed = (ctx.parse or _parse)(junit.data, result.output)
+        if ctx.select is not None and selection:  # the selected files' other tests: not asked
+            wanted = set(selection)
+            statuses = {t: s for t, s in parsed.statuses.items() if t in wanted}
+            parsed = dataclasses.replace(parsed, statuses=statuses)
     suite_ran = (
         not problem
         and not result.timed_out

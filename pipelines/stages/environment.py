@@ -10,6 +10,12 @@ profile comes from one repository and the image's setup commit is a commit of th
 The outcome, failed or not, is cached by the detected profile's id, so a rerun neither builds nor
 probes again; a failed profile's items are rejected with the reason in one line (the raw build
 log stays in ``<cache_dir>/build-logs/``).
+
+The language of a site is the registry's answer for its commit's tree
+(``generators/languages/at_commit.py:language_at``): a JavaScript project gets a profile of
+its own (``language="javascript"``, its runner, its node, the runner's full-suite command) and
+an image built from its recipe (``build_js_profile``); everything else is decided by
+``detect_profile`` exactly as before.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import apache_beam as beam
 from trajforge.generators.environments.prepare import Prepared, prepare_environment
 from trajforge.generators.environments.profile import detect_profile
 from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
+from trajforge.generators.languages.at_commit import language_at
+from trajforge.generators.languages.js_profile import build_js_profile, js_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime import progress, reach
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, StageFn
@@ -58,11 +66,14 @@ class DetectProfileFn(StageFn):
         env = self.params.environment
         try:
             repo = open_source(site.source, SourceOptions.from_params(self.params))
-            profile = detect_profile(
-                repo.path, site.commit, site.repo,
-                default_python=env.default_python, pythons=tuple(env.pythons),
-                source=repo.identity, registry=env.registry,
-            )  # fmt: skip
+            if language_at(repo.path, site.commit).name == "javascript":
+                profile = js_profile(repo.path, site.commit, site.repo, repo.identity, self.params)
+            else:  # Python, decided exactly as before the language layer
+                profile = detect_profile(
+                    repo.path, site.commit, site.repo,
+                    default_python=env.default_python, pythons=tuple(env.pythons),
+                    source=repo.identity, registry=env.registry,
+                )  # fmt: skip
         except UserError as exc:
             yield self.reject_error(site.input_id, exc)
             return
@@ -99,7 +110,8 @@ class BuildEnvironmentFn(SandboxFn):
         yield beam.pvalue.TaggedOutput(PROFILES, built)
         if self.STAGE == "validate" and built.status == "built":
             reach.mark(self, "installed", built.repo)
-            if prepared.reason in ("", "no_tests"):
+            # a JS profile has no collection probe: validate marks it when its suite runs
+            if prepared.reason in ("", "no_tests") and built.language == "python":
                 reach.mark(self, "collected", built.repo)
         # No tests at the setup commit is no reason to drop the profile's items: a mined fix
         # may add the repository's first tests (each item's own run decides).
@@ -120,16 +132,22 @@ class BuildEnvironmentFn(SandboxFn):
         assert self.sandbox is not None
         env = self.params.environment
         store = self.sandbox if isinstance(self.sandbox, ImageStore) else None
-        fetch = None
-        if store is not None:  # pulled when the registry has it: no build
+        say = lambda line: progress.say(f"{self.STAGE}: {line}")  # noqa: E731
+        if profile.language == "javascript":  # no collection probe: each item's run decides
+            prepared = build_js_profile(
+                self.sandbox, profile, repo.path, first.commit, self.params, say
+            )
+        else:
+            fetch = None
+            if store is not None:  # pulled when the registry has it: no build
 
-            def fetch(image: str) -> None:
-                self._registry(profile, lambda: fetch_image(store, image, env, self.count))
+                def fetch(image: str) -> None:
+                    self._registry(profile, lambda: fetch_image(store, image, env, self.count))
 
-        prepared = prepare_environment(
-            self.sandbox, profile, repo.path, self.params, count=self.count, fetch=fetch,
-            say=lambda line: progress.say(f"{self.STAGE}: {line}"),
-        )  # fmt: skip
+            prepared = prepare_environment(
+                self.sandbox, profile, repo.path, self.params, count=self.count, fetch=fetch,
+                say=say,
+            )  # fmt: skip
         built = prepared.profile
         if store is None or built.status != "built":
             return prepared

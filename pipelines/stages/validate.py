@@ -3,7 +3,9 @@
 Candidates are keyed by their environment profile, so each profile's image is built once (a
 GroupByKey) and shared by all its commits. Mined candidates are then validated one by one in fresh
 containers, ``workers`` at a time per Beam worker; injected bugs (``bug/*``) are grouped by the
-snapshot they mutate and validated together, with coverage-guided test selection. A candidate
+snapshot they mutate and validated together, with coverage-guided test selection (a JavaScript
+profile's bugs: a full run each, ``verifiers/validation/js_mutants.py``; its runs read through
+the runner's report, ``js_profile.py:js_reading``). A candidate
 imported from a published dataset (``labels``) also gets a ``label_check`` row: their
 FAIL_TO_PASS / PASS_TO_PASS against ours, test by test (``verifiers/validation/labels.py``).
 """
@@ -16,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import apache_beam as beam
 from trajforge.generators.bugs.combiner import combine_bugs
 from trajforge.generators.environments.profile import JUNIT_PATH
+from trajforge.generators.languages.js_profile import js_reading
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.report.data import LABEL_CHECK_COLUMNS, label_figures_of
 from trajforge.pipelines.runtime import reach
@@ -30,12 +33,14 @@ from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.outside_world import describe, outside_world_tests
+from trajforge.verifiers.test_runner import Reading
 from trajforge.verifiers.validation.candidate import (
     TestTree,
     ValidationResult,
     rejected,
     validate_candidate,
 )
+from trajforge.verifiers.validation.js_mutants import validate_js_mutations
 from trajforge.verifiers.validation.labels import check_labels, class_counts
 from trajforge.verifiers.validation.mutants import (
     AuditBook,
@@ -80,6 +85,8 @@ class ValidateFn(SandboxFn):
         """``moved``: the bar already moved for it (``_outcome``, as the bug finished)."""
         if result.cached:
             self.count("cache_hits")
+        if any(run.suite_ran for run in clean or result.runs):  # a suite that ran collected
+            reach.mark(self, "collected", candidate.repo)
         if reach.passed_any(clean or result.runs):
             reach.mark(self, "clean", candidate.repo)
         if result.task is not None:
@@ -142,7 +149,7 @@ class ValidateBatchFn(ValidateFn):
             base,
             gold,
             self.params.validate,
-            JUNIT_PATH,
+            _reading(profile),
             self.cache,
         )
 
@@ -176,7 +183,7 @@ class ValidateMutantsFn(ValidateFn):
         if not mutations:
             return
         try:
-            batch = self._validate(profile, clean, mutations)
+            batch = self._validate(repo.path, profile, clean, mutations)
         except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
             for mutation in mutations:
                 yield self.reject_sandbox_error(mutation.candidate.candidate_id, exc)
@@ -199,9 +206,16 @@ class ValidateMutantsFn(ValidateFn):
         ]
         yield from self._combinations(repo.path, profile, clean, kept)
 
-    def _validate(self, profile: EnvProfile, clean: TestTree, mutations: list[Mutation]):
+    def _validate(
+        self, repo_path: str, profile: EnvProfile, clean: TestTree, mutations: list[Mutation]
+    ):
         assert self.sandbox is not None
         workers = self.params.validate.workers
+        if profile.language == "javascript":  # no per-test coverage: a full run per bug
+            return validate_js_mutations(
+                self.sandbox, profile, repo_path, clean, mutations, self.params.validate,
+                js_reading(profile), self.cache, workers, on_done=self._outcome,
+            )  # fmt: skip
         return validate_mutations(
             self.sandbox, profile, clean, mutations, self.params.validate, JUNIT_PATH, self.cache,
             workers, on_done=self._outcome, audit=self.audit,
@@ -231,7 +245,7 @@ class ValidateMutantsFn(ValidateFn):
         self.more_units(len(combos))
         try:
             mutations = [mutation_of(repo_path, c.candidate, clean.tree_id) for c in combos]
-            batch = self._validate(profile, clean, mutations)
+            batch = self._validate(repo_path, profile, clean, mutations)
         except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
             for combo in combos:
                 yield self.reject_sandbox_error(combo.candidate.candidate_id, exc)
@@ -246,6 +260,11 @@ def label_figures(output: str) -> dict[str, object]:
     """The summary's "labels confirmed X of N" and tests per class, read from the written
     ``label_check`` table (so runners without metrics give them too); none without imports."""
     return label_figures_of(read_frame(table_files(output, LABEL_CHECK), LABEL_CHECK_COLUMNS))
+
+
+def _reading(profile: EnvProfile) -> str | Reading:
+    """How the profile's runs read: pytest's JUnit XML, or the JS runner's report."""
+    return js_reading(profile) if profile.language == "javascript" else JUNIT_PATH
 
 
 def _injected(candidate: Candidate) -> bool:

@@ -36,7 +36,7 @@ from trajforge.schemas.task_instance import TaskInstance, Validation
 from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken, Session, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
-from trajforge.verifiers.test_runner import RunContext, run_tests, with_test_limit
+from trajforge.verifiers.test_runner import Reading, RunContext, run_tests, with_test_limit
 from trajforge.verifiers.validation.rule import (
     Verdict,
     decisive_tests,
@@ -115,22 +115,19 @@ def validate_candidate(
     base: TestTree,
     gold: TestTree,
     params: ValidateParams,
-    junit_path: str,
+    junit_path: str | Reading,
     cache: ContentCache | None,
 ) -> ValidationResult:
-    """``base`` is base + test_patch, ``gold`` is base + test_patch + patch."""
+    """``base`` is base + test_patch, ``gold`` is base + test_patch + patch. ``junit_path``:
+    where pytest writes its JUnit XML, or how another runner's runs read (``Reading``)."""
     profile = with_limits(profile, params)
     decides = (profile.profile_id, profile.image, profile.test_cmd, base.tree_id, gold.tree_id)
     policy = (params.reruns, params.rerun_scope, params.test_timeout_s)
     key = content_id(CACHE_VERSION, *decides, *policy, length=32)
     if cache is not None and (hit := cache.get(key)) is not None:
         return from_cache(hit, candidate)
-    ctx = RunContext(
-        candidate.candidate_id,
-        profile.profile_id,
-        profile.test_cmd,
-        junit_path,
-        params.test_timeout_s,
+    ctx = Reading.of(junit_path).context(
+        candidate.candidate_id, profile.profile_id, profile.test_cmd, params.test_timeout_s
     )
     try:
         base_runs, gold_runs, verdict = _run_and_judge(sandbox, profile, base, gold, ctx, params)
@@ -179,7 +176,8 @@ def _run_and_judge(
             reason = "every test passes before the fix; nothing to fix"
             return base_runs, [], Verdict(False, "no_failing_test_at_base", reason)
         # The base run's container, emptied, takes gold; where it cannot be, a fresh one does.
-        emptied = sandbox.name in RESETTABLE
+        # A JS image's install lives in /repo itself (node_modules), which RESET would delete.
+        emptied = sandbox.name in RESETTABLE and profile.language == "python"
         reused = emptied and _reset(first)
         gold_session = first if reused else containers.enter_context(sandbox.session(spec))
         gold_session.put_archive(gold.tar())
@@ -225,6 +223,8 @@ def build_task(
         image_digest=profile.image_digest,
         env_recipe=profile.recipe,
         test_cmd=profile.test_cmd,
+        language=profile.language,
+        test_runner=profile.runner,
         excluded_tests=profile.excluded,
         profile_id=profile.profile_id,
         flaky_tests=verdict.flaky,

@@ -1,0 +1,203 @@
+"""A JavaScript site as the stages see it: an ``EnvProfile`` detected at a commit, built once.
+
+The stages key items by profile (``pipelines/stages/environment.py``); this adapter gives a JS
+repository's commit the same record a Python one gets: ``detect_at`` detects the commit's tree
+(never the working copy's HEAD), ``js_profile`` turns the detection into a profile keyed by the
+source's identity and what decides the install (the recipe, the runner's command,
+package.json's dependency tables, the lock file), and ``build_js_profile`` builds its image
+through ``build_recipe`` as ``prepare_js_environment`` does, a failed install being one line
+(``install_failed``, cached, so a rerun does not build it again). ``js_reading`` tells validate
+how the profile's runs read: the runner's report, and a selection passed as files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+
+from trajforge.generators.environments.base_image import ensure_node_base_image
+from trajforge.generators.environments.image import build_recipe, recipe_digest
+from trajforge.generators.environments.prepare import Prepared
+from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
+from trajforge.generators.languages.base import Detection
+from trajforge.generators.languages.javascript import LOCKS, JavaScript, test_file
+from trajforge.generators.languages.js_environment import (
+    JS_PROFILE_FORMAT,
+    _reader,
+    install_cause,
+)
+from trajforge.generators.languages.js_runners import REPORT_PATH
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import Params
+from trajforge.schemas.records import content_id, from_row, to_row
+from trajforge.schemas.storage import ContentCache
+from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
+from trajforge.verifiers.sandbox.git_tree import GitError, git, read_file_at
+from trajforge.verifiers.test_runner import Reading
+
+JAVASCRIPT = JavaScript()
+BUILD_VERSION = "js-build-v1"  # the cache of failed installs
+MAX_TOP_FILE = 64 * 1024 * 1024  # a top-level file larger than this is no project file
+# package.json's tables that decide what the install puts in node_modules
+INSTALL_TABLES = (
+    "dependencies", "devDependencies", "optionalDependencies", "peerDependencies",
+    "workspaces", "packageManager", "engines", "overrides", "resolutions",
+)  # fmt: skip
+
+
+def detect_at(repo_path: str, commit: str) -> Detection:
+    """JavaScript's detection of the repository's tree at ``commit`` (its top-level files,
+    whole: the lock file's format picks pnpm's major), read with the commit's own date (its
+    era's Node) through a throwaway repository whose HEAD is ``commit`` (objects borrowed, not
+    copied). Which language the commit is stays ``at_commit.language_at``'s answer."""
+    with tempfile.TemporaryDirectory(prefix="trajforge-js-") as tree:
+        _write_top_files(repo_path, commit, tree)
+        _borrow_commit(repo_path, commit, tree)
+        detection = JAVASCRIPT.detect(tree)
+    if detection is None:
+        raise UserError(f"{commit[:12]}: no package.json at the top; not a JavaScript project",
+                        reason="no_js")  # fmt: skip
+    return detection
+
+
+def js_profile(repo_path: str, commit: str, repo: str, identity: str, params: Params) -> EnvProfile:
+    """The detected (not yet built) profile of a JS project at ``commit``; a UserError with one
+    line for a runner trajforge cannot run yet (``unsupported_runner``)."""
+    detection = detect_at(repo_path, commit)
+    test_cmd = JAVASCRIPT.test_command(detection, (), params.validate.per_test_timeout_s)
+    recipe = JAVASCRIPT.render_recipe(detection)
+    installs = _install_evidence(repo_path, commit, detection.lockfile)
+    decides = (identity, repo, recipe, test_cmd, installs)
+    profile_id = content_id(JS_PROFILE_FORMAT, *decides, length=16)
+    return EnvProfile(
+        profile_id=profile_id,
+        repo=repo,
+        python="",
+        install=(),
+        test_cmd=test_cmd,
+        image=image_name(params.environment.registry, profile_id),
+        status="detected",
+        log=detection.why,
+        setup_commit="",
+        recipe=recipe,
+        install_set=detection.package_manager,
+        language=detection.language,
+        runner=detection.runner,
+        runtime=detection.runtime,
+    )
+
+
+def build_js_profile(
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    repo_path: str,
+    commit: str,
+    params: Params,
+    say: Callable[[str], None] = print,
+) -> Prepared:
+    """The profile's image at ``commit``: reused when its recipe label is this recipe's hash,
+    else built; a failed install is ``install_failed`` with the package manager's first error
+    line (the raw log under ``<cache_dir>/build-logs/``), cached by the profile's id."""
+    if not isinstance(sandbox, ImageStore):
+        raise UserError(
+            "javascript environments build images: use the docker or podman sandbox",
+            reason="no_image_store",
+        )
+    cache = ContentCache(params.results_cache, "environments")
+    key = content_id(BUILD_VERSION, profile.profile_id, commit)
+    if (known := cache.get(key)) is not None:
+        return Prepared(from_row(EnvProfile, known["profile"]), known["reason"], known["detail"], 0)
+    built = dataclasses.replace(profile, setup_commit=commit, status="built")
+    digest = recipe_digest(repo_path, profile.recipe, profile.profile_id, commit)
+    info = sandbox.image_info(profile.image) if sandbox.has_image(profile.image) else None
+    if info is not None and info.labels.get(RECIPE_LABEL) == digest:
+        return Prepared(built, "", "", 0)
+    if getattr(sandbox, "name", "") == "docker":
+        ensure_node_base_image(profile.runtime, getattr(sandbox, "docker_host", None), say)
+    say(f"{profile.repo}: node {profile.runtime}, {profile.install_set}, {profile.runner}")
+    env = params.environment
+    result = build_recipe(sandbox, profile.image, profile.recipe, profile.profile_id, commit,
+                          repo_path, env)  # fmt: skip
+    if result.ok:
+        return Prepared(dataclasses.replace(built, log=result.log[-4000:]), "", "", 0)
+    _keep_log(params, profile.profile_id, result.log)
+    cause = f"{profile.repo}: {profile.install_set} install failed: {install_cause(result.log)}"
+    failed = Prepared(dataclasses.replace(built, status="failed", log=cause), "install_failed",
+                      cause, 0)  # fmt: skip
+    cache.put(key, {"profile": to_row(failed.profile), "reason": failed.reason, "detail": cause})
+    return failed
+
+
+def js_reading(profile: EnvProfile) -> Reading:
+    """How a JS profile's runs read: its runner's report at ``REPORT_PATH``, a missing or
+    unreadable one being the run's collection error; a selection passes its tests' files."""
+    return Reading(REPORT_PATH, _reader(profile.runner), select=test_files)
+
+
+def test_files(selection: Sequence[str]) -> list[str]:
+    """The files that hold the selected tests, each once, in order."""
+    return sorted({test_file(test_id) for test_id in selection})
+
+
+def _write_top_files(repo_path: str, commit: str, into: str) -> None:
+    """The commit's top-level regular files (not links, not folders) written into ``into``,
+    read in one ``git cat-file --batch``."""
+    listing = git(repo_path, "ls-tree", "-z", "--long", "--end-of-options", commit).decode(
+        "utf-8", "surrogateescape"
+    )
+    wanted: list[tuple[str, str]] = []  # (blob, name)
+    for entry in filter(None, listing.split("\0")):
+        meta, _, name = entry.partition("\t")
+        mode, kind, blob, size = meta.split()
+        regular = kind == "blob" and mode in ("100644", "100755")
+        if regular and int(size) <= MAX_TOP_FILE and name not in (".", "..", ".git"):
+            wanted.append((blob, name))
+    if not wanted:
+        return
+    out = git(repo_path, "cat-file", "--batch", input="".join(f"{b}\n" for b, _ in wanted).encode())
+    at = 0
+    for _, name in wanted:  # each: "<sha> blob <size>\n<bytes>\n"
+        header_end = out.index(b"\n", at)
+        length = int(out[at:header_end].split()[2])
+        with open(os.path.join(into, name), "wb") as handle:
+            handle.write(out[header_end + 1 : header_end + 1 + length])
+        at = header_end + 1 + length + 1
+
+
+def _borrow_commit(repo_path: str, commit: str, tree: str) -> None:
+    """Make ``tree`` a repository whose HEAD is ``commit``, its objects read from ``repo_path``
+    (git's alternates), so what a language reads of the commit (its date) is the commit's."""
+    objects = git(repo_path, "rev-parse", "--path-format=absolute", "--git-path", "objects")
+    sha = git(repo_path, "rev-parse", "--verify", "--end-of-options", f"{commit}^{{commit}}")
+    dot_git = os.path.join(tree, ".git")
+    os.makedirs(os.path.join(dot_git, "objects", "info"))
+    os.makedirs(os.path.join(dot_git, "refs", "heads"))
+    with open(os.path.join(dot_git, "objects", "info", "alternates"), "wb") as handle:
+        handle.write(objects.strip() + b"\n")
+    with open(os.path.join(dot_git, "HEAD"), "wb") as handle:
+        handle.write(sha.strip() + b"\n")
+
+
+def _install_evidence(repo_path: str, commit: str, lockfile: str) -> str:
+    """A digest of what decides the install at ``commit``: package.json's install tables and
+    the lock file's blob (a commit that changes neither shares the image)."""
+    try:
+        data = json.loads(read_file_at(repo_path, commit, "package.json"))
+    except (GitError, ValueError):
+        data = {}
+    tables = {k: data.get(k) for k in INSTALL_TABLES} if isinstance(data, dict) else {}
+    lock = b""  # the lock file's blob id
+    if lockfile in dict(LOCKS):
+        lock = git(repo_path, "rev-parse", "--verify", "--end-of-options", f"{commit}:{lockfile}")
+    return content_id(tables, lock.decode().strip())
+
+
+def _keep_log(params: Params, profile_id: str, log: str) -> None:
+    logs = os.path.join(params.cache_dir, "build-logs")
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(logs, f"{profile_id}.log"), "w", encoding="utf-8") as handle:
+        handle.write(log)
