@@ -40,7 +40,7 @@ import io
 import os
 import tarfile
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from trajforge.schemas.diff import parse_patch
@@ -49,14 +49,16 @@ from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_ids import is_grading_path, test_file
-from trajforge.verifiers.grader import patch_policy, rules, sentinels
+from trajforge.verifiers.grader import js_policy, patch_policy, rules, sentinels
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import (
     SupervisedRun,
     image_facts,
     run_supervised,
+    run_supervised_js,
     ship,
 )
+from trajforge.verifiers.reports.ids import test_file as js_test_file
 from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git, scratch_objects
 
@@ -64,6 +66,8 @@ VERSION = "verify-v4"  # v4: supervised runs, sentinels, the start-up file and s
 PASSED = "PASSED"
 NOT_RUN = "NOT_RUN"  # a graded test a fail-fast verdict did not run (counts as not passed)
 FAIL_FAST = "fail-fast"
+JAVASCRIPT = "javascript"
+JS_VERSION = "verify-js-v1"  # a JS task's verdicts: supervised jest with the grader's reporter
 MAX_SELECTED = 400  # beyond this many graded tests, run the whole suite and read them from it
 
 
@@ -116,28 +120,37 @@ def _verify(
     except UserError:
         return PatchVerdict(False, "patch_does_not_apply")
     paths = _changed_paths(repo, start, changed, objects)
-    startup = [why for p in paths if (why := patch_policy.startup_file(p))]
+    refused = js_policy.forbidden_file if _is_js(task) else patch_policy.startup_file
+    startup = [why for p in paths if (why := refused(p))]
     if startup:
         return PatchVerdict(False, "forbidden_file", log="; ".join(startup[:5]))
-    task_tests = parse_patch(task.test_patch).files | {test_file(t) for t in graded}
-    dropped = tuple(p for p in paths if p in task_tests or is_grading_path(p))
+    task_tests = parse_patch(task.test_patch).files | {_test_file(task, t) for t in graded}
+    try:
+        clean = apply_patches(repo, task.base_commit, [task.bug_patch, task.test_patch], objects)
+    except UserError:
+        return PatchVerdict(False, "patch_does_not_apply")
+    grading = _grading_path(task, repo, clean, objects)
+    dropped = tuple(p for p in paths if p in task_tests or grading(p))
     kept = [p for p in paths if p not in dropped]
     if not kept:
         return PatchVerdict(False, "no_source_changes", dropped=dropped)
     new = set(_changed_paths(repo, start, changed, objects, added_only=True)) & set(kept)
     try:
-        clean = apply_patches(repo, task.base_commit, [task.bug_patch, task.test_patch], objects)
         tree = _overlay(repo, clean, changed, kept, objects)
     except UserError:  # git's own errors (GitError) are UserErrors too
         return PatchVerdict(False, "patch_does_not_apply", dropped=dropped)
-    key = content_id(VERSION, task.image_name, task.test_cmd, tree, _selection(graded), timeout_s)
+    key = content_id(
+        VERSION, task.image_name, task.test_cmd, tree, _selection(graded), timeout_s,
+        *_variant(task),
+    )  # fmt: skip
     if (verdict := _cached(cache, key, dropped)) is not None:
         return verdict
     if fail_fast and task.FAIL_TO_PASS and task.PASS_TO_PASS:
         failing = tuple(task.FAIL_TO_PASS)
         first_key = content_id(
-            VERSION, FAIL_FAST, task.image_name, task.test_cmd, tree, failing, timeout_s
-        )
+            VERSION, FAIL_FAST, task.image_name, task.test_cmd, tree, failing, timeout_s,
+            *_variant(task),
+        )  # fmt: skip
         first = _cached(cache, first_key, dropped)
         if first is None:
             first = _graded_run(
@@ -150,6 +163,37 @@ def _verify(
     verdict = _graded_run(sandbox, task, repo, tree, objects, new, dropped, graded, timeout_s)
     _store(cache, key, verdict)
     return verdict
+
+
+def _is_js(task: TaskInstance) -> bool:
+    return task.language == JAVASCRIPT
+
+
+def _variant(task: TaskInstance) -> tuple[str, ...]:
+    """What else decides a verdict's key: nothing for pytest (its keys stay as they were), the
+    JS grading's version and runner for a JS task."""
+    return (JS_VERSION, task.test_runner) if _is_js(task) else ()
+
+
+def _test_file(task: TaskInstance, test_id: str) -> str:
+    return js_test_file(test_id) if _is_js(task) else test_file(test_id)
+
+
+def _grading_path(
+    task: TaskInstance, repo: str, clean: str, objects: Mapping[str, str]
+) -> Callable[[str], bool]:
+    """Whether a path decides how the tests run (reset to the task's own): pytest's rule by
+    name; for JS, by name or named by a configuration of the task's own tree."""
+    if not _is_js(task):
+        return is_grading_path
+    named = _js_grading_files(repo, clean, objects)
+    return lambda path: path in named or js_policy.is_grading_path(path)
+
+
+def _js_grading_files(repo: str, tree: str, objects: Mapping[str, str]) -> set[str]:
+    return js_policy.grading_files(
+        _tree_paths(repo, tree, objects), lambda p: _blob(repo, tree, p, objects)
+    )
 
 
 def _selection(graded: tuple[str, ...]) -> tuple[str, ...]:
@@ -169,6 +213,8 @@ def _graded_run(
     timeout_s: float,
 ) -> PatchVerdict:
     """``graded`` (with sentinels in their files) run once in a fresh grading container."""
+    if _is_js(task):
+        return _graded_js_run(sandbox, task, repo, tree, objects, dropped, graded, timeout_s)
     selection = _selection(graded)
     failing = {test_file(t) for t in task.FAIL_TO_PASS if t in graded}
     graded_files = sorted(failing or {test_file(t) for t in graded})
@@ -194,6 +240,28 @@ def _graded_run(
         run_selection = (*selection, *(s.test_id for s in planted_sentinels)) if selection else ()
         run = run_supervised(session, task.test_cmd, facts, run_selection, timeout_s)
         return judge(run, graded, planted_sentinels, dropped)
+
+
+def _graded_js_run(
+    sandbox: Sandbox,
+    task: TaskInstance,
+    repo: str,
+    tree: str,
+    objects: Mapping[str, str],
+    dropped: tuple[str, ...],
+    graded: tuple[str, ...],
+    timeout_s: float,
+) -> PatchVerdict:
+    """A JS task's graded files, run by its runner under the supervisor with the grader's
+    reporter; the tree's tests and configuration read-only to the tests' user. No sentinels
+    (docs/security.md says what that leaves open)."""
+    files = tuple(sorted({js_test_file(t) for t in _selection(graded)}))
+    guard = sorted(_js_grading_files(repo, tree, objects))
+    with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
+        ship(session)
+        session.put_archive(archive(repo, tree, prefix="repo/", env=objects), "/")
+        run = run_supervised_js(session, task.test_runner, files, guard, timeout_s)
+        return judge(run, graded, (), dropped)
 
 
 def _cached(cache: ContentCache | None, key: str, dropped: tuple[str, ...]) -> PatchVerdict | None:

@@ -2,8 +2,9 @@
 
 The session must be a grading session (``SessionSpec(grading=True)``: root may change user, and
 nothing else). The supervisor starts pytest as ``TEST_UID`` with plugin autoload off and the
-image's own plugins named with ``-p``, and the reporter's records come back in a file only root
-can read; the run's log is the supervisor's output. What the image offers (its plugins and every
+image's own plugins named with ``-p`` (a JS task: node's jest with the grader's reporter,
+``run_supervised_js``), and the reporter's records come back in a file only root can read; the
+run's log is the supervisor's output. What the image offers (its plugins and every
 importable name) is probed once per image and process.
 """
 
@@ -40,7 +41,14 @@ FILES = {
     "supervisor.py": "supervisor.py",
     "launch.py": "launch.py",
     "plugins/trajforge_reporter.py": "trajforge_reporter.py",
+    "plugins/trajforge_jest_reporter.js": "trajforge_jest_reporter.js",
 }
+# A JS task's image has Debian's python3 (the node base images), a Python task's its /venv.
+SUPERVISOR_PYTHON = 'P=/venv/bin/python; [ -x "$P" ] || P=/usr/bin/python3; "$P"'
+GUARD = f"{ROOT}/guard.txt"  # the repository paths the tests' user may not write (JS runs)
+JEST_REPORTER = f"{ROOT}/plugins/trajforge_jest_reporter.js"
+# The JS runners the grader supervises, each with the reporter it ships for it.
+JS_RUNNERS = ("jest",)
 
 
 class UnsupportedTestCommand(UserError):
@@ -136,6 +144,51 @@ def run_supervised(
     command = f"{PYTHON} -I {ROOT}/supervisor.py run {TEST_UID} {timeout_s:g} -- " + " ".join(
         shlex.quote(a) for a in args
     )
+    return _supervised(session, command, timeout_s)
+
+
+def jest_args(files: tuple[str, ...]) -> list[str]:
+    """node's arguments for a graded jest run: the reporter preloaded (it takes the records' key
+    before any project code runs) and named as jest's reporter; no transform or haste cache (a
+    test process could write one for another file); two workers, so that the tests of two or
+    more files run in worker processes, never in the reporter's; the project's own
+    configuration, which the patch cannot change; ``files`` (none: the whole suite)."""
+    by_path = ["--runTestsByPath", *files] if files else []
+    return [
+        "-r", JEST_REPORTER, "node_modules/jest/bin/jest.js", "--ci", "--watchman=false",
+        "--no-cache", "--cacheDirectory=/tmp/.trajforge-jest", "--maxWorkers=2",
+        "--reporters=default",
+        f"--reporters={JEST_REPORTER}", *by_path,
+    ]  # fmt: skip
+
+
+def run_supervised_js(
+    session: Session, runner: str, files: tuple[str, ...], guard: list[str], timeout_s: float
+) -> SupervisedRun:
+    """A JS task's graded files run by ``runner`` under the supervisor, as the tests' user, with
+    ``guard`` (repository paths) and every ``node_modules`` read-only to it."""
+    if runner not in JS_RUNNERS:
+        raise UnsupportedTestCommand(
+            f"grader: the javascript runner {runner or '(none)'!r} is not graded yet; the grader "
+            f"ships a reporter for {', '.join(JS_RUNNERS)} only"
+        )
+    listed = "".join(f"{p}\n" for p in guard if "\n" not in p).encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo(GUARD.lstrip("/"))
+        info.size, info.mode = len(listed), 0o644
+        tar.addfile(info, io.BytesIO(listed))
+    session.put_archive(buffer.getvalue(), "/")
+    args = " ".join(shlex.quote(a) for a in jest_args(files))
+    command = (
+        f"{SUPERVISOR_PYTHON} -I {ROOT}/supervisor.py exec {TEST_UID} {timeout_s:g} {GUARD} -- "
+        f"node {args}"
+    )
+    return _supervised(session, command, timeout_s)
+
+
+def _supervised(session: Session, command: str, timeout_s: float) -> SupervisedRun:
+    """Run the supervisor's ``command`` and read what it kept."""
     result = session.exec(command, timeout_s=timeout_s + GRACE_S)
     if result.timed_out:
         empty = Evidence({}, (), False, ())

@@ -11,6 +11,13 @@ is), in the working directory /repo. Two modes:
   records; when pytest exits (or the time is up), kill every process left of that user, read
   the records to the end, and write them to ``out/result.json`` under the grader's root, which
   the tests cannot open.
+- ``exec UID TIMEOUT GUARD -- PROGRAM ARGS``: the same for another language's runner (node's),
+  started as PROGRAM (found in the system's folders, never the repository's). The repository
+  paths listed in the file GUARD (its tests and the runner's configuration) stay read-only, and
+  so do their folders and every ``node_modules``. The runner's reporter has no plugin hook in
+  our process, and the tests' processes share its user, so its records carry a key: read once
+  from a pipe the reporter drains when it loads, before any test runs; a record without it is
+  kept marked, which the host reads as tampering.
 
 Standard library only; runs on Python 3.9.
 """
@@ -93,6 +100,62 @@ def _open_up(path):
         os.chmod(folder, 0o755 if guarded else 0o1777)
 
 
+def _open_up_guarded(path, guard):
+    """Like ``_open_up``, with the grader's list instead of pytest's names: ``guard`` (repository
+    paths: the tests, the runner's configuration and the files it names) and the folders holding
+    them stay read-only; ``node_modules`` (the installed packages) is nobody's to write but
+    root's; every other folder is writable and sticky."""
+    guarded_dirs = {os.path.dirname(os.path.join(path, p)) for p in guard}
+    for folder, dirs, files in os.walk(path):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        if "node_modules" in dirs:
+            dirs.remove("node_modules")
+            _read_only(os.path.join(folder, "node_modules"))
+        for name in files:
+            full = os.path.join(folder, name)
+            if os.path.islink(full):
+                continue
+            if os.path.relpath(full, path) in guard:
+                os.chmod(full, 0o644)
+            else:
+                os.chmod(full, os.stat(full).st_mode | 0o666)
+        os.chmod(folder, 0o755 if folder in guarded_dirs or folder == path else 0o1777)
+
+
+def _read_only(path):
+    """No write bit but the owner's (root's) anywhere under ``path``."""
+    for folder, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            full = os.path.join(folder, name)
+            if not os.path.islink(full):
+                mode = os.stat(full).st_mode
+                if mode & 0o022:
+                    os.chmod(full, mode & ~0o022)
+    mode = os.stat(path).st_mode
+    os.chmod(path, mode & ~0o022)
+
+
+def _program(name):
+    """``name`` from the system's folders only (the repository's are never searched)."""
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+        full = os.path.join(folder, name)
+        if os.path.isfile(full) and os.access(full, os.X_OK):
+            return full
+    return name
+
+
+def _keyed(data, key):
+    """The records that carry ``key``, without it; any other line marked, so it never reads as
+    a record (the host counts it as tampering)."""
+    prefix = (key + " ").encode()
+    lines = []
+    for line in data.split(b"\n"):
+        if not line:
+            continue
+        lines.append(line[len(prefix) :] if line.startswith(prefix) else b"unkeyed " + line)
+    return b"".join(line + b"\n" for line in lines)
+
+
 def _as_user(uid):
     os.setgroups([])
     os.setgid(uid)
@@ -136,25 +199,55 @@ def _pump(source, sink, cap, store):
 
 
 def run(uid, timeout_s, args):
-    """``uid`` -1: stay who we are (a sandbox with no users to change to: no isolation)."""
+    """pytest through ``launch.py``. ``uid`` -1: stay who we are (a sandbox with no users to
+    change to: no isolation)."""
     repo = os.getcwd()
     privileged = os.geteuid() == 0 and uid >= 0
     if privileged:
         _open_up(repo)
-        os.chmod(tempfile.gettempdir(), 0o1777)
-    records_r, records_w = os.pipe()
-    output_r, output_w = os.pipe()
     env = dict(os.environ)
-    env["TRAJFORGE_RESULT_FD"] = str(records_w)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env.pop("PYTEST_PLUGINS", None)
     env.pop("PYTEST_ADDOPTS", None)
     argv = [sys.executable, "-I", "-B", LAUNCH, repo, *list(args)]
+    _supervise(uid, timeout_s, argv, env, privileged, None)
+
+
+def exec_runner(uid, timeout_s, guard_file, program, args):
+    """Another language's runner, its records keyed (see the module doc)."""
+    repo = os.getcwd()
+    privileged = os.geteuid() == 0 and uid >= 0
+    with open(guard_file, encoding="utf-8") as handle:
+        guard = {line for line in handle.read().split("\n") if line}
+    if privileged:
+        _open_up_guarded(repo, guard)
+    key = os.urandom(16).hex()
+    argv = [_program(program), *list(args)]
+    _supervise(uid, timeout_s, argv, dict(os.environ), privileged, key)
+
+
+def _supervise(uid, timeout_s, argv, env, privileged, key):
+    """Start ``argv`` as ``uid``, drain its output and records, kill what it leaves, write the
+    result. ``key``: the records' key, handed over on a pipe of its own (None: pytest's)."""
+    repo = os.getcwd()
+    if privileged:
+        os.chmod(tempfile.gettempdir(), 0o1777)
+    records_r, records_w = os.pipe()
+    output_r, output_w = os.pipe()
+    env["TRAJFORGE_RESULT_FD"] = str(records_w)
+    key_r = None
+    if key is not None:
+        key_r, key_w = os.pipe()
+        os.write(key_w, key.encode())
+        os.close(key_w)
+        env["TRAJFORGE_KEY_FD"] = str(key_r)
     pid = os.fork()
     if pid == 0:
         try:
             os.close(records_r)
             os.close(output_r)
+            if key_r is not None:
+                os.set_inheritable(key_r, True)
             if privileged:
                 _as_user(uid)
             devnull = os.open(os.devnull, os.O_RDONLY)
@@ -169,6 +262,8 @@ def run(uid, timeout_s, args):
         os._exit(127)
     os.close(records_w)
     os.close(output_w)
+    if key_r is not None:
+        os.close(key_r)
     store: dict = {"data": b"", "overflow": False}
     out = threading.Thread(target=_pump, args=(output_r, sys.stdout.buffer, 0, None))
     rec = threading.Thread(target=_pump, args=(records_r, None, RECORDS_CAP, store))
@@ -200,7 +295,9 @@ def run(uid, timeout_s, args):
         "leftovers": leftovers,
         "privileged": privileged,
         "records_overflow": store["overflow"] or rec.is_alive(),
-        "records": store["data"].decode("utf-8", "replace"),
+        "records": (store["data"] if key is None else _keyed(store["data"], key)).decode(
+            "utf-8", "replace"
+        ),
     }
     os.makedirs(OUT, mode=0o700, exist_ok=True)
     temp = OUT + "/result.json.tmp"
@@ -214,5 +311,10 @@ if __name__ == "__main__":
         probe(sys.argv[2])
     elif sys.argv[1:2] == ["run"] and sys.argv[4:5] == ["--"]:
         run(int(sys.argv[2]), float(sys.argv[3]), sys.argv[5:])
+    elif sys.argv[1:2] == ["exec"] and sys.argv[5:6] == ["--"] and len(sys.argv) > 6:
+        exec_runner(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[6], sys.argv[7:])
     else:
-        sys.exit("usage: supervisor.py probe REPO | run UID TIMEOUT_S -- PYTEST_ARGS")
+        sys.exit(
+            "usage: supervisor.py probe REPO | run UID TIMEOUT_S -- PYTEST_ARGS"
+            " | exec UID TIMEOUT_S GUARD -- PROGRAM ARGS"
+        )
