@@ -51,8 +51,11 @@ INSTALLS = {
     ("npm", False): "npm install",
     ("yarn", True): "yarn install --frozen-lockfile --non-interactive",
     ("yarn", False): "yarn install --non-interactive",
-    ("yarn-berry", True): "yarn install --immutable",
-    ("yarn-berry", False): "yarn install --no-immutable",  # CI=1 makes --immutable the default
+    # berry installs into node_modules even where .yarnrc.yml asks for Plug'n'Play: the final
+    # image has no yarn to resolve through, and runners run from node_modules/.bin (the lock
+    # file does not depend on the linker, so --immutable holds)
+    ("yarn-berry", True): "YARN_NODE_LINKER=node-modules yarn install --immutable",
+    ("yarn-berry", False): "YARN_NODE_LINKER=node-modules yarn install --no-immutable",
     ("pnpm", True): "pnpm install --frozen-lockfile",
     ("pnpm", False): "pnpm install --no-frozen-lockfile",  # as frozen is pnpm's CI default
 }

@@ -35,6 +35,7 @@ class Detection:
     manager_spec: str = ""  # a pinned package manager (package.json's packageManager: yarn@4.1.0)
     runner_args: tuple[str, ...] = ()  # the project's own arguments to its runner (spec files...)
     why: str = ""  # one line: why this runtime and runner
+    package_dir: str = ""  # a workspace package whose suite runs (monorepo), "" for the root
 
 
 class Language(ABC):

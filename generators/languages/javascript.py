@@ -23,6 +23,7 @@ from trajforge.generators.environments.base_image import node_image_tag
 from trajforge.generators.environments.js_recipe import render_js_dockerfile
 from trajforge.generators.languages.base import Detection, Language, ReportError
 from trajforge.generators.languages.js_runners import REPORT_FORMATS, REPORT_PATH, suite_command
+from trajforge.generators.languages.js_workspaces import read_package, workspace_dirs
 from trajforge.generators.languages.node_choice import choose_node
 from trajforge.generators.mining.js_test_files import is_js_test_path
 from trajforge.schemas.errors import UserError
@@ -57,6 +58,12 @@ class JavaScript(Language):
         if lockfile:
             evidence.append(lockfile)
         runner = _runner(package)
+        package_dir, tested = "", package
+        if not _names_runner(_test_script(package)):
+            package_dir, tested = _tested_workspace(repo_dir, package)
+            if package_dir:
+                runner = _runner(tested)
+                evidence.append(f"{package_dir}/package.json")
         nvmrc = _first_file(repo_dir, (".nvmrc", ".node-version"))
         engines = _table(package, "engines").get("node")
         choice = choose_node(
@@ -65,7 +72,7 @@ class JavaScript(Language):
             _commit_date(repo_dir),
         )
         evidence += [nvmrc] if nvmrc else []
-        deps = _dependencies(package)
+        deps = _dependencies(package) | _dependencies(tested)
         typescript = "typescript" in deps or os.path.isfile(os.path.join(repo_dir, "tsconfig.json"))
         return Detection(
             language=self.name,
@@ -76,8 +83,10 @@ class JavaScript(Language):
             lockfile=lockfile,
             typescript=typescript,
             manager_spec=_pin(repo_dir, package, manager),
-            runner_args=_runner_args(package, runner),
-            why=f"{choice.why}; runner {runner or 'none found'}",
+            runner_args=_runner_args(tested, runner),
+            why=f"{choice.why}; runner {runner or 'none found'}"
+            + (f" in workspace package {package_dir}" if package_dir else ""),
+            package_dir=package_dir,
         )
 
     def base_image(self, detection: Detection) -> str:
@@ -252,6 +261,16 @@ def _test_script(package: dict[str, Any]) -> str:
             return script
         script = named[0] if named else nested[-1]
     return script if isinstance(script, str) else ""
+
+
+def _tested_workspace(repo_dir: str, package: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The first workspace package whose ``test`` script names a runner, with its package.json;
+    ("", the root's) when there is none (``js_workspaces.py``)."""
+    for rel in workspace_dirs(repo_dir, package):
+        member = read_package(repo_dir, rel)
+        if member is not None and _names_runner(_test_script(member)):
+            return rel, member
+    return "", package
 
 
 def _names_runner(script: str) -> bool:

@@ -25,6 +25,7 @@ from trajforge.generators.languages.js_list_tests import LIST_TESTS_JS, compact
 from trajforge.schemas.errors import UserError
 
 REPORT_PATH = "/tmp/trajforge-report.json"
+BIN = "node_modules/.bin"
 MOCHA_STDOUT = "/tmp/trajforge-mocha-stdout"
 NODE_ONE_FILE = "/tmp/trajforge-node-file.xml"
 ONE_FILE = "/tmp/trajforge-one-file"
@@ -59,7 +60,22 @@ def suite_command(detection: Detection, per_test_timeout_s: int = 0) -> str:
             f"trajforge runs {', '.join(REPORT_FORMATS)}",
             reason="unsupported_runner",
         )
-    return build(detection, int(per_test_timeout_s))
+    if not detection.package_dir:
+        return build(detection, int(per_test_timeout_s), BIN)
+    return _in_package(detection.package_dir, build(detection, int(per_test_timeout_s), "$B"))
+
+
+def _in_package(package_dir: str, command: str) -> str:
+    """``command`` run in a workspace package's folder: the files given (repository paths) made
+    relative to it, its runner from its own node_modules/.bin else the root's (hoisted)."""
+    up = "/".join(".." for _ in package_dir.split("/"))
+    quoted = shlex.quote(package_dir)
+    return _sh(
+        f"cd {quoted} || exit 2; n=$#; "
+        f'while [ $n -gt 0 ]; do set -- "$@" "${{1#{quoted}/}}"; shift; n=$((n - 1)); done; '
+        f'B={BIN}; [ -d $B ] || B={up}/{BIN}; export B; {command} "$@"',
+        "workspace",
+    )
 
 
 def split_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -80,7 +96,7 @@ def split_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
     return options, specs
 
 
-def _jest(detection: Detection, seconds: int) -> str:
+def _jest(detection: Detection, seconds: int, bin_dir: str) -> str:
     # --testTimeout came with jest 24.9; an older jest refuses the run for it
     limit = (
         f'{JEST_KNOWS_TIMEOUT} && L="--testTimeout={seconds * 1000}" || L=""; '
@@ -88,18 +104,18 @@ def _jest(detection: Detection, seconds: int) -> str:
         else 'L=""; '
     )
     return _sh(
-        f"{limit}exec node_modules/.bin/jest --ci --json --outputFile={REPORT_PATH} "
+        f"{limit}exec {bin_dir}/jest --ci --json --outputFile={REPORT_PATH} "
         '--watchman=false --cacheDirectory=/tmp/jest-cache $L ${1:+--runTestsByPath} "$@"',
         "jest",
     )
 
 
-def _vitest(detection: Detection, seconds: int) -> str:
+def _vitest(detection: Detection, seconds: int, bin_dir: str) -> str:
     limit = f" --testTimeout={seconds * 1000}" if seconds else ""
-    return f"node_modules/.bin/vitest run --reporter=json --outputFile={REPORT_PATH}{limit}"
+    return f"{bin_dir}/vitest run --reporter=json --outputFile={REPORT_PATH}{limit}"
 
 
-def _mocha(detection: Detection, seconds: int) -> str:
+def _mocha(detection: Detection, seconds: int, bin_dir: str) -> str:
     # mocha before 9 ignores the output option and prints the JSON: kept as the report when no
     # file was written (the runner's console output then makes it unreadable, a collection
     # error saying so). Files given replace the script's own spec paths.
@@ -108,14 +124,14 @@ def _mocha(detection: Detection, seconds: int) -> str:
     options, specs = split_args(detection.runner_args)
     return _sh(
         f"[ $# -gt 0 ] || set -- {_words(specs)}; "
-        f'node_modules/.bin/mocha {_words(options)} {report}{limit} "$@" > {MOCHA_STDOUT}; '
+        f'{bin_dir}/mocha {_words(options)} {report}{limit} "$@" > {MOCHA_STDOUT}; '
         f"rc=$?; cat {MOCHA_STDOUT}; [ -s {REPORT_PATH} ] || cp {MOCHA_STDOUT} {REPORT_PATH}; "
         "exit $rc",
         "mocha",
     )
 
 
-def _node(detection: Detection, seconds: int) -> str:
+def _node(detection: Detection, seconds: int, bin_dir: str) -> str:
     """One ``node --test`` per file with the JUnit reporter, each file's XML inside a suite
     named by the file (its tests' ids start with it). Without files: those the script's paths
     name (a folder searched by node's conventions, a glob), else the tree's by convention."""
@@ -150,29 +166,44 @@ def _listed(mode: str, exts: str, specs: Sequence[str]) -> str:
     )
 
 
-def _ava(detection: Detection, seconds: int) -> str:
+def _ava(detection: Detection, seconds: int, bin_dir: str) -> str:
     """One ``ava --tap`` per file (a single file's titles carry no prefix), each title then
-    prefixed with the file and ava's separator, one plan for all."""
+    prefixed with the file and ava's separator, one plan for all; a file without ava tests
+    ("No tests found in") reports none."""
     limit = f" --timeout={seconds}s" if seconds else ""
     prefix = (
-        'F="$f" awk \'/^TAP version/ || /^1\\.\\.[0-9]+/ {next} '
+        'F="$P$f" awk \'/^TAP version/ || /^1\\.\\.[0-9]+/ || / - No tests found in / {next} '
         'match($0, /^(not )?ok [0-9]+ - /) {print substr($0, 1, RLENGTH) ENVIRON["F"] '
         '" \\342\\200\\272 " substr($0, RLENGTH + 1); next} {print}\''
     )
     return _sh(
         f"{_listed('ava', 'js,cjs,mjs', ())}"
-        f"rc=0; echo 'TAP version 13' > {REPORT_PATH}; "
+        f"{_ROOT_PREFIX}rc=0; echo 'TAP version 13' > {REPORT_PATH}; "
         'for f in "$@"; do '
-        f'node_modules/.bin/ava --tap{limit} "$f" > {ONE_FILE} || rc=1; '
+        f'{bin_dir}/ava --tap{limit} "$f" > {ONE_FILE} || rc=1; '
         f"{prefix} {ONE_FILE} >> {REPORT_PATH}; done; "
         f"echo \"1..$(grep -cE '^(not )?ok ' {REPORT_PATH})\" >> {REPORT_PATH}; exit $rc",
         "ava",
     )
 
 
-def _tap(detection: Detection, seconds: int) -> str:
+def _tap(detection: Detection, seconds: int, bin_dir: str) -> str:
     limit = f" --timeout={seconds}" if seconds else ""
-    return _sh(f'exec node_modules/.bin/tap --reporter=tap{limit} "$@" > {REPORT_PATH}', "tap")
+    return _sh(
+        f'{bin_dir}/tap --reporter=tap{limit} "$@" > {ONE_FILE}; rc=$?; '
+        f"{_PREFIX_TOP} {ONE_FILE} > {REPORT_PATH}; exit $rc",
+        "tap",
+    )
+
+
+# P: the working folder relative to /repo with a slash ("" at the root), for ids from the root.
+_ROOT_PREFIX = "P=${PWD#/repo}; P=${P#/}; P=${P:+$P/}; "
+# node-tap's top-level points are its files: prefixed with P.
+_PREFIX_TOP = (
+    _ROOT_PREFIX + 'P="$P" awk \'/^# Subtest: / {print "# Subtest: " ENVIRON["P"] '
+    "substr($0, 12); next} match($0, /^(not )?ok [0-9]+ - /) {print substr($0, 1, RLENGTH) "
+    'ENVIRON["P"] substr($0, RLENGTH + 1); next} {print}\''
+)
 
 
 def _major(detection: Detection) -> int:
@@ -188,7 +219,7 @@ def _sh(script: str, name: str) -> str:
     return f"sh -c {shlex.quote(script)} {name}"
 
 
-_COMMANDS: dict[str, Callable[[Detection, int], str]] = {
+_COMMANDS: dict[str, Callable[[Detection, int, str], str]] = {
     "jest": _jest,
     "vitest": _vitest,
     "mocha": _mocha,
