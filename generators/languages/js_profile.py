@@ -135,10 +135,10 @@ def build_js_profile(
 def js_reading(profile: EnvProfile) -> Reading:
     """How a JS profile's runs read: its runner's report at ``REPORT_PATH``, a missing or
     unreadable one being the run's collection error; a selection passes its tests' files."""
-    return Reading(REPORT_PATH, _reader(profile.runner), select=test_files)
+    return Reading(REPORT_PATH, _reader(profile.runner), select=selected_files)
 
 
-def test_files(selection: Sequence[str]) -> list[str]:
+def selected_files(selection: Sequence[str]) -> list[str]:
     """The files that hold the selected tests, each once, in order."""
     return sorted({test_file(test_id) for test_id in selection})
 
