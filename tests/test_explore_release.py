@@ -120,6 +120,11 @@ def write_inputs(root: Path) -> dict:
     return {"explore": explore, "explore_runs": explore_runs, "rollout_runs": runs}
 
 
+# The tests on ``released`` run curate and export through the real CLI: two Beam pipelines in
+# subprocesses, about 15 s of real work on an idle machine, so `make test-fast` leaves them to CI.
+THROUGH_THE_CLI = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def released(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("explore_release")
@@ -139,6 +144,7 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return root, made
 
 
+@THROUGH_THE_CLI
 def test_curate_dedups_thresholds_and_drops_what_follows(released):
     root, made = released
     explore, runs = made["explore"], made["explore_runs"]
@@ -168,6 +174,7 @@ def _rows(directory: Path, config: str) -> list[dict]:
     return [row for split in loaded.values() for row in split]
 
 
+@THROUGH_THE_CLI
 def test_explore_config_has_the_kept_tasks_with_their_runs(released):
     root, made = released
     explore = made["explore"]
@@ -183,6 +190,7 @@ def test_explore_config_has_the_kept_tasks_with_their_runs(released):
     assert json.loads(row["tools"])[0]["function"]["name"] == "bash"
 
 
+@THROUGH_THE_CLI
 def test_sft_and_transitions_carry_explore_runs_split_by_repo(released):
     root, made = released
     explore, runs = made["explore"], made["explore_runs"]
@@ -201,6 +209,7 @@ def test_sft_and_transitions_carry_explore_runs_split_by_repo(released):
                 assert split_of.setdefault(repo, split) == split, (config, repo)
 
 
+@THROUGH_THE_CLI
 def test_card_documents_the_new_configs_and_their_gates_passed(released):
     root, _ = released
     card = (root / "ds" / "README.md").read_text()
@@ -214,6 +223,7 @@ def test_card_documents_the_new_configs_and_their_gates_passed(released):
     assert set(manifest["counts"]) == {"tasks", "rl", "sft", "sft_xml", "explore", "transitions"}
 
 
+@THROUGH_THE_CLI
 def test_export_of_the_new_configs_alone(released, tmp_path):
     root, _ = released
     only = run_cli(
