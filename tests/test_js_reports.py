@@ -438,3 +438,23 @@ def test_a_report_over_the_size_cap_is_refused_before_it_is_read() -> None:
 def test_tap_noise_and_yaml_never_forge_tests() -> None:
     text = "hello from a test\n  ok 7 - indented noise is an assertion\n" + NODE_TAP
     assert read_report(text, "tap").statuses == read_report(NODE_TAP, "tap").statuses
+
+
+def test_jest_22_titles_given_as_numbers_or_arrays_read_as_javascript_shows_them() -> None:
+    """dayjs's ``it([2010, 6], ...)`` under jest 22: the report keeps the array as the title."""
+    report = {
+        "numTotalTests": 3, "numFailedTests": 0,
+        "testResults": [{"name": "/repo/test/a.test.js", "status": "passed", "assertionResults": [
+            {"ancestorTitles": ["parse"], "title": [2010, 6, None], "status": "passed"},
+            {"ancestorTitles": ["parse"], "title": 7.0, "status": "passed"},
+            {"ancestorTitles": ["parse"], "title": [[1, 2], "x"], "status": "passed"},
+        ]}],
+    }  # fmt: skip
+    assert read_report(json.dumps(report), "jest-json").statuses == {
+        "test/a.test.js > parse > 2010,6,": "PASSED",
+        "test/a.test.js > parse > 7": "PASSED",
+        "test/a.test.js > parse > 1,2,x": "PASSED",
+    }
+    report["testResults"][0]["assertionResults"][0]["title"] = {"an": "object"}
+    with pytest.raises(ReportError, match="title is not a string"):
+        read_report(json.dumps(report), "jest-json")

@@ -1,8 +1,9 @@
 """jest's ``--json`` report and vitest's ``--reporter=json`` (which keeps jest's shape).
 
 Each file's ``assertionResults`` give a test's ``ancestorTitles`` (its describe path), ``title``
-and ``status``. A file whose run failed with no failing test (a syntax error, a missing module,
-a failing ``afterAll``) is a collection error. The report's own totals must agree with the tests
+and ``status``. A title jest 22 kept as a number or an array reads as JavaScript shows it
+(``2010,1``). A file whose run failed with no failing test (a syntax error, a missing module, a
+failing ``afterAll``) is a collection error. The report's own totals must agree with the tests
 it lists, else it contradicts itself and is refused (``problem``), as grading refuses such a log.
 """
 
@@ -66,13 +67,42 @@ def _case(statuses: dict[str, str], file: str, case: Any) -> str:
     ancestors = case.get("ancestorTitles", [])
     if not isinstance(ancestors, list) or not all(isinstance(a, str) for a in ancestors):
         raise ReportError(f"{file}: ancestorTitles is not a list of strings")
-    title = string(case.get("title"), f"{file}: a test's title")
+    title = _title(case.get("title"), file)
     word = string(case.get("status"), f"{file}: a test's status")
     status = STATUS.get(word)
     if status is None:
         raise ReportError(f"{file}: unknown test status {word[:40]!r}")
     record(statuses, make_id(file, ancestors, title), status)
     return status
+
+
+def _title(value: Any, file: str) -> str:
+    """A test's title as jest prints it: jest before 23 keeps a title given as a number or an
+    array (``it([2010, 1], ...)``) as such in its report, which JavaScript's String() shows as
+    ``2010,1``; anything else that is no string is refused."""
+    if isinstance(value, str):
+        return value
+    shown = _js_string(value)
+    if shown is None:
+        raise ReportError(f"{file}: a test's title is not a string")
+    return shown
+
+
+def _js_string(value: Any, depth: int = 0) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    if isinstance(value, str):
+        return value
+    if value is None and depth:
+        return ""  # an array shows null as nothing
+    if isinstance(value, list) and depth < 8:
+        parts = [_js_string(item, depth + 1) for item in value]
+        return None if any(p is None for p in parts) else ",".join(p or "" for p in parts)
+    return None
 
 
 def _contradiction(report: dict[str, Any], listed: int, failed: int, what: str) -> str:
