@@ -458,3 +458,30 @@ def test_jest_22_titles_given_as_numbers_or_arrays_read_as_javascript_shows_them
     report["testResults"][0]["assertionResults"][0]["title"] = {"an": "object"}
     with pytest.raises(ReportError, match="title is not a string"):
         read_report(json.dumps(report), "jest-json")
+
+
+def test_a_file_with_no_test_is_no_collection_error_but_a_crash_is() -> None:
+    """path-to-regexp's src/cases.spec.ts holds test data only: vitest fails it, loading fine."""
+    empty = {
+        "name": "/repo/src/cases.spec.ts",
+        "status": "failed",
+        "assertionResults": [],
+        "message": "No test suite found in file /repo/src/cases.spec.ts",
+    }
+    crash = {
+        "name": "/repo/src/b.spec.ts",
+        "status": "failed",
+        "assertionResults": [],
+        "message": "Cannot find module './missing'",
+    }
+    ok = {
+        "name": "/repo/src/a.spec.ts",
+        "status": "passed",
+        "assertionResults": [{"ancestorTitles": [], "title": "works", "status": "passed"}],
+    }
+    report = {"numTotalTests": 1, "testResults": [empty, ok]}  # fmt: skip
+    parsed = read_report(json.dumps(report), "vitest-json")
+    assert parsed.statuses == {"src/a.spec.ts > works": "PASSED"}
+    assert parsed.collection_errors == ()
+    report["testResults"].append(crash)
+    assert read_report(json.dumps(report), "vitest-json").collection_errors == ("src/b.spec.ts",)

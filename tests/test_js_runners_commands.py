@@ -98,3 +98,14 @@ def test_a_workspace_command_runs_in_the_package_with_package_relative_files(sta
     lines = out.stdout.splitlines()
     assert "cwd:core" in lines and "arg:test/a.test.js" in lines
     assert not any("packages/core" in line for line in lines)
+
+
+def test_a_pnpm_pin_newer_than_debians_nodes_run_falls_back_to_one_that_reads_its_lock(tmp_path):
+    """zustand pins pnpm@11 (Node 22 and up); pnpm 10 runs on Node 18/20 and reads lock v9."""
+    package = {"packageManager": "pnpm@11.3.0+sha512.abc", "scripts": {"test": "vitest run"}}
+    files = {"package.json": json.dumps(package), "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"}
+    detection = JS.detect(_repo(tmp_path, files))
+    assert (detection.package_manager, detection.manager_spec) == ("pnpm", "pnpm@10")
+    package["packageManager"] = "pnpm@10.14.0"
+    files["package.json"] = json.dumps(package)
+    assert JS.detect(_repo(tmp_path / "b", files)).manager_spec == "pnpm@10.14.0"

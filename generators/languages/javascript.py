@@ -36,6 +36,7 @@ LOCKS = (  # first match wins: (file, manager)
     ("package-lock.json", "npm"),
     ("npm-shrinkwrap.json", "npm"),
 )
+NEWEST_PNPM = 10  # pnpm 11 needs Node 22; 10 runs on 18 and 20 and reads lock files 6 to 9
 RUNNERS = ("vitest", "jest", "mocha", "ava", "tap")  # package names that are runners
 # Options the test command sets itself, dropped from a project's own mocha/node arguments.
 _OWN_WITH_VALUE = ("-R", "--reporter", "-O", "--reporter-option", "--reporter-options",
@@ -184,7 +185,8 @@ def _manager(repo_dir: str, package: dict[str, Any]) -> tuple[str, str]:
 
 def _pin(repo_dir: str, package: dict[str, Any], manager: str) -> str:
     """The manager's version: package.json's ``packageManager`` pin (corepack's name@x.y.z, its
-    hash dropped) when it names the manager chosen; else pnpm's major by its lock file's
+    hash dropped) when it names the manager chosen (a pnpm newer than Debian's Nodes run:
+    ``NEWEST_PNPM``, which reads the same lock file); else pnpm's major by its lock file's
     ``lockfileVersion``; else "" (the recipe's default)."""
     pinned = package.get("packageManager")
     if isinstance(pinned, str):
@@ -192,7 +194,8 @@ def _pin(repo_dir: str, package: dict[str, Any], manager: str) -> str:
         name, _, version = spec.partition("@")
         exact = re.fullmatch(r"\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?", version)
         if exact and manager.split("-")[0] == name:
-            return spec
+            too_new = name == "pnpm" and int(version.split(".")[0]) > NEWEST_PNPM
+            return f"pnpm@{NEWEST_PNPM}" if too_new else spec
     if manager == "pnpm":
         return _pnpm_for_lock(repo_dir)
     return ""

@@ -3,8 +3,9 @@
 Each file's ``assertionResults`` give a test's ``ancestorTitles`` (its describe path), ``title``
 and ``status``. A title jest 22 kept as a number or an array reads as JavaScript shows it
 (``2010,1``). A file whose run failed with no failing test (a syntax error, a missing module, a
-failing ``afterAll``) is a collection error. The report's own totals must agree with the tests
-it lists, else it contradicts itself and is refused (``problem``), as grading refuses such a log.
+failing ``afterAll``) is a collection error; one that holds no test at all is not. The report's
+own totals must agree with the tests it lists, else it contradicts itself and is refused
+(``problem``), as grading refuses such a log.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from trajforge.verifiers.reports.ids import ReportError, count, record, relative
 from trajforge.verifiers.reports.ids import test_id as make_id
 from trajforge.verifiers.reports.json_report import load_object
 
+_EMPTY_FILE = ("No test suite found in file", "Your test suite must contain at least one test")
 STATUS = {
     "passed": "PASSED",
     "failed": "FAILED",
@@ -49,7 +51,7 @@ def parse_jest_json(text: str | bytes, what: str = "jest") -> ParsedLog:
             listed += 1
             failed += status == "FAILED"
             file_failed |= status == "FAILED"
-        if result.get("status") == "failed" and not file_failed:
+        if result.get("status") == "failed" and not file_failed and not _no_tests(result, cases):
             broken[file] = None
     problem = _contradiction(report, listed, failed, what)
     if problem:
@@ -74,6 +76,14 @@ def _case(statuses: dict[str, str], file: str, case: Any) -> str:
         raise ReportError(f"{file}: unknown test status {word[:40]!r}")
     record(statuses, make_id(file, ancestors, title), status)
     return status
+
+
+def _no_tests(result: dict[str, Any], cases: list[Any]) -> bool:
+    """A file that holds no test at all (a data file the spec pattern matched: vitest's "No
+    test suite found in file", jest's "must contain at least one test"): nothing failed to
+    load, and it adds no test."""
+    message = result.get("message")
+    return not cases and isinstance(message, str) and any(m in message for m in _EMPTY_FILE)
 
 
 def _title(value: Any, file: str) -> str:
