@@ -64,7 +64,7 @@ def berry_lock(files: dict[str, str]) -> str:
         subprocess.run(
             ["docker", "run", "--rm", "-v", f"{work}:/w", "-w", "/w",
              "-v", f"{CA}:/ca.crt:ro", "-e", "NODE_EXTRA_CA_CERTS=/ca.crt",
-             "-e", "npm_config_cafile=/ca.crt", "-e", "YARN_CA_FILE_PATH=/ca.crt",
+             "-e", "npm_config_cafile=/ca.crt", "-e", "YARN_HTTPS_CA_FILE_PATH=/ca.crt",
              "-e", "HOME=/tmp", node_image_tag("18"), "sh", "-c", script],
             check=True, capture_output=True, timeout=600,
         )  # fmt: skip

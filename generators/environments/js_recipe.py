@@ -38,11 +38,16 @@ NODE_ENV = {
     "FORCE_COLOR": "0",
 }
 # The CA bundle for every client that reads one, only when one was given (a non-empty file):
-# node itself, npm and pnpm (npm_config_cafile), yarn classic (YARN_CAFILE), yarn berry
-# (YARN_CA_FILE_PATH).
+# node itself, npm and pnpm (npm_config_cafile), yarn classic (YARN_CAFILE).
 CA_PRELUDE = (
     f"if [ -s {CA_FILE} ]; then export NODE_EXTRA_CA_CERTS={CA_FILE} "
-    f"npm_config_cafile={CA_FILE} YARN_CAFILE={CA_FILE} YARN_CA_FILE_PATH={CA_FILE}; fi"
+    f"npm_config_cafile={CA_FILE} YARN_CAFILE={CA_FILE}; fi"
+)
+# yarn berry's setting by its major (2 and 3: caFilePath; 4 renamed it httpsCaFilePath and
+# refuses the old name, from the environment too).
+BERRY_CA = (
+    f'if [ -s {CA_FILE} ]; then case "$(yarn --version)" in [23].*) '
+    f"export YARN_CA_FILE_PATH={CA_FILE};; *) export YARN_HTTPS_CA_FILE_PATH={CA_FILE};; esac; fi"
 )
 # What each package manager installs from (lock file) or without one; the log names which.
 INSTALLS = {
@@ -54,8 +59,8 @@ INSTALLS = {
     # berry installs into node_modules even where .yarnrc.yml asks for Plug'n'Play: the final
     # image has no yarn to resolve through, and runners run from node_modules/.bin (the lock
     # file does not depend on the linker, so --immutable holds)
-    ("yarn-berry", True): "YARN_NODE_LINKER=node-modules yarn install --immutable",
-    ("yarn-berry", False): "YARN_NODE_LINKER=node-modules yarn install --no-immutable",
+    ("yarn-berry", True): f"{BERRY_CA}; YARN_NODE_LINKER=node-modules yarn install --immutable",
+    ("yarn-berry", False): f"{BERRY_CA}; YARN_NODE_LINKER=node-modules yarn install --no-immutable",
     ("pnpm", True): "pnpm install --frozen-lockfile",
     ("pnpm", False): "pnpm install --no-frozen-lockfile",  # as frozen is pnpm's CI default
 }
