@@ -57,6 +57,7 @@ def test_the_dependency_layer_is_derived_from_declarations_alone(tmp_path):
         '[project]\nname = "widget"\nversion = "1.0"\ndependencies = ["attrs>=22"]\n'
         '[project.optional-dependencies]\ntest = ["widget[fast]", "iniconfig"]\nfast = ["six"]\n'
     )
+    pyproject = '[build-system]\nrequires = ["setuptools>=64", "wheel"]\n' + pyproject
     files = {"pyproject.toml": pyproject, "requirements-test.txt": "-r base.txt\n", "w.py": ""}
     first = builder.commit("widget", {**files, "base.txt": "packaging==24.1\n"})
     install = [*INSTALL, "pip install --no-deps -e ."]
@@ -65,8 +66,9 @@ def test_the_dependency_layer_is_derived_from_declarations_alone(tmp_path):
         "requirements-test.txt": b"-r base.txt\n",
         "base.txt": b"packaging==24.1\n",
         project_file(["test"]): b"attrs>=22\niniconfig\nsix\n",
+        "trajforge-build-requires.txt": b"setuptools>=64\nwheel\n",
     }
-    steps = dependency_steps(install)
+    steps = dependency_steps(install, "/uv")
     assert not any("pytest" in step or "--no-deps" in step or "--upgrade" in step for step in steps)
     # a source-only commit leaves the inputs as they were; a changed pin changes them
     source = builder.commit("source", {"w.py": "x = 1\n"})

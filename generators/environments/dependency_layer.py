@@ -33,6 +33,10 @@ from trajforge.verifiers.sandbox.git_tree import GitError, git
 
 DEPS_DIR = "/tmp/trajforge"  # where the layer's inputs land (beside the CA bundle)
 PROJECT_FILE = "trajforge-project{extras}.txt"  # an editable install's derived requirements
+# The project's [build-system] requires: fetched into uv's cache (in a throwaway venv, never
+# /venv), so building the project itself in each commit's layer downloads nothing again.
+BUILD_FILE = "trajforge-build-requires.txt"
+BUILD_VENV = "/tmp/trajforge-build"
 _EXPANSION = re.compile(r"[`$\n\\]")  # what a shell would expand or continue
 _OPERATOR = re.compile(r"[;&|<>()]+")
 _TOOL_NAMES = frozenset({"pytest", "coverage", "pytest-timeout", "pip", "setuptools", "wheel"})
@@ -97,12 +101,19 @@ def requirement_files(command: str) -> list[str]:
     return found
 
 
-def dependency_steps(install: Sequence[str]) -> list[str]:
+def dependency_steps(install: Sequence[str], uv: str) -> list[str]:
     """The install as the dependency layer runs it, in /tmp/trajforge: the tool steps left out
     (their layer ran them), each editable install of the project replaced by its derived
     requirements when the build context has them, steps that are not a plain ``pip install``
-    left to the build stage. Every step may fail here (its real run decides): ``|| echo``."""
+    left to the build stage. Every step may fail here (its real run decides): ``|| echo``.
+    ``uv`` (its path) fetches the project's build requirements into its cache."""
     steps = []
+    if any(editable_target(command) is not None for command in install):
+        fetch = f"{uv} pip install -q --python {BUILD_VENV}/bin/python -r {BUILD_FILE}"
+        steps.append(
+            f"if [ -s {BUILD_FILE} ] && [ -x {uv} ]; then python3 -m venv {BUILD_VENV} && "
+            f"{fetch} || {_skipped(BUILD_FILE)}; rm -rf {BUILD_VENV}; fi"
+        )
     for command in install:
         args = pip_args(command)
         if is_tool_step(command) or args is None or "--no-deps" in args:
@@ -133,6 +144,9 @@ def dependency_files(repo_path: str, commit: str, install: Sequence[str]) -> dic
             continue
         extras = editable_target(command)
         if extras is not None:
+            build = build_requirements(repo_path, commit)
+            if build:
+                files[BUILD_FILE] = "".join(f"{r}\n" for r in build).encode()
             derived = project_requirements(repo_path, commit, extras)
             if derived:
                 files[project_file(extras)] = "".join(f"{r}\n" for r in derived).encode()
@@ -152,6 +166,22 @@ def dependency_files(repo_path: str, commit: str, install: Sequence[str]) -> dic
                 for inc in _includes(content.decode("utf-8", "replace"))
             ]
     return files
+
+
+def build_requirements(repo_path: str, commit: str) -> list[str]:
+    """pyproject.toml's ``[build-system] requires``, sorted, or [] (none, or unreadable)."""
+    system = _toml(_read(repo_path, commit, "pyproject.toml")).get("build-system")
+    requires = system.get("requires") if isinstance(system, dict) else None
+    if not isinstance(requires, list):
+        return []
+    return sorted({r for r in requires if isinstance(r, str) and _parses(r)})
+
+
+def _parses(text: str) -> bool:
+    try:
+        return not Requirement(text).url
+    except InvalidRequirement:
+        return False
 
 
 def project_requirements(repo_path: str, commit: str, extras: Sequence[str]) -> list[str]:

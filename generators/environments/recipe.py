@@ -246,7 +246,7 @@ def render_dockerfile(
     packages = _apt_names(apt)
     prelude = [*INSTALL_PRELUDE, *era]
     tools = [command for command in install if is_tool_step(command)]
-    deps = dependency_steps(install)
+    deps = dependency_steps(install, UV)
     # One shell script: -e stops at the first failing step, -x puts each step in the build log.
     start = [*prelude, VERSION_FILE, f"touch {STAMP}", "set -x"]
     script = "\n".join([*start, MAKE_VENV, *install, VERSIONINGIT_WRITE, CARRY])

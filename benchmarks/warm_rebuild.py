@@ -1,0 +1,144 @@
+"""Warm rebuild: a known repository's next release built after its last one, layered recipe
+against the recipe before it (dockerfile-v4, rendered from git), in the same run.
+
+    .venv/bin/python benchmarks/warm_rebuild.py [--case toolz] [--case arrow] \
+        [--baseline dd04f98] [--json figures.json]
+
+Cases (``CASES``): toolz 1.0.0 -> 1.1.0 (no dependencies: what is left is the tools and the
+project's own build) and arrow 7225592 -> 403c29f (two commits of 2024 between which no
+declaration changed; python-dateutil, dateparser, pre-commit, pytz, simplejson...). Each
+repository (a mirror ``fetch`` brought) is cloned to a temporary folder and both revisions get a
+commit of a new file on top (a nonce), so no layer another run built stands in for this
+repository's own. Its profile is detected at the old revision and the same install (what one
+profile's image serves) is rendered twice: by today's ``recipe.py`` and
+by the ``recipe.py`` of ``--baseline`` (the commit before the layered recipe), loaded from git.
+Each recipe is built through trajforge's own builder (``build_recipe``) at ``--old`` (cold: the
+first build of this repository; layers every build on the machine shares, such as the base
+image and uv, may already be there, as they would be on any working machine), then at
+the new one (warm). The last lines are the four seconds per case and its ``warm_speedup``
+(baseline warm / layered warm). Every image built is removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import ModuleType
+
+from trajforge.generators.environments.image import build_recipe
+from trajforge.generators.environments.profile import detect_profile
+from trajforge.generators.environments.recipe import render_dockerfile
+from trajforge.schemas.params import EnvironmentParams
+from trajforge.verifiers.sandbox.base import SessionSpec
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+from trajforge.verifiers.sandbox.git_tree import archive
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = "dd04f98"  # the last commit whose recipe.py renders dockerfile-v4 (one install layer)
+CASES = {  # name: (mirror, old revision, new revision, package to import)
+    "toolz": ("/work/.mirror/pytoolz+toolz/repo", "1.0.0", "1.1.0", "toolz"),
+    "arrow": ("/work/.mirror/arrow-py+arrow/repo", "7225592", "403c29f", "arrow"),
+}
+
+
+def old_recipe_module(commit: str) -> ModuleType:
+    """``recipe.py`` as it was at ``commit`` (its imports resolve to today's package)."""
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{commit}:generators/environments/recipe.py"],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    spec = importlib.util.spec_from_loader("baseline_recipe", loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    exec(compile(source, f"{commit}:recipe.py", "exec"), module.__dict__)
+    return module
+
+
+def timed_build(
+    sandbox: DockerSandbox, tag: str, recipe: str, commit: str, repo: str, params: EnvironmentParams
+) -> float:
+    started = time.monotonic()
+    result = build_recipe(sandbox, tag, recipe, "bench", commit, repo, params)
+    seconds = time.monotonic() - started
+    if not result.ok:
+        sys.exit(f"{tag}: build failed\n{result.log[-3000:]}")
+    return seconds
+
+
+def imports_from_repo(sandbox: DockerSandbox, tag: str, repo: str, commit: str, name: str) -> str:
+    """Where the image imports the package from with the commit's tree in /repo."""
+    with sandbox.session(SessionSpec(image=tag)) as session:
+        session.put_archive(archive(repo, commit, prefix="repo/"))
+        out = session.exec(f"python -c 'import {name}; print({name}.__file__)'", timeout_s=60)
+    return out.output.strip().splitlines()[-1] if out.output.strip() else ""
+
+
+def nonce_commit(repo: str, revision: str, nonce: str) -> str:
+    """``revision`` plus one new file: a tree no other run has built."""
+    git = ["git", "-C", repo, "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+    subprocess.run([*git, "checkout", "-q", "--detach", revision], check=True)
+    Path(repo, ".trajforge-bench-nonce").write_text(nonce)
+    subprocess.run([*git, "add", ".trajforge-bench-nonce"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "nonce"], check=True)
+    return subprocess.run(
+        [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def run_case(name: str, baseline: str, figures: dict[str, float]) -> None:
+    mirror, old, new, package = CASES[name]
+    params = EnvironmentParams(build_timeout_s=1200)
+    repo = str(Path(tempfile.mkdtemp(prefix="warm-rebuild-")) / "repo")
+    subprocess.run(["git", "clone", "-q", mirror, repo], check=True)
+    run = uuid.uuid4().hex[:8]
+    commits = {"cold": nonce_commit(repo, old, run), "warm": nonce_commit(repo, new, run)}
+    profile = detect_profile(repo, commits["cold"], package)
+    print(f"{name} at {old}: python {profile.python}, install {list(profile.install)}")
+    recipes = {
+        "layered": render_dockerfile(profile.python, profile.install),
+        "baseline": old_recipe_module(baseline).render_dockerfile(profile.python, profile.install),
+    }
+    tags: list[str] = []
+    sandbox = DockerSandbox()
+    try:
+        for recipe in ("baseline", "layered"):
+            for when, revision in (("cold", old), ("warm", new)):
+                image = f"trajforge-bench-warm:{run}-{name}-{recipe}-{when}"
+                tags.append(image)
+                commit = commits[when]
+                seconds = timed_build(sandbox, image, recipes[recipe], commit, repo, params)
+                where = imports_from_repo(sandbox, image, repo, commit, package)
+                print(f"{name} {recipe} {when} ({revision}): {seconds:.1f} s; imports {where}")
+                figures[f"{name}_{recipe}_{when}_s"] = round(seconds, 1)
+    finally:
+        sandbox.close()
+        subprocess.run(["docker", "rmi", "-f", *tags], capture_output=True, check=False)
+    warm = figures[f"{name}_baseline_warm_s"] / figures[f"{name}_layered_warm_s"]
+    figures[f"{name}_warm_speedup"] = round(warm, 2)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--case", action="append", choices=sorted(CASES))
+    parser.add_argument("--baseline", default=BASELINE)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    figures: dict[str, float] = {}
+    for name in args.case or list(CASES):
+        run_case(name, args.baseline, figures)
+    for key, value in figures.items():
+        print(f"{key}: {value}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
