@@ -118,14 +118,17 @@ def _vitest(detection: Detection, seconds: int, bin_dir: str) -> str:
 def _mocha(detection: Detection, seconds: int, bin_dir: str) -> str:
     # mocha before 9 ignores the output option and prints the JSON: kept as the report when no
     # file was written (the runner's console output then makes it unreadable, a collection
-    # error saying so). Files given replace the script's own spec paths.
+    # error saying so). Files given replace the script's own spec paths. mocha exits with its
+    # count of failures (4 failing tests: exit 4); read as a run with failures (1), as the other
+    # runners say it, or a suite with failures would count as one that did not run.
     limit = f" --timeout {seconds * 1000}" if seconds else ""
     report = f"--reporter json --reporter-options output={REPORT_PATH}"  # mocha 3-11
     options, specs = split_args(detection.runner_args)
     return _sh(
         f"[ $# -gt 0 ] || set -- {_words(specs)}; "
         f'{bin_dir}/mocha {_words(options)} {report}{limit} "$@" > {MOCHA_STDOUT}; '
-        f"rc=$?; cat {MOCHA_STDOUT}; [ -s {REPORT_PATH} ] || cp {MOCHA_STDOUT} {REPORT_PATH}; "
+        "rc=$?; if [ $rc -gt 1 ] && [ $rc -lt 128 ]; then rc=1; fi; "
+        f"cat {MOCHA_STDOUT}; [ -s {REPORT_PATH} ] || cp {MOCHA_STDOUT} {REPORT_PATH}; "
         "exit $rc",
         "mocha",
     )
