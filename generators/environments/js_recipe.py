@@ -44,9 +44,9 @@ CA_PRELUDE = (
     f"npm_config_cafile={CA_FILE} YARN_CAFILE={CA_FILE}; fi"
 )
 # yarn berry's setting by its major (2 and 3: caFilePath; 4 renamed it httpsCaFilePath and
-# refuses the old name, from the environment too).
+# refuses the old name, from the environment too, and classic's YARN_CAFILE as well).
 BERRY_CA = (
-    f'if [ -s {CA_FILE} ]; then case "$(yarn --version)" in [23].*) '
+    f'unset YARN_CAFILE; if [ -s {CA_FILE} ]; then case "$(yarn --version)" in [23].*) '
     f"export YARN_CA_FILE_PATH={CA_FILE};; *) export YARN_HTTPS_CA_FILE_PATH={CA_FILE};; esac; fi"
 )
 # What each package manager installs from (lock file) or without one; the log names which.

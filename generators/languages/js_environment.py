@@ -38,6 +38,7 @@ _NPM = re.compile(r"npm (?:ERR!|error)\s+(.*)")
 _NPM_NOISE = ("code ", "errno ", "syscall ", "path ", "A complete log", "Log files", "/tmp/")
 _OTHER = (
     re.compile(r"ERR_PNPM_\w+.*"),
+    re.compile(r"Usage Error: .*"),  # yarn berry refusing its configuration
     re.compile(r"(?:^|\s)error (?!Command failed).*"),
     re.compile(r"YN\d{4}: .*(?:Error|error|failed|not found).*"),
 )
