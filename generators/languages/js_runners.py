@@ -6,8 +6,8 @@ so the arguments land where the runner reads them. Reports and their formats in
 ``verifiers/reports/`` (``REPORT_FORMATS``):
 
   jest, vitest, mocha: their own JSON reporter (nothing to install);
-  node (``node --test``): JUnit, one run per file wrapped in a suite named by the file,
-      because node's reporters leave the file out of a test's name;
+  node (``node --test``): JUnit from ``js_node_reporter.py``'s reporter, because node's own
+      reporters leave the file out of a test's name;
   ava: ``--tap`` (``file <U+203A> title``); tap (node-tap): its own TAP, one subtest per file.
 
 Per-test time limits where the runner has one: jest 24.9+ and vitest ``--testTimeout``, mocha
@@ -22,12 +22,13 @@ from collections.abc import Callable, Sequence
 
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.js_list_tests import LIST_TESTS_JS, compact
+from trajforge.generators.languages.js_node_reporter import NODE_REPORTER_JS
 from trajforge.schemas.errors import UserError
 
 REPORT_PATH = "/tmp/trajforge-report.json"
 BIN = "node_modules/.bin"
 MOCHA_STDOUT = "/tmp/trajforge-mocha-stdout"
-NODE_ONE_FILE = "/tmp/trajforge-node-file.xml"
+NODE_REPORTER = "/tmp/trajforge-node-reporter.cjs"
 ONE_FILE = "/tmp/trajforge-one-file"
 JEST_KNOWS_TIMEOUT = (
     """node -e "const [a, b] = require('jest/package.json').version.split('.').map(Number); """
@@ -135,27 +136,19 @@ def _mocha(detection: Detection, seconds: int, bin_dir: str) -> str:
 
 
 def _node(detection: Detection, seconds: int, bin_dir: str) -> str:
-    """One ``node --test`` per file with the JUnit reporter, each file's XML inside a suite
-    named by the file (its tests' ids start with it). Without files: those the script's paths
-    name (a folder searched by node's conventions, a glob), else the tree's by convention."""
+    """One ``node --test`` run over the files with ``js_node_reporter.py``'s reporter, which
+    keeps each test's file. Without files: those the script's paths name (a folder searched by
+    node's conventions, a glob), else the tree's by convention (``js_list_tests.py``)."""
     options, specs = split_args(detection.runner_args)
     typescript = any(loader in option for option in options for loader in _TS_LOADERS)
     exts = "js,cjs,mjs" + (",ts,cts,mts" if typescript else "")
     limit = f" --test-timeout={seconds * 1000}" if seconds and _major(detection) >= 20 else ""
-    escape = "sed -e 's/&/\\&amp;/g' -e 's/</\\&lt;/g' -e 's/\"/\\&quot;/g'"
-    strip = "sed -e 's/<?xml[^>]*>//' -e 's#</*testsuites>##g'"
+    reporter = shlex.quote(compact(NODE_REPORTER_JS))
     return _sh(
         f"{_listed('node', exts, specs)}"
-        f"rc=0; echo '<testsuites>' > {REPORT_PATH}; "
-        'for f in "$@"; do '
-        f"rm -f {NODE_ONE_FILE}; "
-        f"node {_words(options)} --test --test-reporter=junit "
-        f'--test-reporter-destination={NODE_ONE_FILE}{limit} "$f" || rc=1; '
-        f'n=$(printf %s "$PWD/$f" | {escape}); '
-        f'echo "<testsuite name=\\"$n\\" file=\\"$n\\">" >> {REPORT_PATH}; '
-        f"[ -f {NODE_ONE_FILE} ] && {strip} {NODE_ONE_FILE} >> {REPORT_PATH}; "
-        f"echo '</testsuite>' >> {REPORT_PATH}; done; "
-        f"echo '</testsuites>' >> {REPORT_PATH}; exit $rc",
+        f"printf %s {reporter} > {NODE_REPORTER}; "
+        f"exec node {_words(options)} --test --test-reporter={NODE_REPORTER} "
+        f'--test-reporter-destination={REPORT_PATH}{limit} "$@"',
         "node",
     )
 
