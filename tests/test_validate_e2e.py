@@ -141,9 +141,16 @@ def test_stats_reports_yield_and_reasons(validated):
 
 
 def test_killed_run_resumes_without_duplicates(calc_repo, docker_engine, tmp_path):
-    path, _ = calc_repo
+    """The three fixes and a rejection, not the whole log: the hang (a test timeout) and the
+    failed install (a failed build) are what the module's validate proves, and here they would
+    only add a minute of waiting to each of the two runs."""
+    path, shas = calc_repo
     write_params(tmp_path / "params.yaml", tmp_path / "cache")
-    assert run_cli("mine", "--repo", str(path), "--output", "mine", cwd=tmp_path).returncode == 0
+    commits = ",".join(shas[name] for name in ("fix_add", "import_error", "latin1", "flaky"))
+    mined = run_cli(
+        "mine", "--repo", str(path), "--commits", commits, "--output", "mine", cwd=tmp_path
+    )
+    assert mined.returncode == 0, mined.stderr
     proc = subprocess.Popen(
         [TRAJFORGE, "validate", "--input", "mine", "--output", "out", "--workers", "1"],
         cwd=tmp_path,
