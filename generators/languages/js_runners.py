@@ -10,7 +10,8 @@ so the arguments land where the runner reads them. Reports and their formats in
       reporters leave the file out of a test's name;
   ava: ``--tap`` (``file <U+203A> title``); tap (node-tap): its own TAP, one subtest per file.
 
-Per-test time limits where the runner has one: jest 24.9+ and vitest ``--testTimeout``, mocha
+Per-test time limits where the runner has one: jest 24.9+ (an old jest's refused options left
+out by its version) and vitest ``--testTimeout``, mocha
 ``--timeout``, node 20+ ``--test-timeout``, ava ``--timeout`` (inactivity), tap ``--timeout``
 (per file, seconds).
 """
@@ -30,10 +31,6 @@ BIN = "node_modules/.bin"
 MOCHA_STDOUT = "/tmp/trajforge-mocha-stdout"
 NODE_REPORTER = "/tmp/trajforge-node-reporter.cjs"
 ONE_FILE = "/tmp/trajforge-one-file"
-JEST_KNOWS_TIMEOUT = (
-    """node -e "const [a, b] = require('jest/package.json').version.split('.').map(Number); """
-    """process.exit(a > 24 || (a === 24 && b >= 9) ? 0 : 1)" 2>/dev/null"""
-)
 REPORT_FORMATS = {
     "jest": "jest-json",
     "vitest": "vitest-json",
@@ -98,15 +95,18 @@ def split_args(args: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def _jest(detection: Detection, seconds: int, bin_dir: str) -> str:
-    # --testTimeout came with jest 24.9; an older jest refuses the run for it
-    limit = (
-        f'{JEST_KNOWS_TIMEOUT} && L="--testTimeout={seconds * 1000}" || L=""; '
-        if seconds
-        else 'L=""; '
+    """jest's JSON report; the options an old jest refuses are given by its version (``--ci``
+    and ``--cacheDirectory`` came with jest 20, ``--testTimeout`` with 24.9)."""
+    limit = f"f.push('--testTimeout={seconds * 1000}'); " if seconds else ""
+    flags = (
+        "const [a, b] = require('jest/package.json').version.split('.').map(Number); "
+        "const f = []; if (a >= 20) f.push('--ci', '--cacheDirectory=/tmp/jest-cache'); "
+        f"if (a > 24 || (a === 24 && b >= 9)) {{ {limit}}} console.log(f.join(' '))"
     )
     return _sh(
-        f"{limit}exec {bin_dir}/jest --ci --json --outputFile={REPORT_PATH} "
-        '--watchman=false --cacheDirectory=/tmp/jest-cache $L ${1:+--runTestsByPath} "$@"',
+        f'L=$(node -e "{flags}" 2>/dev/null); '
+        f"exec {bin_dir}/jest --json --outputFile={REPORT_PATH} --watchman=false "
+        '$L ${1:+--runTestsByPath} "$@"',
         "jest",
     )
 
