@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_cli, write_params
+from conftest import run_cli
 from repo_factory import RepoBuilder
+from trajforge.generators.languages.javascript import REPORT_PATH, JavaScript
 from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
 from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.pipelines.evaluation.rewards import RewardClient, reward
@@ -26,10 +27,9 @@ from trajforge.pipelines.evaluation.service import RewardService, serve
 from trajforge.schemas.params import EnvironmentParams, load_params
 from trajforge.schemas.records import to_table
 from trajforge.schemas.task_instance import TaskInstance
-from trajforge.verifiers.grader import js_policy
-from trajforge.verifiers.patch_verifier import NOT_RUN
+from trajforge.verifiers.sandbox.base import SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox
-from trajforge.verifiers.sandbox.git_tree import apply_patches, git
+from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git
 
 pytestmark = pytest.mark.docker
 
@@ -65,42 +65,44 @@ P2P = (
     "__tests__/more.test.js > setup ran first",
     "__tests__/more.test.js > squares",
 )
-# Source that writes forged records into every pipe of its own process and of its parent (jest's,
-# which holds the records' pipe; the same user may open it through /proc), and a fake report.
+# Source that finds the records' pipe (its number is in the start-up environment of the
+# process that holds it, which the same user may read in /proc) and writes a record saying the
+# failing test passed: straight to the descriptor in its own process (jest runs one test file in
+# band), through /proc in its parent's (a worker's; refused: the pipe is root's); and a fake
+# report where the runner's would be.
 FAKE = json.dumps({"t": "report", "id": F2P[0], "when": "call", "outcome": "passed",
                    "xfail": False, "sub": False})  # fmt: skip
 CHANNEL_FORGER = BUGGY + (
     "const fs = require('fs');\n"
     f"const line = {json.dumps(FAKE + chr(10))};\n"
     "for (const pid of ['self', String(process.ppid)]) {\n"
-    "  let fds = [];\n"
-    "  try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch (e) {}\n"
-    "  for (const fd of fds) {\n"
-    "    try {\n"
-    "      const where = `/proc/${pid}/fd/${fd}`;\n"
-    "      if (Number(fd) < 3 || !fs.readlinkSync(where).startsWith('pipe:')) continue;\n"
-    "      const handle = fs.openSync(where, 'w');\n"
-    "      fs.writeSync(handle, line);\n"
-    "      fs.closeSync(handle);\n"
-    "    } catch (e) {}\n"
-    "  }\n"
+    "  try {\n"
+    "    const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\\0');\n"
+    "    const said = environ.find((v) => v.startsWith('TRAJFORGE_RESULT_FD='));\n"
+    "    if (!said) continue;\n"
+    "    const fd = Number(said.split('=')[1]);\n"
+    "    if (pid === 'self') { fs.writeSync(fd, line); continue; }\n"
+    "    const handle = fs.openSync(`/proc/${pid}/fd/${fd}`, 'w');\n"
+    "    fs.writeSync(handle, line);\n"
+    "    fs.closeSync(handle);\n"
+    "  } catch (e) {}\n"
     "}\n"
     "const fake = JSON.stringify({ testResults: [] });\n"
     "try { fs.writeFileSync('/tmp/trajforge-report.json', fake); } catch (e) {}\n"
 )
 EXIT_FORGER = BUGGY + "process.exit(0);\n"
-# A detached process that outlives the test: every 300 ms it writes a forged record into every
-# pipe of every process of its user.
+# A detached process that outlives the test and keeps writing that record, every 300 ms, into
+# the records' pipe of every process that has one.
 DAEMON = BUGGY + (
     "const { spawn } = require('child_process');\n"
     f"const line = {json.dumps(FAKE + chr(10))};\n"
     "const loop = `const fs = require('fs'); setInterval(() => {\n"
     "  for (const pid of fs.readdirSync('/proc').filter((p) => /^[0-9]+$/.test(p))) {\n"
-    "    let fds = []; try { fds = fs.readdirSync('/proc/' + pid + '/fd'); } catch (e) {}\n"
-    "    for (const fd of fds) { try { const where = '/proc/' + pid + '/fd/' + fd;\n"
-    "      if (!fs.readlinkSync(where).startsWith('pipe:')) continue;\n"
-    "      const h = fs.openSync(where, 'w'); fs.writeSync(h, ${JSON.stringify(line)});\n"
-    "      fs.closeSync(h); } catch (e) {} } } }, 300);`;\n"
+    "    try { const env = fs.readFileSync('/proc/' + pid + '/environ', 'utf8').split('\\\\0');\n"
+    "      const said = env.find((v) => v.startsWith('TRAJFORGE_RESULT_FD='));\n"
+    "      if (!said) continue;\n"
+    "      const h = fs.openSync('/proc/' + pid + '/fd/' + said.split('=')[1], 'w');\n"
+    "      fs.writeSync(h, ${JSON.stringify(line)}); fs.closeSync(h); } catch (e) {} } }, 300);`;\n"
     "spawn(process.execPath, ['-e', loop], { detached: true, stdio: 'ignore' }).unref();\n"
 )
 ROUTES = {  # name -> (files the model writes, the reasons it may get)
@@ -136,7 +138,10 @@ ROUTES = {  # name -> (files the model writes, the reasons it may get)
         {".npmrc": "node-options=--require ./evil.js\n", "src/calc.js": GOLD},
         ("forbidden_file",),
     ),
-    "channel_and_report_forger": ({"src/calc.js": CHANNEL_FORGER}, ("forged_result",)),
+    "channel_and_report_forger": (
+        {"src/calc.js": CHANNEL_FORGER},
+        ("forged_result", "tests_failed"),  # in band, or a worker that cannot reach the pipe
+    ),
     "early_exit": (
         {"src/calc.js": EXIT_FORGER},
         ("suite_failed", "suite_did_not_run", "tests_failed"),
@@ -186,14 +191,30 @@ def js_task(sandbox, tmp_path_factory):
     )  # fmt: skip
     work = root / "work"
     work.mkdir()
-    write_params(work / "params.yaml", root / "cache")
+    (work / "params.yaml").write_text(
+        f"cache_dir: {root / 'cache'}\nvalidate:\n  test_timeout_s: 180\n"
+    )
     (work / "tasks" / "tasks").mkdir(parents=True)
     pq.write_table(
         to_table([task], TaskInstance.ARROW_SCHEMA), work / "tasks" / "tasks" / "part-0.parquet"
     )
+    for name, tree in (("base", base), ("gold", gold_commit)):
+        (work / f"{name}-report.json").write_bytes(jest_report(sandbox, env, str(repo.path), tree))
+    labels = {"instance_id": task.instance_id, "FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p}
+    (work / "task.json").write_text(json.dumps(labels))
     yield task, str(repo.path), work
     sandbox.close()
     sandbox.remove_image(env.image)
+
+
+def jest_report(sandbox, env, repo: str, tree: str) -> bytes:
+    """The report the task's own test command writes (jest --json), read from its container."""
+    with sandbox.session(SessionSpec(env.image)) as session:
+        session.put_archive(archive(repo, tree, prefix="repo/"), "/")
+        session.exec(JavaScript().test_command(env.detection), 300)
+        report = session.read_file(REPORT_PATH)
+    assert report, "jest wrote no report"
+    return report
 
 
 def model_patch(task: TaskInstance, repo: str, tmp: Path, files: dict[str, str]) -> str:
@@ -252,7 +273,6 @@ def test_gold_resolves_and_wrong_or_empty_do_not(js_task, graded, evaluator):
 @pytest.mark.parametrize("route", sorted(ROUTES))
 def test_every_route_earns_nothing(graded, route):
     evaluation = graded[route]
-    print(route, evaluation.reason, evaluation.dropped, evaluation.seconds, evaluation.log[-1500:])
     assert not evaluation.error, evaluation.log[-2000:]
     assert (evaluation.resolved, evaluation.reward) == (False, 0.0)
     assert evaluation.reason in ROUTES[route][1], (evaluation.reason, evaluation.log[-2000:])
@@ -267,15 +287,20 @@ def test_tests_and_configuration_are_reset_not_run(graded):
     assert "node_modules/expect/build/index.js" in graded["node_modules_plant"].log
 
 
-def test_fail_fast_never_reports_an_unrun_test_as_passed(js_task, patches, evaluator):
-    task, _, _ = js_task
-    wrong = evaluator.evaluate(task, patches["wrong_fix"], fail_fast=True)
-    assert (wrong.resolved, wrong.reward) == (False, 0.0)
+def test_fail_fast_never_reports_an_unrun_test_as_passed(js_task, patches, sandbox):
+    """No cache: the first run (the FAIL_TO_PASS file alone, which jest runs in its own process)
+    decides, and a forger there writes straight into the records' pipe."""
+    task, _, work = js_task
+    fresh = Evaluator(load_params(str(work / "params.yaml")), sandbox=sandbox, use_cache=False,
+                      timeout_s=120)  # fmt: skip
+    wrong = fresh.evaluate(task, patches["wrong_fix"], fail_fast=True)
+    assert (wrong.resolved, wrong.reward, wrong.reason) == (False, 0.0, "tests_failed")
     status = wrong.report["tests_status"]
     assert set(status["PASS_TO_PASS"]["failure"]) == set(task.PASS_TO_PASS)
-    verdict = evaluator.verdict(task, patches["wrong_fix"], fail_fast=True)
-    assert all(verdict.test_report[t] == NOT_RUN for t in task.PASS_TO_PASS)
-    gold = evaluator.evaluate(task, patches["gold"], fail_fast=True)
+    assert "more.test.js" not in wrong.log  # the PASS_TO_PASS-only file never ran
+    forged = fresh.evaluate(task, patches["channel_and_report_forger"], fail_fast=True)
+    assert (forged.resolved, forged.reward, forged.reason) == (False, 0.0, "forged_result")
+    gold = fresh.evaluate(task, patches["gold"], fail_fast=True)
     assert (gold.resolved, gold.reward) == (True, 1.0)
 
 
@@ -288,7 +313,7 @@ def test_reward_service_reward_api_and_task_env(js_task, patches, graded, evalua
     try:
         assert client.score(task.instance_id, patches["gold"])["reward"] == 1.0
         said = client.score(task.instance_id, patches["channel_and_report_forger"], partial=True)
-        assert (said["reward"], said["reason"]) == (0.0, "forged_result")
+        assert (said["reward"], said["reason"]) == (0.0, graded["channel_and_report_forger"].reason)
     finally:
         server.shutdown()
         server.server_close()
@@ -297,7 +322,7 @@ def test_reward_service_reward_api_and_task_env(js_task, patches, graded, evalua
     with evaluator.env(task) as env:
         env.reset()
         said_files = env.step("bash", {"command": "ls __tests__ && cat package.json"})
-        assert "calc.test.js" in said_files.output
+        assert "calc.test.js" in said_files.observation
         assert env.step("create", {"path": "src/calc.js", "file_text": GOLD}).error is None
         outcome = env.close()
     assert (outcome.reward, outcome.verdict.reason) == (1.0, "resolved")
@@ -317,17 +342,24 @@ def test_evaluate_command_grades_a_js_task(js_task, patches, tmp_path):
     assert (record["resolved"], record["reward"]) == (True, 1.0)
 
 
-def test_policy_by_what_a_file_is():
-    assert js_policy.forbidden_file("packages/a/node_modules/x/index.js")
-    assert js_policy.forbidden_file(".yarnrc.yml") and js_policy.forbidden_file(".pnp.cjs")
-    assert js_policy.forbidden_file("src/index.js") is None
-    tree = {
-        "package.json": b'{"main": "index.js", "jest": {"setupFilesAfterEach": ["./t/setup"]}}',
-        "index.js": b"",
-        "t/setup.ts": b"",
-        "jest.config.js": b"module.exports = { globalSetup: '<rootDir>/tools/global.js' };",
-        "tools/global.js": b"",
-        "src/a.js": b"",
-    }
-    found = js_policy.grading_files(tree, tree.get)
-    assert found == {"package.json", "jest.config.js", "t/setup.ts", "tools/global.js"}
+def test_grade_reads_the_runners_report(js_task, tmp_path):
+    """``trajforge grade`` on the reports jest itself wrote: gold resolved, base not; a report
+    whose totals contradict its tests is refused."""
+    _, _, work = js_task
+    said = {}
+    for name in ("gold", "base"):
+        out = tmp_path / f"{name}.json"
+        log = str(work / f"{name}-report.json")
+        done = run_cli("grade", "--task", str(work / "task.json"), "--log", log,
+                       "--output", str(out), cwd=work)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "jest-json log" in done.stdout
+        said[name] = json.loads(out.read_text())["calc-js-1"]["resolved"]
+    assert said == {"gold": True, "base": False}
+    bent = json.loads((work / "base-report.json").read_text())
+    bent["numFailedTests"] = 0
+    (tmp_path / "bent.json").write_text(json.dumps(bent))
+    done = run_cli("grade", "--task", str(work / "task.json"), "--log", str(tmp_path / "bent.json"),
+                   "--output", str(tmp_path / "bent-report.json"), cwd=work)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "ambiguous_log" in done.stdout

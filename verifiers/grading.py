@@ -15,16 +15,22 @@ truncated parametrized id matches by prefix; an empty group counts 1. One depart
 it applies: a log in which every graded test is skipped is not resolved under either rule.
 
 Which lines of a log count is the same under both rules (``log_parsers.read_log``): the runner's
-own summary decides, and a log that contradicts itself is refused (``ambiguous_log``).
+own summary decides, and a log that contradicts itself is refused (``ambiguous_log``). A
+JavaScript task's log is its runner's report (jest's or vitest's JSON, mocha's JSON, TAP, JUnit:
+``verifiers/reports/``, ids ``file > describe > title``), named or recognised from its content,
+graded by the same rules; a report whose totals contradict its tests is ``ambiguous_log`` too.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from trajforge.verifiers.grader.rules import counts_as_passed  # the one rule, written once
 from trajforge.verifiers.log_parsers import read_log
+from trajforge.verifiers.reports import FORMATS as REPORT_FORMATS
+from trajforge.verifiers.reports import ReportError, read_report
 
 APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"  # swebench.harness.constants
 # Markers that mean SWE-bench's harness has no test result to grade.
@@ -72,7 +78,15 @@ def grade_log(
         why = f"the log is {len(log)} bytes, over the {MAX_LOG_BYTES} a test log may have"
         return _unresolved(log_format, rules, patch_exists, True, "log_too_large", why)
     graded_ids = [*fail_to_pass, *pass_to_pass]
-    name, parsed, swebench = read_log(log, log_format, graded_ids)
+    report_format = runner_report_format(log, log_format)
+    if report_format:
+        try:
+            name, parsed, swebench = report_format, read_report(log, report_format), None
+        except ReportError as exc:
+            why = f"the {report_format} report cannot be read: {exc}"
+            return _unresolved(report_format, rules, patch_exists, True, "no_test_result", why)
+    else:
+        name, parsed, swebench = read_log(log, log_format, graded_ids)
     applied = patch_exists and APPLY_PATCH_FAIL.encode() not in log
     if not applied:
         why = "no patch" if not patch_exists else f"the log says {APPLY_PATCH_FAIL!r}"
@@ -105,6 +119,27 @@ def grade_log(
     resolved = resolution == RESOLVED_FULL
     report = swebench_report(not patch_exists, patch_exists, True, resolved, tests_status)
     return Graded(name, report, resolution, tests_status, rules, reason, detail)
+
+
+def runner_report_format(log: bytes, log_format: str = "auto") -> str:
+    """The JavaScript runner report format (``verifiers/reports/``) that reads ``log``: the one
+    named, or with ``auto`` a JSON object shaped like jest's/vitest's (``testResults``) or
+    mocha's (``stats`` with ``tests`` or ``passes``); "" for a pytest log or JUnit XML."""
+    if log_format in REPORT_FORMATS:
+        return log_format
+    if log_format != "auto" or log.lstrip()[:1] != b"{":
+        return ""
+    try:
+        data = json.loads(log)
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    if "testResults" in data:
+        return "jest-json"
+    if "stats" in data and ("tests" in data or "passes" in data):
+        return "mocha-json"
+    return ""
 
 
 def _unresolved(

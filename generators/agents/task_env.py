@@ -32,6 +32,15 @@ by editing the source code. Explore with the tools, reproduce the problem, make 
 change that fixes it and check it. Do not change or add tests. The machine has no network. When \
 the fix is done, call `submit`."""
 
+# A JavaScript/TypeScript task's system message: the same tools, its language and its runner
+# named, and the task's own test command (jest, vitest, mocha from node_modules/.bin).
+SYSTEM_JS = """\
+You are a software engineer working in a JavaScript/TypeScript repository at /repo (its \
+dependencies are installed in node_modules). Fix the issue you are given by editing the source \
+code. Explore with the tools, reproduce the problem, make the smallest change that fixes it and \
+check it; the tests run with: {test_cmd} . Do not change or add tests, their configuration or \
+node_modules. The machine has no network. When the fix is done, call `submit`."""
+
 USER = """\
 <issue>
 {statement}
@@ -72,7 +81,14 @@ def prompt(task: TaskInstance, guidance: str = "") -> list[Message]:
     user = USER.format(statement=task.problem_statement, repo=task.repo)
     if guidance:
         user += GUIDANCE.format(guidance=guidance)
-    return [Message("system", SYSTEM), Message("user", user)]
+    return [Message("system", system_message(task)), Message("user", user)]
+
+
+def system_message(task: TaskInstance) -> str:
+    """The system message for the task's language (Python's is unchanged)."""
+    if task.language == "javascript":
+        return SYSTEM_JS.format(test_cmd=task.test_cmd)
+    return SYSTEM
 
 
 class TaskEnv:

@@ -21,6 +21,9 @@ a row may name any image, a victim's ``trajforge-env:<profile>`` included. So:
 3. Else a RegistryError that says what to do (the rollout stage never builds: it runs the very
    image its task was proven in).
 
+A JavaScript/TypeScript task goes the same way: its recipe (``js_recipe.py``) is labelled and
+hashed by the same builder; a rebuild first makes its node base image on demand.
+
 What runs is the image's id, not its name: a name moved after the check (a concurrent rebuild,
 a user's ``docker tag``) cannot change what a task runs in, and a verdict keyed by it is keyed by
 content.
@@ -28,9 +31,11 @@ content.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from trajforge.generators.environments.base_image import ensure_node_base_image
 from trajforge.generators.environments.image import build_recipe, recipe_digest
 from trajforge.generators.environments.recipe import EVAL_KIND, RECIPE_LABEL, eval_image_name
 from trajforge.generators.environments.registry import MISSING, check_digest, fetch_image
@@ -45,6 +50,7 @@ UNTRUSTED_COUNTER = "images_untrusted"  # a named image here that is not the row
 NAMED = "named"  # the image the row names, here or pulled
 EVAL = "eval"  # the row's recipe built before, found as trajforge-eval:<hash>
 REBUILT = "rebuilt"  # the row's recipe built now, as trajforge-eval:<hash>
+NODE_BASE = re.compile(r"^ARG BASE=trajforge-base:node(\d+)$", re.MULTILINE)  # js_recipe.py's
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,7 @@ def _built(
     if info is not None and info.labels.get(RECIPE_LABEL) == expected:
         return TaskImage(info.image_id, tag, EVAL, why)
     commit = task.environment_setup_commit or task.base_commit
+    _ensure_node_base(store, task.env_recipe, say)
     result = build_recipe(
         store, tag, task.env_recipe, task.profile_id, commit, repo_path, env, EVAL_KIND
     )
@@ -165,3 +172,14 @@ def _built(
     if say is not None:
         say(f"{task.instance_id}: {why}; built the task's recipe as {tag} and ran it there")
     return TaskImage(info.image_id, tag, REBUILT, why)
+
+
+def _ensure_node_base(store: ImageStore, recipe: str, say: Callable[[str], None] | None) -> None:
+    """A JS task's recipe builds FROM ``trajforge-base:nodeN``, which is made on demand (Docker's
+    store) rather than pulled: made here before the rebuild, as ``prepare_js_environment`` does.
+    A Python recipe's base is left as before."""
+    match = NODE_BASE.search(recipe)
+    if match is not None and getattr(store, "name", "") == "docker":
+        ensure_node_base_image(
+            match.group(1), getattr(store, "docker_host", None), say or (lambda line: None)
+        )

@@ -23,13 +23,18 @@ HELP = "grade a test log against a task's FAIL_TO_PASS / PASS_TO_PASS (SWE-bench
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from trajforge.verifiers.grading import RULES, TRAJFORGE
     from trajforge.verifiers.log_parsers import LOG_PARSERS
+    from trajforge.verifiers.reports import FORMATS
 
     parser.add_argument("--task", required=True, help="a task row as JSON (tasks or rl config)")
-    parser.add_argument("--log", required=True, help="the test log (text or JUnit XML)")
+    parser.add_argument(
+        "--log", required=True,
+        help="the test log (text or JUnit XML; a JS task's: its runner's report, e.g. jest --json)",
+    )  # fmt: skip
     parser.add_argument("--output", required=True, help="where report.json goes")
     parser.add_argument(
-        "--log-format", default="auto", choices=("auto", *sorted(LOG_PARSERS)),
-        help="how to read the log (default: recognised from its content)",
+        "--log-format", default="auto", choices=("auto", *sorted(LOG_PARSERS), *sorted(FORMATS)),
+        help="how to read the log (default: recognised from its content; a JavaScript runner's "
+        "report: jest-json, vitest-json, mocha-json, tap, ava-tap, junit)",
     )  # fmt: skip
     parser.add_argument(
         "--rules", default=TRAJFORGE, choices=RULES,
