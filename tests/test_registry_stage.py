@@ -108,12 +108,15 @@ def test_a_second_run_without_the_images_pulls_them_and_builds_nothing(pushed):
 
 
 def test_a_registry_that_is_down_is_one_line_and_the_stage_builds_here(calc_repo, tmp_path):
-    path, _ = calc_repo
+    """One fix is enough to pull, build and push (the whole log would add a test timeout and a
+    failed build to wait out, which ``pushed`` already covers)."""
+    path, shas = calc_repo
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         dead = f"127.0.0.1:{probe.getsockname()[1]}"
     _params(tmp_path, f"{dead}/trajforge-down-{RUN}")
-    assert run_cli("mine", "--repo", str(path), "--output", "mine", cwd=tmp_path).returncode == 0
+    mine = ("mine", "--repo", str(path), "--commits", shas["fix_add"], "--output", "mine")
+    assert run_cli(*mine, cwd=tmp_path).returncode == 0
     done = run_cli("validate", "--input", "mine", "--output", "out", cwd=tmp_path)
     images = set(_tasks(tmp_path / "out")["image_name"]) if (tmp_path / "out").exists() else set()
     try:
