@@ -32,7 +32,10 @@ GRADING_SUFFIXES = (".pth", ".pyc", ".pyo")
 
 
 def short_test_name(test_id: str) -> str:
-    """The function name inside a test id: ``tests/t.py::TestX::test_a[1]`` -> ``test_a``."""
+    """The function name inside a test id: ``tests/t.py::TestX::test_a[1]`` -> ``test_a``; a
+    JavaScript id's title: ``test/a.test.js > sum > adds (2)`` -> ``adds (2)``."""
+    if "::" not in test_id and " > " in test_id:  # verifiers/reports/ids.py's separator
+        return test_id.rsplit(" > ", 1)[-1].strip()
     name = test_id.split("::")[-1].split("[")[0].split(" (")[0]
     return name.strip()
 

@@ -3,7 +3,8 @@
 The failure output comes from the validate stage's own base-state runs (pytest's ``-rA`` report
 holds a ``___ name ___`` section per failed test), so describing a task runs nothing. The words a
 statement must stay grounded in (names from the patch's files and hunks and from the tests'
-calls) are collected here too, so a statement about something else can be told apart.
+calls) are collected here too, so a statement about something else can be told apart. A
+JavaScript/TypeScript task (``task.language``) reads its tests through ``js_context.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,16 @@ import keyword
 import re
 from dataclasses import dataclass
 
+from trajforge.generators.issues.js_context import (
+    JS_COMMON,
+    is_js_id,
+    js_anchor_names,
+    js_failure_excerpt,
+    js_test_file,
+    js_test_source,
+    js_title,
+    without_strings,
+)
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_ids import short_test_name, test_file, test_scopes
@@ -36,6 +47,7 @@ class IssueContext:
     test_sources: dict[str, str]  # FAIL_TO_PASS test id -> its function's source
     failures: dict[str, str]  # FAIL_TO_PASS test id -> its failure report at the starting state
     anchors: frozenset[str]  # names a statement about this bug is expected to mention
+    language: str = "python"  # the task's: which prompt and code fences the writer uses
 
 
 def build_context(task: TaskInstance, repo_path: str, runs: list[TestRun]) -> IssueContext:
@@ -46,11 +58,15 @@ def build_context(task: TaskInstance, repo_path: str, runs: list[TestRun]) -> Is
             if excerpt := failure_excerpt(run.log, test_id):
                 failures[test_id] = excerpt
                 break
-    return IssueContext(task.repo, task.patch, sources, failures, _anchors(task, sources))
+    anchors = _anchors(task, sources)
+    return IssueContext(task.repo, task.patch, sources, failures, anchors, task.language)
 
 
 def failure_excerpt(log: str, test_id: str) -> str:
-    """The body of pytest's failure section for ``test_id`` (``Class.name[param]`` headers)."""
+    """The body of pytest's failure section for ``test_id`` (``Class.name[param]`` headers);
+    a JS test's is jest's section (``js_context``)."""
+    if is_js_id(test_id):
+        return js_failure_excerpt(log, test_id, MAX_FAILURE_LINES)
     wanted = ".".join(test_id.split("::")[1:])
     log = _ANSI.sub("", log)
     for match in _SECTION.finditer(log):
@@ -69,6 +85,8 @@ def _test_sources(task: TaskInstance, repo_path: str) -> dict[str, str]:
         tree = apply_patches(repo_path, task.base_commit, [task.bug_patch, task.test_patch])
     except UserError:
         return {}
+    if task.language == "javascript":
+        return _js_test_sources(task, repo_path, tree)
     sources: dict[str, str] = {}
     parsed: dict[str, tuple[ast.Module, str] | None] = {}
     for test_id in task.FAIL_TO_PASS:
@@ -77,6 +95,22 @@ def _test_sources(task: TaskInstance, repo_path: str) -> dict[str, str]:
             parsed[path] = _parse(repo_path, tree, path)
         found = parsed[path]
         if found and (text := _function_source(*found, test_id)):
+            sources[test_id] = text
+    return sources
+
+
+def _js_test_sources(task: TaskInstance, repo_path: str, tree: str) -> dict[str, str]:
+    files: dict[str, bytes | None] = {}
+    sources: dict[str, str] = {}
+    for test_id in task.FAIL_TO_PASS:
+        path = js_test_file(test_id)
+        if path not in files:
+            try:
+                files[path] = read_file_at(repo_path, tree, path).encode("utf-8")
+            except Exception:  # not in the tree (odd ids): no source shown
+                files[path] = None
+        data = files[path]
+        if data is not None and (text := js_test_source(path, data, test_id, MAX_TEST_LINES)):
             sources[test_id] = text
     return sources
 
@@ -110,20 +144,27 @@ def _named(node: ast.stmt, name: str) -> bool:
 
 def _anchors(task: TaskInstance, sources: dict[str, str]) -> frozenset[str]:
     """Module, function and class names of the patch, and the names the tests use."""
-    names = set(_HUNK_CONTEXT.findall(task.patch))
-    for line in task.patch.splitlines():
-        if line.startswith(("+++ b/", "--- a/")):
-            path = line[6:].strip()
-            names.update(p.removesuffix(".py") for p in path.split("/") if p)
-    test_names = {short_test_name(t) for t in task.FAIL_TO_PASS}
+    javascript = task.language == "javascript"
+    if javascript:
+        names = js_anchor_names(task.patch)
+        test_names = {js_title(t) for t in task.FAIL_TO_PASS}
+        common = _COMMON | JS_COMMON
+    else:
+        names = set(_HUNK_CONTEXT.findall(task.patch))
+        for line in task.patch.splitlines():
+            if line.startswith(("+++ b/", "--- a/")):
+                path = line[6:].strip()
+                names.update(p.removesuffix(".py") for p in path.split("/") if p)
+        test_names = {short_test_name(t) for t in task.FAIL_TO_PASS}
+        common = _COMMON
     for text in sources.values():
-        names.update(_IDENTIFIER.findall(text))
+        names.update(_IDENTIFIER.findall(without_strings(text) if javascript else text))
     return frozenset(
         n
         for n in names
         if len(n) >= 3
         and not keyword.iskeyword(n)
-        and n not in _COMMON
+        and n not in common
         and n not in test_names
         and not n.startswith("test")
     )

@@ -3,10 +3,14 @@
 Used when no endpoint is configured or every model statement was rejected. It shows the failing
 statement pytest points at (``>`` lines) and the assertion output (``E`` lines) of up to three
 FAIL_TO_PASS tests, never their names, and never a line that the leak check would flag, so the
-same rules hold for template text as for model text.
+same rules hold for template text as for model text. A JavaScript task's evidence is jest's
+failure section (the matcher's message, Expected/Received, the ``>`` line of its code frame), else
+the ``expect``/``assert`` lines of the test's source.
 """
 
 from __future__ import annotations
+
+import re
 
 from trajforge.filters.task_scores import leaks_test
 from trajforge.generators.issues.context import IssueContext
@@ -16,6 +20,8 @@ from trajforge.schemas.test_ids import short_test_name
 
 MAX_TESTS = 3
 MAX_EVIDENCE_LINES = 12
+_CODE_FRAME = re.compile(r"^\s*(?:\d+ )?\|")  # jest's code frame lines, other than its `>` line
+_JS_CHECK = re.compile(r"^(?:expect\(|assert\b|assert\.|t\.\w+\()")
 
 
 def template_statement(task: TaskInstance, context: IssueContext) -> str:
@@ -54,6 +60,8 @@ def template_statement(task: TaskInstance, context: IssueContext) -> str:
 
 def _evidence(context: IssueContext, test_id: str) -> list[str]:
     """pytest's pointer and assertion lines when there is a failure report, else the asserts."""
+    if context.language == "javascript":
+        return _js_evidence(context, test_id)
     report = context.failures.get(test_id, "")
     lines = [
         line.rstrip()
@@ -64,6 +72,16 @@ def _evidence(context: IssueContext, test_id: str) -> list[str]:
         return lines
     source = context.test_sources.get(test_id, "")
     return [line.strip() for line in source.splitlines() if line.strip().startswith("assert ")]
+
+
+def _js_evidence(context: IssueContext, test_id: str) -> list[str]:
+    report = context.failures.get(test_id, "")
+    lines = [line.rstrip() for line in report.splitlines() if line.strip()]
+    lines = [line for line in lines if not _CODE_FRAME.match(line)]
+    if lines:
+        return lines
+    source = context.test_sources.get(test_id, "")
+    return [line.strip() for line in source.splitlines() if _JS_CHECK.match(line.strip())]
 
 
 def _package(task: TaskInstance) -> str:
