@@ -1,18 +1,18 @@
 """Warm rebuild: a known repository's next release built after its last one, layered recipe
 against the recipe before it (dockerfile-v4, rendered from git), in the same run.
 
-    .venv/bin/python benchmarks/warm_rebuild.py [--case toolz] [--case arrow] \
+    .venv/bin/python benchmarks/warm_rebuild.py --mirrors DIR [--case toolz] [--case arrow] \
         [--baseline dd04f98] [--json figures.json]
 
 Cases (``CASES``): toolz 1.0.0 -> 1.1.0 (no dependencies: what is left is the tools and the
 project's own build) and arrow 7225592 -> 403c29f (two commits of 2024 between which no
 declaration changed; python-dateutil, dateparser, pre-commit, pytz, simplejson...). Each
-repository (a mirror ``fetch`` brought) is cloned to a temporary folder and both revisions get a
-commit of a new file on top (a nonce), so no layer another run built stands in for this
-repository's own. Its profile is detected at the old revision and the same install (what one
-profile's image serves) is rendered twice: by today's ``recipe.py`` and
+repository (``DIR/<owner>+<name>/repo``, a git mirror) is cloned to a temporary folder and
+both revisions get a commit of a new file on top (a nonce), so no layer another run built
+stands in for this repository's own. Its profile is detected at the old revision and the same
+install (what one profile's image serves) is rendered twice: by today's ``recipe.py`` and
 by the ``recipe.py`` of ``--baseline`` (the commit before the layered recipe), loaded from git.
-Each recipe is built through trajforge's own builder (``build_recipe``) at ``--old`` (cold: the
+Each recipe is built through trajforge's own builder (``build_recipe``) at the old one (cold: the
 first build of this repository; layers every build on the machine shares, such as the base
 image and uv, may already be there, as they would be on any working machine), then at
 the new one (warm). The last lines are the four seconds per case and its ``warm_speedup``
@@ -43,8 +43,8 @@ from trajforge.verifiers.sandbox.git_tree import archive
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "dd04f98"  # the last commit whose recipe.py renders dockerfile-v4 (one install layer)
 CASES = {  # name: (mirror, old revision, new revision, package to import)
-    "toolz": ("/work/.mirror/pytoolz+toolz/repo", "1.0.0", "1.1.0", "toolz"),
-    "arrow": ("/work/.mirror/arrow-py+arrow/repo", "7225592", "403c29f", "arrow"),
+    "toolz": ("pytoolz+toolz/repo", "1.0.0", "1.1.0", "toolz"),
+    "arrow": ("arrow-py+arrow/repo", "7225592", "403c29f", "arrow"),
 }
 
 
@@ -92,8 +92,9 @@ def nonce_commit(repo: str, revision: str, nonce: str) -> str:
     ).stdout.strip()
 
 
-def run_case(name: str, baseline: str, figures: dict[str, float]) -> None:
+def run_case(name: str, mirrors: str, baseline: str, figures: dict[str, float]) -> None:
     mirror, old, new, package = CASES[name]
+    mirror = str(Path(mirrors) / mirror)
     params = EnvironmentParams(build_timeout_s=1200)
     repo = str(Path(tempfile.mkdtemp(prefix="warm-rebuild-")) / "repo")
     subprocess.run(["git", "clone", "-q", mirror, repo], check=True)
@@ -127,12 +128,13 @@ def run_case(name: str, baseline: str, figures: dict[str, float]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--case", action="append", choices=sorted(CASES))
+    parser.add_argument("--mirrors", required=True, help="folder of owner+name/repo mirrors")
     parser.add_argument("--baseline", default=BASELINE)
     parser.add_argument("--json")
     args = parser.parse_args()
     figures: dict[str, float] = {}
     for name in args.case or list(CASES):
-        run_case(name, args.baseline, figures)
+        run_case(name, args.mirrors, args.baseline, figures)
     for key, value in figures.items():
         print(f"{key}: {value}")
     if args.json:
