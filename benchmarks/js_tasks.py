@@ -17,7 +17,7 @@ replacing it. Images the runs built are removed at the end (``--keep-images`` ke
 
 Usage: .venv/bin/python benchmarks/js_tasks.py --repo PATH [--repo PATH ...]
        [--max-candidates 20] [--k NAME=K ...] [--workers 2] [--target 10] [--json PATH]
-A PATH may be a bare mirror (``fetch``'s /work/.mirror/owner+name/repo): its HEAD is checked out
+A PATH may be a bare mirror (``fetch``'s $MIRRORS/owner+name/repo): its HEAD is checked out
 into a temp folder first (``js_environments.checkout``), never into the repository.
 """
 
