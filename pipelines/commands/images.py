@@ -64,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         sub = actions.add_parser(action, help=text, description=described)
         sub.add_argument(
             "--outputs", nargs="+", default=[], required=action in ("push", "pull"),
-            metavar="DIR", help="stage output or exported dataset directories whose tasks name images",
+            metavar="DIR",
+            help="stage output or exported dataset directories whose tasks name images",
         )  # fmt: skip
         sub.add_argument("--params", help="params YAML (default: ./params.yaml if present)")
         if action in ("list", "prune"):
