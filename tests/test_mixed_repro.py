@@ -1,0 +1,103 @@
+"""`dvc repro` with the project's own dvc.yaml on one Python and one JavaScript source.
+
+The params name two test-built repositories: the Python calc (its `add` fix) and an npm + jest
+calc (its `mul` fix, and inject's bugs on its newest commit). The run must end with one
+dataset holding tasks of both languages, and the report must show both.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import datasets
+import polars as pl
+import pytest
+from conftest import ROOT
+from repo_factory import RepoBuilder
+from scripted_agents import reporter_and_fixer
+from scripted_llm import ScriptedLLM
+from test_dvc_repro import _dvc
+from test_js_environments import npm_lock
+from test_js_validate import CALC, CALC_FIXED, CALC_TESTS, MUL_TESTS, MULTIPLIES, PACKAGE
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def js_calc(tmp_path_factory, docker_engine) -> tuple[Path, str]:
+    repo = RepoBuilder(tmp_path_factory.mktemp("mixed") / "jscalc")
+    repo.commit(
+        "calc with jest",
+        {
+            "package.json": json.dumps(PACKAGE, indent=2) + "\n",
+            "package-lock.json": npm_lock(PACKAGE),
+            "src/calc.js": CALC,
+            "__tests__/calc.test.js": CALC_TESTS,
+        },
+    )
+    fixed = repo.commit("fix mul", {"src/calc.js": CALC_FIXED, "__tests__/mul.test.js": MUL_TESTS})
+    return repo.path, fixed
+
+
+def test_dvc_repro_on_a_python_and_a_js_source_ends_with_both(
+    calc_repo, js_calc, docker_engine, tmp_path
+):
+    py_path, shas = calc_repo
+    js_path, js_fix = js_calc
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "dvc.yaml", project)
+    for package in ("generators", "pipelines", "verifiers", "filters", "schemas"):
+        shutil.copytree(
+            ROOT / package, project / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    with ScriptedLLM(reporter_and_fixer) as llm:
+        (project / "params.yaml").write_text(
+            f"cache_dir: {tmp_path / 'cache'}\n"
+            f"sources:\n  repos: [{py_path}, {js_path}]\n  pypi: []\n"
+            f"inject:\n  repos: [{js_path}]\n  pypi: []\n  max_candidates: 3\n  combos: 0\n"
+            "  min_complexity: 1\n"
+            "pipeline:\n  runner: local\n"
+            "curate:\n  threshold: 0.8\n"
+            "export:\n  name: mixed-tasks\n"
+            f"mine:\n  commits: [{shas['fix_add']}, {js_fix}]\n"
+            "environment:\n  default_python: '3.11'\n"
+            "sandbox:\n  kind: docker\n"
+            "validate:\n  test_timeout_s: 120\n"
+            f"llm:\n  base_url: {llm.base_url}\n  model: scripted\n"
+            "describe:\n  attempts: 2\n"
+            "rollout:\n  attempts: 1\n  max_steps: 6\n"
+            f"explore:\n  repos: [{py_path}]\n  explorations: 1\n  max_steps: 2\n"
+        )
+        subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+        assert _dvc("init", "-q", cwd=project).returncode == 0
+        done = _dvc("repro", cwd=project)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    data = project / "data"
+    tasks = pl.read_parquet(data / "validate" / "tasks" / "*.parquet")
+    by_language = {
+        lang: tasks.filter(pl.col("language") == lang) for lang in ("python", "javascript")
+    }
+    assert by_language["python"]["FAIL_TO_PASS"].to_list() == [["tests/test_ops.py::test_add"]]
+    js = by_language["javascript"]
+    assert [MULTIPLIES] in js["FAIL_TO_PASS"].to_list()  # the mined fix
+    assert set(js["test_runner"].to_list()) == {"jest"}
+    # inject's JS bugs went through validate too: each one a task or a rejection with a reason
+    injected = pl.read_parquet(data / "inject" / "candidates" / "*.parquet")
+    assert injected.height >= 1
+    rejected = pl.read_parquet(data / "validate" / "rejections" / "*.parquet")
+    decided = set(tasks["candidate_id"].to_list()) | set(rejected["input"].to_list())
+    assert set(injected["candidate_id"].to_list()) <= decided
+
+    # one dataset, both languages: the export's tasks config says each row's language
+    # (two repositories: the export splits them, one to train, one to validation)
+    splits = datasets.load_dataset(str(data / "export"), "tasks")
+    languages = {row["language"]: split for split in splits for row in splits[split]}
+    assert set(languages) == {"python", "javascript"}
+    assert set(languages.values()) == {"train", "validation"}
+    report = (data / "report" / "index.html").read_text()
+    assert "javascript" in report and "python" in report
