@@ -28,9 +28,16 @@ Each class of forgery is closed by what the code under test cannot reach, not by
    .counts_as_passed``, written in ``verifiers/grader/rules.py`` with the verdict rule):
    skipped, xfail, xpass and missing do not.
 
+A JavaScript task (``language == "javascript"``) is judged by the same steps with its own
+answers: ``verifiers/grader/js_policy.py`` refuses ``node_modules`` and the package managers'
+files and resets test files, the runner's configuration and the files it names; the supervisor
+runs node's jest (never the row's ``test_cmd`` text) with the grader's keyed reporter
+(``supervised.run_supervised_js``), the tree's tests, configuration and ``node_modules``
+read-only to the tests' user; no sentinels yet.
+
 What in-process code can still do: tell a sentinel from a graded test by reading the test files
-and bend only the graded tests' reports (docs/security.md). Verdicts are cached by the exact tree
-tested, so a rerun runs nothing.
+and bend only the graded tests' reports; for jest, bend reports wholesale when it runs in band
+(docs/security.md). Verdicts are cached by the exact tree tested, so a rerun runs nothing.
 """
 
 from __future__ import annotations
