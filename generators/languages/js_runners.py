@@ -13,7 +13,7 @@ so the arguments land where the runner reads them. Reports and their formats in
 Per-test time limits where the runner has one: jest 24.9+ (an old jest's refused options left
 out by its version) and vitest ``--testTimeout``, mocha
 ``--timeout``, node 20+ ``--test-timeout``, ava ``--timeout`` (inactivity), tap ``--timeout``
-(per file, seconds).
+(per file: ten tests' worth).
 """
 
 from __future__ import annotations
@@ -184,7 +184,8 @@ def _ava(detection: Detection, seconds: int, bin_dir: str) -> str:
 
 
 def _tap(detection: Detection, seconds: int, bin_dir: str) -> str:
-    limit = f" --timeout={seconds}" if seconds else ""
+    """node-tap's TAP; its time limit is per file, so a file gets ten tests' worth."""
+    limit = f" --timeout={seconds * 10}" if seconds else ""
     return _sh(
         f'{bin_dir}/tap --reporter=tap{limit} "$@" > {ONE_FILE}; rc=$?; '
         f"{_PREFIX_TOP} {ONE_FILE} > {REPORT_PATH}; exit $rc",
