@@ -21,6 +21,8 @@ def test_every_suffix_follows_the_conventions(suffix: str) -> None:
         f"packages/core/test/sum{suffix}",
         f"packages/core/src/__tests__/deep/sum{suffix}",
         f"e2e/login.spec{suffix}",
+        f"test{suffix}",  # at the root: ava's default, many small packages' (is-number)
+        f"tests{suffix}",
     ):
         assert is_js_test_path(path), path
     for path in (
@@ -28,6 +30,7 @@ def test_every_suffix_follows_the_conventions(suffix: str) -> None:
         f"src/contest{suffix}",
         f"src/testing-utils{suffix}",
         f"lib/test{suffix}",
+        f"testing{suffix}",
         f"src/latest.spectrum{suffix}",
         f"packages/test-utils/src/index{suffix}",
     ):
