@@ -288,8 +288,9 @@ def test_tests_and_configuration_are_reset_not_run(graded):
 
 
 def test_fail_fast_never_reports_an_unrun_test_as_passed(js_task, patches, sandbox):
-    """No cache: the first run (the FAIL_TO_PASS file alone, which jest runs in its own process)
-    decides, and a forger there writes straight into the records' pipe."""
+    """No cache: the first run (the FAIL_TO_PASS file alone) decides. jest 29 would run a single
+    file in its own process, beside the reporter; the grader has it run in a worker, where the
+    forger finds no records' pipe it can write."""
     task, _, work = js_task
     fresh = Evaluator(load_params(str(work / "params.yaml")), sandbox=sandbox, use_cache=False,
                       timeout_s=120)  # fmt: skip
@@ -299,7 +300,7 @@ def test_fail_fast_never_reports_an_unrun_test_as_passed(js_task, patches, sandb
     assert set(status["PASS_TO_PASS"]["failure"]) == set(task.PASS_TO_PASS)
     assert "more.test.js" not in wrong.log  # the PASS_TO_PASS-only file never ran
     forged = fresh.evaluate(task, patches["channel_and_report_forger"], fail_fast=True)
-    assert (forged.resolved, forged.reward, forged.reason) == (False, 0.0, "forged_result")
+    assert (forged.resolved, forged.reward, forged.reason) == (False, 0.0, "tests_failed")
     gold = fresh.evaluate(task, patches["gold"], fail_fast=True)
     assert (gold.resolved, gold.reward) == (True, 1.0)
 

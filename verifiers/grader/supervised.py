@@ -49,6 +49,11 @@ GUARD = f"{ROOT}/guard.txt"  # the repository paths the tests' user may not writ
 JEST_REPORTER = f"{ROOT}/plugins/trajforge_jest_reporter.js"
 # The JS runners the grader supervises, each with the reporter it ships for it.
 JS_RUNNERS = ("jest",)
+# A jest whose scheduler never runs tests in its own process when given a worker memory limit
+# (jest 29's ``shouldRunInBand``): read from the installed jest, which the patch cannot touch.
+JEST_SCHEDULER = "node_modules/@jest/core/build/testSchedulerHelper.js"
+JEST_WORKERS_SIGN = "!workerIdleMemoryLimit"
+WORKER_MEMORY_LIMIT = "--workerIdleMemoryLimit=8GB"  # above any sandbox's memory: never hit
 
 
 class UnsupportedTestCommand(UserError):
@@ -147,18 +152,21 @@ def run_supervised(
     return _supervised(session, command, timeout_s)
 
 
-def jest_args(files: tuple[str, ...]) -> list[str]:
+def jest_args(files: tuple[str, ...], workers_always: bool = False) -> list[str]:
     """node's arguments for a graded jest run: the reporter preloaded (it takes the records' key
     before any project code runs) and named as jest's reporter; no transform or haste cache (a
-    test process could write one for another file); two workers, so that the tests of two or
-    more files run in worker processes, never in the reporter's; the project's own
-    configuration, which the patch cannot change; ``files`` (none: the whole suite)."""
+    test process could write one for another file); two workers and, where the installed jest
+    honours it (``workers_always``), a worker memory limit, so that tests run in worker
+    processes, never in the reporter's (without it jest runs a single file in its own process);
+    the project's own configuration, which the patch cannot change; ``files`` (none: the whole
+    suite)."""
     by_path = ["--runTestsByPath", *files] if files else []
+    limit = [WORKER_MEMORY_LIMIT] if workers_always else []
     return [
         "-r", JEST_REPORTER, "node_modules/jest/bin/jest.js", "--ci", "--watchman=false",
         "--no-cache", "--cacheDirectory=/tmp/.trajforge-jest", "--maxWorkers=2",
         "--reporters=default",
-        f"--reporters={JEST_REPORTER}", *by_path,
+        f"--reporters={JEST_REPORTER}", *limit, *by_path,
     ]  # fmt: skip
 
 
@@ -179,7 +187,12 @@ def run_supervised_js(
         info.size, info.mode = len(listed), 0o644
         tar.addfile(info, io.BytesIO(listed))
     session.put_archive(buffer.getvalue(), "/")
-    args = " ".join(shlex.quote(a) for a in jest_args(files))
+    probe = session.exec(
+        f"grep -qsF {shlex.quote(JEST_WORKERS_SIGN)} {JEST_SCHEDULER} && echo workers",
+        PROBE_TIMEOUT_S,
+    )
+    workers_always = probe.output.strip() == "workers"
+    args = " ".join(shlex.quote(a) for a in jest_args(files, workers_always))
     command = (
         f"{SUPERVISOR_PYTHON} -I {ROOT}/supervisor.py exec {TEST_UID} {timeout_s:g} {GUARD} -- "
         f"node {args}"
