@@ -139,6 +139,9 @@ def test_recipe_is_a_pure_function_of_python_and_install():
     assert first == render_dockerfile("3.11", ["pip install -e ."])
     assert first != render_dockerfile("3.11", ["pip install -e .[test]"])
     assert "ARG BASE=trajforge-base:py3.13" in render_dockerfile("3.13", [])
-    # The CA bundle is a build input of the install stage only: the final stage copies /venv.
+    # The CA bundle is a build input of the install stages only: the final stage copies the
+    # dependency layer's /venv and the commit's delta of it, nothing under /tmp/trajforge.
     final = first.split("\nFROM ${BASE}\n", 1)[1]
-    assert "ca.crt" not in final and "COPY --from=build /venv /venv" in final
+    assert "ca.crt" not in final and "/tmp/trajforge/" not in final
+    assert "COPY --from=deps /venv /venv" in final
+    assert "COPY --from=build /tmp/trajforge-delta/ /" in final
