@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -310,6 +311,27 @@ def test_images_push_and_pull_the_referenced(sandbox, registry, tmp_path):
     assert pulled.returncode == 0, pulled.stdout + pulled.stderr
     assert f"pulled  {tag}" in pulled.stdout
     assert sandbox.image_info(tag).image_id == image_id  # type: ignore[union-attr]
+
+
+def test_a_rebuild_from_the_cache_counts_as_made_now_for_prune(sandbox, registry):
+    """A build served whole from the cache keeps the first build's Created time but tags the image
+    anew: prune judges the image's age by the later of the two, so a run that rebuilt it just now
+    keeps it (the race behind test_image_trust's flake under a machine's cleanup)."""
+    from trajforge.pipelines.commands.images import _keep
+
+    tag = envreg.image_name(f"{registry.namespace}/rebuilt", f"again{RUN}")
+    build(sandbox, tag)
+    first = sandbox.image_info(tag)
+    time.sleep(2.0)
+    build(sandbox, tag)  # the same Dockerfile: every step from the cache
+    again = sandbox.image_info(tag)
+    assert first is not None and again is not None
+    assert (again.image_id, again.created) == (first.image_id, first.created)
+    assert again.tagged > again.created + 1.5
+    between = again.created + 1.0  # the first build is older than this, the rebuild younger
+    why = _keep(tag, again, Counter(), set(), BASE, {}, made_before=between)
+    assert why.startswith("made within --min-age"), why
+    sandbox.remove_image(tag)
 
 
 @pytest.mark.parametrize("given", [(), ("--keep-none", "--outputs", "out")])

@@ -13,10 +13,11 @@ referenced ones through the registry, ``prune`` removes the rest, by this rule (
 - never an image another local image is built on (that image's layers begin with all of its
   layers): untagging it frees nothing and breaks the other's ``FROM`` (a rebuild of it);
 - never an image a container uses, running or stopped, nor a base image;
-- never one younger than ``--min-age`` (24 hours by default): a run going on now may have just
-  built it and not yet started a container of it, and no engine says when an image was last
-  used. A run that uses an older image holds a container of it while it does (spares are started
-  ahead), so ``--min-age 0`` is safe only when no trajforge run is going on here;
+- never one made or last tagged by a build within ``--min-age`` (24 hours by default; a build
+  served whole from the cache keeps the first build's creation time, and tags anew): a run going
+  on now may have just built it and not yet started a container of it, and no engine says when an
+  image was last used. A run that uses an older image holds a container of it while it does
+  (spares are started ahead), so ``--min-age 0`` is safe only when no trajforge run goes on here;
 - and never one a task of ``--outputs`` names (by name or by digest).
 
 ``prune --keep-none`` says out loud that no output's tasks are to be kept (a benchmark or CI
@@ -52,7 +53,8 @@ ACTIONS = {
 PRUNE_RULE = (
     "Only images trajforge built (its labels, under the name those labels imply: never a user's "
     "image built FROM one), never one another local image is built on, one a container uses, a "
-    "base image, or one younger than --min-age (a run going on now may have just built it)."
+    "base image, or one made or rebuilt within --min-age (a run going on now may have just built "
+    "it)."
 )
 DEFAULT_MIN_AGE_H = 24.0
 
@@ -298,7 +300,9 @@ def _keep(
         return f"{by_digest} task(s) name it by digest"
     if children := _built_on(info, layers):
         return f"{len(children)} other image(s) are built on it ({children[0][:19]}...)"
-    if info.created > made_before:
+    # a rebuild served from the cache keeps its first build's Created: its tag time says when a
+    # run last built it
+    if max(info.created, info.tagged) > made_before:
         return "made within --min-age (a run going on now may have just built it)"
     return ""
 

@@ -137,6 +137,9 @@ class ImageInfo:
     layers: tuple[tuple[str, int], ...]  # (layer diff id, bytes), base layer first
     labels: dict[str, str] = field(default_factory=dict)
     created: float = 0.0  # when the image was made (epoch seconds; 0 when the engine says none)
+    # when a build last tagged it (Docker's LastTagTime; 0 where the engine keeps none): a build
+    # served whole from the cache keeps the first build's ``created`` but tags the image anew
+    tagged: float = 0.0
 
 
 class RegistryError(UserError):

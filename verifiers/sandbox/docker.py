@@ -498,6 +498,7 @@ class DockerSandbox:
             layers=layer_sizes(attrs, history),
             labels=dict((attrs.get("Config") or {}).get("Labels") or {}),
             created=iso_seconds(attrs.get("Created")),
+            tagged=iso_seconds((attrs.get("Metadata") or {}).get("LastTagTime")),
         )
 
     def push_image(self, image: str, timeout_s: float = REGISTRY_TIMEOUT_S) -> str:
