@@ -12,7 +12,8 @@ so the arguments land where the runner reads them. Reports and their formats in
 
 Per-test time limits where the runner has one: jest 24.9+ (an old jest's refused options left
 out by its version) and vitest ``--testTimeout``, mocha
-``--timeout``, node 20+ ``--test-timeout``, ava ``--timeout`` (inactivity), tap ``--timeout``
+``--timeout``, node 20+ ``--test-timeout`` (which bounds each file's run too: ten tests'
+worth), ava ``--timeout`` (inactivity), tap ``--timeout``
 (per file: ten tests' worth).
 """
 
@@ -142,7 +143,8 @@ def _node(detection: Detection, seconds: int, bin_dir: str) -> str:
     options, specs = split_args(detection.runner_args)
     typescript = any(loader in option for option in options for loader in _TS_LOADERS)
     exts = "js,cjs,mjs" + (",ts,cts,mts" if typescript else "")
-    limit = f" --test-timeout={seconds * 1000}" if seconds and _major(detection) >= 20 else ""
+    # node applies --test-timeout to each file's run as well: ten tests' worth
+    limit = f" --test-timeout={seconds * 10_000}" if seconds and _major(detection) >= 20 else ""
     reporter = shlex.quote(compact(NODE_REPORTER_JS))
     return _sh(
         f"{_listed('node', exts, specs)}"
