@@ -41,8 +41,10 @@ FILES = {
     "supervisor.py": "supervisor.py",
     "launch.py": "launch.py",
     "plugins/trajforge_reporter.py": "trajforge_reporter.py",
-    "plugins/trajforge_jest_reporter.js": "trajforge_jest_reporter.js",
 }
+# A JS run's own programs, shipped beside them by ``run_supervised_js`` (a pytest run's
+# archive stays as it was: podman's copy from a pipe refuses some larger archives).
+JS_FILES = {"plugins/trajforge_jest_reporter.js": "trajforge_jest_reporter.js"}
 # A JS task's image has Debian's python3 (the node base images), a Python task's its /venv.
 SUPERVISOR_PYTHON = 'P=/venv/bin/python; [ -x "$P" ] || P=/usr/bin/python3; "$P"'
 GUARD = f"{ROOT}/guard.txt"  # the repository paths the tests' user may not write (JS runs)
@@ -181,11 +183,13 @@ def run_supervised_js(
             f"ships a reporter for {', '.join(JS_RUNNERS)} only"
         )
     listed = "".join(f"{p}\n" for p in guard if "\n" not in p).encode()
+    shipped = {GUARD: listed, **{f"{ROOT}/{t}": _program(n) for t, n in JS_FILES.items()}}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        info = tarfile.TarInfo(GUARD.lstrip("/"))
-        info.size, info.mode = len(listed), 0o644
-        tar.addfile(info, io.BytesIO(listed))
+        for path, data in shipped.items():
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
     session.put_archive(buffer.getvalue(), "/")
     probe = session.exec(
         f"grep -qsF {shlex.quote(JEST_WORKERS_SIGN)} {JEST_SCHEDULER} && echo workers",
