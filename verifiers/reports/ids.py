@@ -16,7 +16,7 @@ from trajforge.verifiers.sandbox.base import REPO_DIR
 SEPARATOR = " > "
 MAX_REPORT_CHARS = 64 * 1024 * 1024  # far above any real suite's report; more is an attack
 # C0 controls, DEL and C1 controls: an id holding one cannot be written on one line of a log,
-# a selection file or a table cell without being misread.
+# a selection file or a table cell without being misread, so each is escaped.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # When one id is reported more than once, the worst status wins (as in verifiers/log_parsers.py).
 _RANK = {"PASSED": 0, "XFAIL": 1, "SKIPPED": 2, "ERROR": 3, "FAILED": 4}
@@ -43,14 +43,11 @@ def relative_file(path: str) -> str:
 
 
 def test_id(file: str, suites: Iterable[str], title: str) -> str:
-    """The one id of a test; a control character in any part refuses the report."""
+    """The one id of a test; a control character in any part is written as ``\\xNN`` (ufo's
+    suite names a URL with a NUL in it), so an id is always one printable line and the same
+    in every run."""
     parts = [part for part in (file, *suites) if part] + [title]
-    for part in parts:
-        if _CONTROL.search(part):
-            raise ReportError(
-                f"test id part {part[:60]!r} holds a control character; ids must be one line"
-            )
-    return SEPARATOR.join(parts)
+    return SEPARATOR.join(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", p) for p in parts)
 
 
 def test_file(test_id: str) -> str:
