@@ -462,13 +462,15 @@ class DockerSandbox:
                         lines.append(chunk["stream"].rstrip("\n"))
                     if "error" in chunk:
                         lines.append(f"error: {chunk['error']}")
+                        state["ok"] = False  # an ID seen before was a stage's, not the image's
                         break
                     if "aux" in chunk and "ID" in chunk["aux"]:
-                        state["ok"] = True
+                        state["ok"] = True  # (a multi-stage recipe reports one per stage)
                     if time.monotonic() > deadline:
                         state["timed_out"] = True
                         break
             except Exception as exc:  # the engine, or the read timeout of a silent build
+                state["ok"] = False
                 state["timed_out"] = time.monotonic() > deadline
                 lines.append(f"docker build failed: {exc.__class__.__name__}: {str(exc)[:300]}")
 
