@@ -218,8 +218,10 @@ ROUTES: dict[str, tuple[dict[str, str], str]] = {
         {**NOISE, "calc/__init__.py": EXIT_FORGERY.format(code=1)},
         "tests_failed",
     ),
-    "shadow_pygments": (
-        {**NOISE, "pygments/__init__.py": EXIT_FORGERY.format(code=0)},
+    # a package folder named like one pytest imports (pluggy: every pytest's dependency; pygments
+    # was, until the layered recipe stopped leaving pytest 9's behind under a pytest<8 runner)
+    "shadow_pluggy": (
+        {**NOISE, "pluggy/__init__.py": EXIT_FORGERY.format(code=0)},
         "forbidden_file",
     ),
     "shadow_pytest": ({**NOISE, "pytest.py": ALWAYS_PASS}, "forbidden_file"),

@@ -102,7 +102,7 @@ def test_fail_fast_lowers_no_route_and_keeps_the_fix(calc_task, patches, graded,
 def test_refusals_name_the_file(graded):
     assert "calc_rt-1.0.dist-info" in graded["dist_info_plugin"].log
     assert "calc/evil.pth" in graded["pth_file"].log
-    assert "'pygments'" in graded["shadow_pygments"].log
+    assert "'pluggy'" in graded["shadow_pluggy"].log
     assert "'iniconfig'" in graded["shadow_iniconfig"].log
 
 
