@@ -31,13 +31,14 @@ Each class of forgery is closed by what the code under test cannot reach, not by
 A JavaScript task (``language == "javascript"``) is judged by the same steps with its own
 answers: ``verifiers/grader/js_policy.py`` refuses ``node_modules`` and the package managers'
 files and resets test files, the runner's configuration and the files it names; the supervisor
-runs node's jest (never the row's ``test_cmd`` text) with the grader's keyed reporter
+runs node's jest or mocha (never the row's ``test_cmd`` text) with the grader's keyed reporter
 (``supervised.run_supervised_js``), the tree's tests, configuration and ``node_modules``
 read-only to the tests' user; no sentinels yet.
 
 What in-process code can still do: tell a sentinel from a graded test by reading the test files
-and bend only the graded tests' reports; for jest, bend reports wholesale when it runs in band
-(docs/security.md). Verdicts are cached by the exact tree tested, so a rerun runs nothing.
+and bend only the graded tests' reports; for jest, bend reports wholesale when it runs in band;
+for mocha, always (its tests run in the reporter's process; docs/security.md). Verdicts are
+cached by the exact tree tested, so a rerun runs nothing.
 """
 
 from __future__ import annotations
@@ -267,7 +268,8 @@ def _graded_js_run(
     with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
         ship(session)
         session.put_archive(archive(repo, tree, prefix="repo/", env=objects), "/")
-        run = run_supervised_js(session, task.test_runner, files, guard, timeout_s)
+        package = _blob(repo, tree, "package.json", objects)  # the task's own (reset)
+        run = run_supervised_js(session, task.test_runner, files, guard, timeout_s, package)
         return judge(run, graded, (), dropped)
 
 

@@ -2,9 +2,9 @@
 
 The session must be a grading session (``SessionSpec(grading=True)``: root may change user, and
 nothing else). The supervisor starts pytest as ``TEST_UID`` with plugin autoload off and the
-image's own plugins named with ``-p`` (a JS task: node's jest with the grader's reporter,
-``run_supervised_js``), and the reporter's records come back in a file only root can read; the
-run's log is the supervisor's output. What the image offers (its plugins and every
+image's own plugins named with ``-p`` (a JS task: node's jest or mocha with the grader's
+reporter, ``run_supervised_js``), and the reporter's records come back in a file only root can
+read; the run's log is the supervisor's output. What the image offers (its plugins and every
 importable name) is probed once per image and process.
 """
 
@@ -15,12 +15,14 @@ import json
 import shlex
 import tarfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import ValidateParams
 from trajforge.verifiers.grader import rules
 from trajforge.verifiers.grader.channel import Evidence, read_records
+from trajforge.verifiers.grader.mocha_args import mocha_args
 from trajforge.verifiers.sandbox.base import REPO_DIR, SandboxBroken, Session
 
 ROOT = "/tmp/.trajforge-grader"  # the tests' user cannot write it: root's folder in sticky /tmp
@@ -44,13 +46,22 @@ FILES = {
 }
 # A JS run's own programs, shipped beside them by ``run_supervised_js`` (a pytest run's
 # archive stays as it was: podman's copy from a pipe refuses some larger archives).
-JS_FILES = {"plugins/trajforge_jest_reporter.js": "trajforge_jest_reporter.js"}
+JS_FILES = {
+    "plugins/trajforge_jest_reporter.js": "trajforge_jest_reporter.js",
+    "plugins/trajforge_mocha_reporter.js": "trajforge_mocha_reporter.js",
+}
 # A JS task's image has Debian's python3 (the node base images), a Python task's its /venv.
 SUPERVISOR_PYTHON = 'P=/venv/bin/python; [ -x "$P" ] || P=/usr/bin/python3; "$P"'
 GUARD = f"{ROOT}/guard.txt"  # the repository paths the tests' user may not write (JS runs)
 JEST_REPORTER = f"{ROOT}/plugins/trajforge_jest_reporter.js"
+MOCHA_REPORTER = f"{ROOT}/plugins/trajforge_mocha_reporter.js"
 # The JS runners the grader supervises, each with the reporter it ships for it.
-JS_RUNNERS = ("jest",)
+JS_RUNNERS = ("jest", "mocha")
+# mocha from the image's node_modules: ``_mocha`` runs in its own process (an old ``mocha``
+# starts ``_mocha`` as a child, without the preloaded reporter's key); ``mocha`` where it is all.
+MOCHA_PROBE = "for b in _mocha mocha; do [ -e node_modules/.bin/$b ] && echo $b && break; done"
+# mocha exits with its count of failures: a run with failures, as the other runners say it.
+MOCHA_FAILURES = range(2, 128)
 # A jest whose scheduler never runs tests in its own process when given a worker memory limit
 # (jest 29's ``shouldRunInBand``): read from the installed jest, which the patch cannot touch.
 JEST_SCHEDULER = "node_modules/@jest/core/build/testSchedulerHelper.js"
@@ -173,10 +184,16 @@ def jest_args(files: tuple[str, ...], workers_always: bool = False) -> list[str]
 
 
 def run_supervised_js(
-    session: Session, runner: str, files: tuple[str, ...], guard: list[str], timeout_s: float
+    session: Session,
+    runner: str,
+    files: tuple[str, ...],
+    guard: list[str],
+    timeout_s: float,
+    package_json: bytes | None = None,
 ) -> SupervisedRun:
     """A JS task's graded files run by ``runner`` under the supervisor, as the tests' user, with
-    ``guard`` (repository paths) and every ``node_modules`` read-only to it."""
+    ``guard`` (repository paths) and every ``node_modules`` read-only to it. ``package_json``:
+    the task's own, whose test script gives mocha's options (``mocha_args``)."""
     if runner not in JS_RUNNERS:
         raise UnsupportedTestCommand(
             f"grader: the javascript runner {runner or '(none)'!r} is not graded yet; the grader "
@@ -191,6 +208,8 @@ def run_supervised_js(
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
     session.put_archive(buffer.getvalue(), "/")
+    if runner == "mocha":
+        return _run_mocha(session, files, package_json, timeout_s)
     probe = session.exec(
         f"grep -qsF {shlex.quote(JEST_WORKERS_SIGN)} {JEST_SCHEDULER} && echo workers",
         PROBE_TIMEOUT_S,
@@ -202,6 +221,24 @@ def run_supervised_js(
         f"node {args}"
     )
     return _supervised(session, command, timeout_s)
+
+
+def _run_mocha(
+    session: Session, files: tuple[str, ...], package_json: bytes | None, timeout_s: float
+) -> SupervisedRun:
+    """mocha with the grader's reporter; the tests run in the reporter's own process."""
+    found = session.exec(MOCHA_PROBE, PROBE_TIMEOUT_S).output.strip()
+    program = f"node_modules/.bin/{found if found in ('_mocha', 'mocha') else 'mocha'}"
+    per_test_s = min(ValidateParams.per_test_timeout_s, max(1, int(timeout_s)))
+    args = mocha_args(MOCHA_REPORTER, program, files, package_json, per_test_s)
+    command = (
+        f"{SUPERVISOR_PYTHON} -I {ROOT}/supervisor.py exec {TEST_UID} {timeout_s:g} {GUARD} -- "
+        f"node {' '.join(shlex.quote(a) for a in args)}"
+    )
+    run = _supervised(session, command, timeout_s)
+    if run.exit_code in MOCHA_FAILURES:
+        return replace(run, exit_code=1)
+    return run
 
 
 def _supervised(session: Session, command: str, timeout_s: float) -> SupervisedRun:

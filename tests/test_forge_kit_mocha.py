@@ -1,0 +1,214 @@
+"""The forge kit for a mocha task: mocha under the grader's supervisor with its keyed reporter.
+
+One test-built npm project (calc: ``add`` subtracts; mocha 10 from the npm registry, a setup file
+named by ``.mocharc.json``, the test script's own options and spec folder, a nested describe and
+a skipped test), its image from ``prepare_js_environment`` and its task from real runs of that
+image (validate's mocha report). The gold patch resolves, so the grader's ids are validate's;
+wrong, empty and every forge route earn nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from repo_factory import RepoBuilder
+from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
+from trajforge.pipelines.evaluation.evaluator import Evaluator
+from trajforge.schemas.params import EnvironmentParams, load_params
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+from trajforge.verifiers.sandbox.git_tree import apply_patches, git
+
+pytestmark = pytest.mark.docker
+
+PACKAGE = {
+    "name": "calc",
+    "version": "1.0.0",
+    "engines": {"node": ">=18"},
+    "scripts": {"test": "mocha --recursive --reporter spec test/"},
+    "devDependencies": {"mocha": "10.4.0"},
+}
+MOCHARC = {"require": "./support/setup.js"}
+BUGGY = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
+GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
+WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"  # 2+2 only
+CALC_TESTS = """\
+const assert = require('assert');
+const { add, mul } = require('../src/calc');
+
+describe('calc', () => {
+  describe('sums', () => {
+    it('adds', () => { assert.strictEqual(add(2, 3), 5); });
+  });
+  it('multiplies', () => { assert.strictEqual(mul(2, 3), 6); });
+});
+"""
+MORE_TESTS = """\
+const assert = require('assert');
+const { mul } = require('../src/calc');
+
+it('setup ran first', () => { assert.strictEqual(global.CALC_SETUP, true); });
+it('squares', () => { assert.strictEqual(mul(4, 4), 16); });
+it.skip('cubes', () => {});
+"""
+SETUP = "global.CALC_SETUP = true;\n"
+F2P = ("test/calc.test.js > calc sums > adds",)
+P2P = (
+    "test/calc.test.js > calc > multiplies",
+    "test/more.test.js > setup ran first",
+    "test/more.test.js > squares",
+)
+# Source that finds the records' pipe (its number is in the process's start-up environment,
+# which /proc keeps after the reporter deletes the variable) and writes a record saying the
+# failing test passed, and prints the same record keyed with a guess.
+FAKE = json.dumps({"t": "report", "id": F2P[0], "when": "call", "outcome": "passed",
+                   "xfail": False, "sub": False})  # fmt: skip
+CHANNEL_FORGER = BUGGY + (
+    "const fs = require('fs');\n"
+    f"const line = {json.dumps(FAKE + chr(10))};\n"
+    "const environ = fs.readFileSync('/proc/self/environ', 'utf8').split('\\0');\n"
+    "const said = environ.find((v) => v.startsWith('TRAJFORGE_RESULT_FD='));\n"
+    "if (said) { try { fs.writeSync(Number(said.split('=')[1]), line); } catch (e) {} }\n"
+    "process.stdout.write('0000 ' + line + '0000 {\"t\": \"finish\"}\\n');\n"
+)
+EXIT_FORGER = BUGGY + "process.exit(0);\n"
+ROUTES = {  # name -> (files the model writes, the reasons it may get)
+    "test_edit": (
+        {
+            "test/calc.test.js": CALC_TESTS.replace("5);", "-1);"),
+            "src/calc.js": BUGGY + "// tidy\n",
+        },
+        ("tests_failed",),
+    ),
+    "mocharc_edit": (
+        {
+            ".mocharc.json": json.dumps({**MOCHARC, "ignore": ["test/calc.test.js"]}),
+            "src/calc.js": BUGGY + "// tidy\n",
+        },
+        ("tests_failed",),
+    ),
+    "setup_edit": (
+        {
+            "support/setup.js": SETUP + "require('../src/calc').add = (a, b) => a + b;\n",
+            "src/calc.js": BUGGY + "// tidy\n",
+        },
+        ("tests_failed",),
+    ),
+    "node_modules_plant": (
+        {"node_modules/mocha/lib/runner.js": "module.exports = null;\n", "src/calc.js": GOLD},
+        ("forbidden_file",),
+    ),
+    "channel_forger": ({"src/calc.js": CHANNEL_FORGER}, ("forged_result",)),
+    "early_exit": (
+        {"src/calc.js": EXIT_FORGER},
+        ("suite_failed", "suite_did_not_run", "tests_failed"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def sandbox(docker_engine):
+    box = DockerSandbox()
+    yield box
+    box.close()
+
+
+@pytest.fixture(scope="module")
+def mocha_task(sandbox, tmp_path_factory):
+    """(task, repo, work): the task from real runs of the project's image at base and gold."""
+    root = tmp_path_factory.mktemp("forge_mocha")
+    repo = RepoBuilder(root / "calc")
+    base = repo.commit(
+        "calc with mocha",
+        {
+            "package.json": json.dumps(PACKAGE, indent=2) + "\n",
+            ".mocharc.json": json.dumps(MOCHARC) + "\n",
+            "support/setup.js": SETUP,
+            "src/calc.js": BUGGY,
+            "test/calc.test.js": CALC_TESTS,
+            "test/more.test.js": MORE_TESTS,
+        },
+    )
+    env = prepare_js_environment(sandbox, str(repo.path), EnvironmentParams(), say=print)
+    gold_commit = repo.commit("fix add", {"src/calc.js": GOLD})
+    gold = git(str(repo.path), "diff", base, gold_commit).decode()
+    at_base = run_js_tests(sandbox, env, str(repo.path), tree=base).statuses()
+    at_gold = run_js_tests(sandbox, env, str(repo.path), tree=gold_commit).statuses()
+    f2p = tuple(sorted(t for t, s in at_gold.items() if s == "PASSED" != at_base.get(t)))
+    p2p = tuple(sorted(t for t, s in at_gold.items() if s == "PASSED" == at_base.get(t)))
+    assert (f2p, p2p) == (F2P, P2P), (at_base, at_gold)
+    assert at_gold["test/more.test.js > cubes"] == "SKIPPED"
+    task = TaskInstance(
+        instance_id="calc-mocha-1", repo="local/calc", base_commit=base, patch=gold,
+        test_patch="", problem_statement="add subtracts", hints_text="",
+        created_at="2024-01-01", FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p,
+        environment_setup_commit=env.setup_commit, image_name=env.image,
+        test_cmd="node_modules/.bin/mocha", origin="mined", profile_id=env.profile_id,
+        candidate_id="calc-mocha-1", source=str(repo.path), flaky_tests=(), difficulty=None,
+        env_recipe=env.recipe, language="javascript", test_runner="mocha",
+    )  # fmt: skip
+    work = root / "work"
+    work.mkdir()
+    (work / "params.yaml").write_text(f"cache_dir: {root / 'cache'}\n")
+    yield task, str(repo.path), work
+    sandbox.close()
+    sandbox.remove_image(env.image)
+
+
+def model_patch(task: TaskInstance, repo: str, tmp: Path, files: dict[str, str]) -> str:
+    """What an agent's workspace reports after writing ``files`` over the starting tree."""
+    start = apply_patches(repo, task.base_commit, [task.bug_patch])
+    tree = tmp / "workspace"
+    tree.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=git(repo, "archive", start), check=True)
+    ws = RepoBuilder(tree)
+    ws.commit("start", {})
+    ws.write(files)
+    ws.git("add", "-A")
+    diff = ["git", "-C", str(tree), "diff", "--cached", "--binary"]
+    return subprocess.run(diff, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def graded(mocha_task, sandbox, tmp_path_factory):
+    task, repo, work = mocha_task
+    patches = {name: model_patch(task, repo, tmp_path_factory.mktemp(name), files)
+               for name, (files, _) in ROUTES.items()}  # fmt: skip
+    patches["wrong_fix"] = model_patch(
+        task, repo, tmp_path_factory.mktemp("w"), {"src/calc.js": WRONG}
+    )
+    patches["gold"] = task.patch
+    patches["empty"] = ""
+    evaluator = Evaluator(load_params(str(work / "params.yaml")), sandbox=sandbox, timeout_s=120)
+    return {name: evaluator.evaluate(task, patch) for name, patch in patches.items()}
+
+
+def test_gold_resolves_and_wrong_or_empty_do_not(mocha_task, graded):
+    task, _, _ = mocha_task
+    gold = graded["gold"]
+    assert (gold.resolved, gold.reason, gold.reward) == (True, "resolved", 1.0), gold.log[-2000:]
+    assert "SKIPPED test/more.test.js > cubes" in gold.log  # the reporter's own lines
+    wrong = graded["wrong_fix"]
+    assert (wrong.resolved, wrong.reason) == (False, "tests_failed"), wrong.log[-2000:]
+    status = wrong.report["tests_status"]
+    assert set(status["PASS_TO_PASS"]["success"]) == set(task.PASS_TO_PASS)
+    assert status["FAIL_TO_PASS"]["failure"] == list(task.FAIL_TO_PASS)
+    assert (graded["empty"].resolved, graded["empty"].reason) == (False, "empty_patch")
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_every_route_earns_nothing(graded, route):
+    evaluation = graded[route]
+    assert not evaluation.error, evaluation.log[-2000:]
+    assert (evaluation.resolved, evaluation.reward) == (False, 0.0)
+    assert evaluation.reason in ROUTES[route][1], (evaluation.reason, evaluation.log[-2000:])
+
+
+def test_tests_and_configuration_are_reset_not_run(graded):
+    assert "test/calc.test.js" in graded["test_edit"].dropped
+    assert ".mocharc.json" in graded["mocharc_edit"].dropped
+    assert "support/setup.js" in graded["setup_edit"].dropped  # named by .mocharc.json
+    assert "node_modules/mocha/lib/runner.js" in graded["node_modules_plant"].log

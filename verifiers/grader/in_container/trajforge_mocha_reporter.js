@@ -1,0 +1,99 @@
+// The grader's mocha reporter: one keyed record per test on the supervisor's pipe, then `finish`.
+//
+// Shipped into the grader's root-owned folder and named twice on node's command line: preloaded
+// (`node -r THIS _mocha`), so it takes the records' key from its one-shot pipe before mocha or
+// any project code runs, and as mocha's reporter (`--reporter THIS`: the same module, from
+// node's module cache). The key and the pipe's number then live only in this closure; the
+// variables that named them are deleted. mocha runs the tests in this very process, so this
+// guards against a test that writes to the pipe or prints records (no key), or exits early (no
+// `finish`); a second reporter (the tests' own) repeats ids, which the host reads as tampering.
+// It does not guard against code that bends mocha's objects in place, or drives mocha (or this
+// reporter) itself and exits before the real run ends (docs/security.md).
+//
+// Ids are validate's (verifiers/reports/mocha.py): `file > suite path > title`, the suite path
+// being the test's fullTitle less its title (one part), a failed hook an ERROR under its own
+// title. One record per id, the worst outcome winning, sent when mocha ends the run.
+//
+// CommonJS, node's built-ins only, node 10 and later.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+
+// Taken at preload, before any project code: a test that replaces these later changes nothing.
+const writeSync = fs.writeSync;
+const stringify = JSON.stringify;
+const bufferFrom = Buffer.from;
+const write = process.stdout.write.bind(process.stdout);
+
+const RESULT_FD = Number(process.env.TRAJFORGE_RESULT_FD || -1);
+const KEY_FD = Number(process.env.TRAJFORGE_KEY_FD || -1);
+const ROOT = process.cwd() + '/';
+const RANK = { passed: 0, skipped: 2, error: 3, failed: 4 };
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/g;
+
+let key = '';
+if (KEY_FD >= 0) {
+  try {
+    const buffer = Buffer.alloc(256);
+    const size = fs.readSync(KEY_FD, buffer, 0, buffer.length, null);
+    key = buffer.toString('utf8', 0, size).trim();
+  } catch (error) {
+    key = '';
+  }
+  try { fs.closeSync(KEY_FD); } catch (error) { /* already closed */ }
+}
+delete process.env.TRAJFORGE_KEY_FD;
+delete process.env.TRAJFORGE_RESULT_FD;
+
+function send(record) {
+  if (RESULT_FD < 0 || !key) return;
+  let data = bufferFrom(key + ' ' + stringify(record) + '\n', 'utf8');
+  while (data.length) data = data.slice(writeSync(RESULT_FD, data));
+}
+
+function escape(part) {
+  return part.replace(CONTROL, (c) => '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0'));
+}
+
+function testId(test) {
+  const title = String(test.title);
+  const full = typeof test.fullTitle === 'function' ? String(test.fullTitle()) : title;
+  const suite = full.endsWith(' ' + title) ? full.slice(0, full.length - title.length - 1) : '';
+  let file = String(test.file || '').replace(/^file:\/\//, '');
+  if (file.startsWith(ROOT)) file = file.slice(ROOT.length);
+  if (file) file = path.posix.normalize(file);
+  return [file, suite].filter(Boolean).concat([title]).map(escape).join(' > ');
+}
+
+function isHook(test) {
+  const title = String(test.title);
+  return test.type === 'hook' || (/^"(before|after)/.test(title) && title.includes('" hook'));
+}
+
+function TrajforgeMochaReporter(runner) {
+  const worst = new Map();
+  const note = (test, outcome) => {
+    const id = testId(test);
+    const old = worst.get(id);
+    if (old === undefined || RANK[outcome] > RANK[old]) worst.set(id, outcome);
+    write(outcome.toUpperCase() + ' ' + id + '\n');
+  };
+  runner.on('pass', (test) => note(test, 'passed'));
+  runner.on('pending', (test) => note(test, 'skipped'));
+  runner.on('fail', (test, error) => {
+    note(test, isHook(test) ? 'error' : 'failed');
+    const said = error && error.message ? String(error.message).split('\n')[0] : '';
+    if (said) write('  ' + said.slice(0, 300) + '\n');
+  });
+  runner.once('end', () => {
+    for (const [id, outcome] of worst) {
+      const when = outcome === 'error' ? 'setup' : 'call';
+      const said = outcome === 'error' ? 'failed' : outcome;
+      send({ t: 'report', id, when, outcome: said, xfail: false, sub: false });
+    }
+    send({ t: 'finish' });
+  });
+}
+
+module.exports = TrajforgeMochaReporter;
