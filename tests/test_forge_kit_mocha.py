@@ -10,17 +10,12 @@ wrong, empty and every forge route earn nothing.
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
-from repo_factory import RepoBuilder
-from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
+from js_forge import js_task, model_patch
 from trajforge.pipelines.evaluation.evaluator import Evaluator
-from trajforge.schemas.params import EnvironmentParams, load_params
-from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.params import load_params
 from trajforge.verifiers.sandbox.docker import DockerSandbox
-from trajforge.verifiers.sandbox.git_tree import apply_patches, git
 
 pytestmark = pytest.mark.docker
 
@@ -120,56 +115,25 @@ def sandbox(docker_engine):
 def mocha_task(sandbox, tmp_path_factory):
     """(task, repo, work): the task from real runs of the project's image at base and gold."""
     root = tmp_path_factory.mktemp("forge_mocha")
-    repo = RepoBuilder(root / "calc")
-    base = repo.commit(
-        "calc with mocha",
-        {
-            "package.json": json.dumps(PACKAGE, indent=2) + "\n",
-            ".mocharc.json": json.dumps(MOCHARC) + "\n",
-            "support/setup.js": SETUP,
-            "src/calc.js": BUGGY,
-            "test/calc.test.js": CALC_TESTS,
-            "test/more.test.js": MORE_TESTS,
-        },
+    files = {
+        "package.json": json.dumps(PACKAGE, indent=2) + "\n",
+        ".mocharc.json": json.dumps(MOCHARC) + "\n",
+        "support/setup.js": SETUP,
+        "src/calc.js": BUGGY,
+        "test/calc.test.js": CALC_TESTS,
+        "test/more.test.js": MORE_TESTS,
+    }
+    task, repo, image, at_base, at_gold = js_task(
+        sandbox, root, files, {"src/calc.js": GOLD}, "mocha"
     )
-    env = prepare_js_environment(sandbox, str(repo.path), EnvironmentParams(), say=print)
-    gold_commit = repo.commit("fix add", {"src/calc.js": GOLD})
-    gold = git(str(repo.path), "diff", base, gold_commit).decode()
-    at_base = run_js_tests(sandbox, env, str(repo.path), tree=base).statuses()
-    at_gold = run_js_tests(sandbox, env, str(repo.path), tree=gold_commit).statuses()
-    f2p = tuple(sorted(t for t, s in at_gold.items() if s == "PASSED" != at_base.get(t)))
-    p2p = tuple(sorted(t for t, s in at_gold.items() if s == "PASSED" == at_base.get(t)))
-    assert (f2p, p2p) == (F2P, P2P), (at_base, at_gold)
+    assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == (F2P, P2P), (at_base, at_gold)
     assert at_gold["test/more.test.js > cubes"] == "SKIPPED"
-    task = TaskInstance(
-        instance_id="calc-mocha-1", repo="local/calc", base_commit=base, patch=gold,
-        test_patch="", problem_statement="add subtracts", hints_text="",
-        created_at="2024-01-01", FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p,
-        environment_setup_commit=env.setup_commit, image_name=env.image,
-        test_cmd="node_modules/.bin/mocha", origin="mined", profile_id=env.profile_id,
-        candidate_id="calc-mocha-1", source=str(repo.path), flaky_tests=(), difficulty=None,
-        env_recipe=env.recipe, language="javascript", test_runner="mocha",
-    )  # fmt: skip
     work = root / "work"
     work.mkdir()
     (work / "params.yaml").write_text(f"cache_dir: {root / 'cache'}\n")
-    yield task, str(repo.path), work
+    yield task, repo, work
     sandbox.close()
-    sandbox.remove_image(env.image)
-
-
-def model_patch(task: TaskInstance, repo: str, tmp: Path, files: dict[str, str]) -> str:
-    """What an agent's workspace reports after writing ``files`` over the starting tree."""
-    start = apply_patches(repo, task.base_commit, [task.bug_patch])
-    tree = tmp / "workspace"
-    tree.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=git(repo, "archive", start), check=True)
-    ws = RepoBuilder(tree)
-    ws.commit("start", {})
-    ws.write(files)
-    ws.git("add", "-A")
-    diff = ["git", "-C", str(tree), "diff", "--cached", "--binary"]
-    return subprocess.run(diff, capture_output=True, text=True, check=True).stdout
+    sandbox.remove_image(image)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 import tarfile
 import threading
@@ -49,6 +50,8 @@ FILES = {
 JS_FILES = {
     "plugins/trajforge_jest_reporter.js": "trajforge_jest_reporter.js",
     "plugins/trajforge_mocha_reporter.js": "trajforge_mocha_reporter.js",
+    "plugins/trajforge_vitest_reporter.js": "trajforge_vitest_reporter.js",
+    "plugins/trajforge_vitest_entry.mjs": "trajforge_vitest_entry.mjs",
 }
 # A JS task's image has Debian's python3 (the node base images), a Python task's its /venv.
 SUPERVISOR_PYTHON = 'P=/venv/bin/python; [ -x "$P" ] || P=/usr/bin/python3; "$P"'
@@ -56,7 +59,12 @@ GUARD = f"{ROOT}/guard.txt"  # the repository paths the tests' user may not writ
 JEST_REPORTER = f"{ROOT}/plugins/trajforge_jest_reporter.js"
 MOCHA_REPORTER = f"{ROOT}/plugins/trajforge_mocha_reporter.js"
 # The JS runners the grader supervises, each with the reporter it ships for it.
-JS_RUNNERS = ("jest", "mocha")
+VITEST_REPORTER = f"{ROOT}/plugins/trajforge_vitest_reporter.js"
+VITEST_ENTRY = f"{ROOT}/plugins/trajforge_vitest_entry.mjs"  # hands vitest the preloaded one
+JS_RUNNERS = ("jest", "mocha", "vitest")
+# vite bundles an ES-module configuration into a file beside it, in a folder the tests' user may
+# not write (the repository's root): such a project is refused, not graded as broken.
+VITE_CONFIG = re.compile(r"(vitest|vite)\.config\.(mjs|mts|js|ts)")
 # mocha from the image's node_modules: ``_mocha`` runs in its own process (an old ``mocha``
 # starts ``_mocha`` as a child, without the preloaded reporter's key); ``mocha`` where it is all.
 MOCHA_PROBE = "for b in _mocha mocha; do [ -e node_modules/.bin/$b ] && echo $b && break; done"
@@ -193,7 +201,8 @@ def run_supervised_js(
 ) -> SupervisedRun:
     """A JS task's graded files run by ``runner`` under the supervisor, as the tests' user, with
     ``guard`` (repository paths) and every ``node_modules`` read-only to it. ``package_json``:
-    the task's own, whose test script gives mocha's options (``mocha_args``)."""
+    the task's own, whose test script gives mocha's options (``mocha_args``); jest and vitest
+    read their own configuration."""
     if runner not in JS_RUNNERS:
         raise UnsupportedTestCommand(
             f"grader: the javascript runner {runner or '(none)'!r} is not graded yet; the grader "
@@ -210,17 +219,22 @@ def run_supervised_js(
     session.put_archive(buffer.getvalue(), "/")
     if runner == "mocha":
         return _run_mocha(session, files, package_json, timeout_s)
+    if runner == "vitest":
+        esm = esm_vite_config(guard, package_json)
+        if esm:
+            raise UnsupportedTestCommand(
+                f"grader: {esm} is an ES module, which vite writes bundled beside itself at run "
+                "time, in the repository's root that graded tests may not write; vitest tasks "
+                "with a CommonJS or no configuration are graded"
+            )
+        args = vitest_args(files, _per_test_s(timeout_s))
+        return _supervised(session, _exec(args, timeout_s), timeout_s)
     probe = session.exec(
         f"grep -qsF {shlex.quote(JEST_WORKERS_SIGN)} {JEST_SCHEDULER} && echo workers",
         PROBE_TIMEOUT_S,
     )
     workers_always = probe.output.strip() == "workers"
-    args = " ".join(shlex.quote(a) for a in jest_args(files, workers_always))
-    command = (
-        f"{SUPERVISOR_PYTHON} -I {ROOT}/supervisor.py exec {TEST_UID} {timeout_s:g} {GUARD} -- "
-        f"node {args}"
-    )
-    return _supervised(session, command, timeout_s)
+    return _supervised(session, _exec(jest_args(files, workers_always), timeout_s), timeout_s)
 
 
 def _run_mocha(
@@ -229,16 +243,47 @@ def _run_mocha(
     """mocha with the grader's reporter; the tests run in the reporter's own process."""
     found = session.exec(MOCHA_PROBE, PROBE_TIMEOUT_S).output.strip()
     program = f"node_modules/.bin/{found if found in ('_mocha', 'mocha') else 'mocha'}"
-    per_test_s = min(ValidateParams.per_test_timeout_s, max(1, int(timeout_s)))
-    args = mocha_args(MOCHA_REPORTER, program, files, package_json, per_test_s)
-    command = (
-        f"{SUPERVISOR_PYTHON} -I {ROOT}/supervisor.py exec {TEST_UID} {timeout_s:g} {GUARD} -- "
-        f"node {' '.join(shlex.quote(a) for a in args)}"
-    )
-    run = _supervised(session, command, timeout_s)
+    args = mocha_args(MOCHA_REPORTER, program, files, package_json, _per_test_s(timeout_s))
+    run = _supervised(session, _exec(args, timeout_s), timeout_s)
     if run.exit_code in MOCHA_FAILURES:
         return replace(run, exit_code=1)
     return run
+
+
+def vitest_args(files: tuple[str, ...], per_test_s: int) -> list[str]:
+    """node's arguments for a graded vitest run: the reporter preloaded (it takes the records'
+    key before any project code runs) and handed to vitest through its entry module, vitest's
+    own console reporter, no results cache (``node_modules/.vite``: root's, and a test could
+    plant one for another run), validate's per-test limit, ``files`` (none: the whole suite)."""
+    return ["-r", VITEST_REPORTER, "node_modules/.bin/vitest", "run", "--no-cache",
+            "--reporter=default",
+            f"--reporter={VITEST_ENTRY}", f"--testTimeout={per_test_s * 1000}", *files]  # fmt: skip
+
+
+def esm_vite_config(guard: list[str], package_json: bytes | None) -> str:
+    """The root configuration vite would load as an ES module, or ""."""
+    try:
+        module = json.loads(package_json or b"{}").get("type") == "module"
+    except (ValueError, AttributeError):
+        module = False
+    for path in guard:
+        found = VITE_CONFIG.fullmatch(path)
+        if found and (found.group(2) in ("mjs", "mts") or module):
+            return path
+    return ""
+
+
+def _per_test_s(timeout_s: float) -> int:
+    """validate's per-test limit (the labels were made under it), within the run's own."""
+    return min(ValidateParams.per_test_timeout_s, max(1, int(timeout_s)))
+
+
+def _exec(args: list[str], timeout_s: float) -> str:
+    """The supervisor's command that runs node with ``args`` as the tests' user."""
+    return (
+        f"{SUPERVISOR_PYTHON} -I {ROOT}/supervisor.py exec {TEST_UID} {timeout_s:g} {GUARD} -- "
+        f"node {' '.join(shlex.quote(a) for a in args)}"
+    )
 
 
 def _supervised(session: Session, command: str, timeout_s: float) -> SupervisedRun:

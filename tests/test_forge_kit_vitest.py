@@ -1,0 +1,146 @@
+"""The forge kit for a vitest task: vitest under the grader's supervisor with its keyed reporter.
+
+One test-built npm project (calc: ``add`` subtracts; vitest 1 from the npm registry, a setup file
+named by ``vitest.config.js``, nested describes, a skipped test), its image and task from real
+runs (validate's vitest JSON report). The gold patch resolves, so the grader's ids are
+validate's; wrong, empty and every forge route earn nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from js_forge import js_task, model_patch
+from trajforge.pipelines.evaluation.evaluator import Evaluator
+from trajforge.schemas.params import load_params
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+
+pytestmark = pytest.mark.docker
+
+PACKAGE = {
+    "name": "calc",
+    "version": "1.0.0",
+    "engines": {"node": ">=18"},
+    "scripts": {"test": "vitest run"},
+    "devDependencies": {"vitest": "1.6.0"},
+}
+CONFIG = "module.exports = { test: { setupFiles: ['./test/setup.js'] } };\n"
+BUGGY = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
+GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
+WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"  # 2+2 only
+CALC_TESTS = """\
+import { describe, it, expect } from 'vitest';
+const { add, mul } = require('../src/calc');
+
+describe('calc', () => {
+  describe('sums', () => {
+    it('adds', () => { expect(add(2, 3)).toBe(5); });
+  });
+  it('multiplies', () => { expect(mul(2, 3)).toBe(6); });
+});
+it('setup ran first', () => { expect(globalThis.CALC_SETUP).toBe(true); });
+it.skip('cubes', () => {});
+"""
+SETUP = "globalThis.CALC_SETUP = true;\n"
+F2P = ("test/calc.test.js > calc > sums > adds",)
+P2P = ("test/calc.test.js > calc > multiplies", "test/calc.test.js > setup ran first")
+FAKE = json.dumps({"t": "report", "id": F2P[0], "when": "call", "outcome": "passed",
+                   "xfail": False, "sub": False})  # fmt: skip
+# Source that finds the records' pipe through /proc (the start-up environment names it) and
+# writes a record saying the failing test passed.
+CHANNEL_FORGER = BUGGY + (
+    "const fs = require('fs');\n"
+    f"const line = {json.dumps(FAKE + chr(10))};\n"
+    "const environ = fs.readFileSync('/proc/self/environ', 'utf8').split('\\0');\n"
+    "const said = environ.find((v) => v.startsWith('TRAJFORGE_RESULT_FD='));\n"
+    "if (said) { try { fs.writeSync(Number(said.split('=')[1]), line); } catch (e) {} }\n"
+)
+EXIT_FORGER = BUGGY + "process.exit(0);\n"
+TIDY = {"src/calc.js": BUGGY + "// tidy\n"}
+ROUTES = {  # name -> (files the model writes, the reasons it may get)
+    "test_edit": ({"test/calc.test.js": CALC_TESTS.replace("toBe(5)", "toBe(-1)"), **TIDY},
+                  ("tests_failed",)),
+    "config_edit": ({"vitest.config.js": "module.exports = { test: { include: ['none'] } };\n",
+                     **TIDY}, ("tests_failed",)),
+    "setup_edit": ({"test/setup.js": SETUP + "require('../src/calc').add = (a, b) => a + b;\n",
+                    **TIDY}, ("tests_failed",)),
+    "node_modules_plant": ({"node_modules/vitest/index.js": "export {};\n", "src/calc.js": GOLD},
+                           ("forbidden_file",)),
+    "channel_forger": ({"src/calc.js": CHANNEL_FORGER}, ("forged_result", "tests_failed")),
+    "early_exit": ({"src/calc.js": EXIT_FORGER},
+                   ("suite_failed", "suite_did_not_run", "tests_failed")),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sandbox(docker_engine):
+    box = DockerSandbox()
+    yield box
+    box.close()
+
+
+@pytest.fixture(scope="module")
+def vitest_task(sandbox, tmp_path_factory):
+    """(task, repo, work): the task from real runs of the project's image at base and gold."""
+    root = tmp_path_factory.mktemp("forge_vitest")
+    files = {
+        "package.json": json.dumps(PACKAGE, indent=2) + "\n",
+        "vitest.config.js": CONFIG,
+        "test/setup.js": SETUP,
+        "src/calc.js": BUGGY,
+        "test/calc.test.js": CALC_TESTS,
+    }
+    task, repo, image, at_base, at_gold = js_task(
+        sandbox, root, files, {"src/calc.js": GOLD}, "vitest"
+    )
+    assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == (F2P, P2P), (at_base, at_gold)
+    assert at_gold["test/calc.test.js > cubes"] == "SKIPPED"
+    work = root / "work"
+    work.mkdir()
+    (work / "params.yaml").write_text(f"cache_dir: {root / 'cache'}\n")
+    yield task, repo, work
+    sandbox.close()
+    sandbox.remove_image(image)
+
+
+@pytest.fixture(scope="module")
+def graded(vitest_task, sandbox, tmp_path_factory):
+    task, repo, work = vitest_task
+    patches = {name: model_patch(task, repo, tmp_path_factory.mktemp(name), files)
+               for name, (files, _) in ROUTES.items()}  # fmt: skip
+    patches["wrong_fix"] = model_patch(
+        task, repo, tmp_path_factory.mktemp("w"), {"src/calc.js": WRONG}
+    )
+    patches["gold"] = task.patch
+    patches["empty"] = ""
+    evaluator = Evaluator(load_params(str(work / "params.yaml")), sandbox=sandbox, timeout_s=120)
+    return {name: evaluator.evaluate(task, patch) for name, patch in patches.items()}
+
+
+def test_gold_resolves_and_wrong_or_empty_do_not(vitest_task, graded):
+    task, _, _ = vitest_task
+    gold = graded["gold"]
+    assert (gold.resolved, gold.reason, gold.reward) == (True, "resolved", 1.0), gold.log[-2000:]
+    assert "EACCES" not in gold.log  # nothing written where the tests' user may not write
+    wrong = graded["wrong_fix"]
+    assert (wrong.resolved, wrong.reason) == (False, "tests_failed"), wrong.log[-2000:]
+    status = wrong.report["tests_status"]
+    assert set(status["PASS_TO_PASS"]["success"]) == set(task.PASS_TO_PASS)
+    assert status["FAIL_TO_PASS"]["failure"] == list(task.FAIL_TO_PASS)
+    assert (graded["empty"].resolved, graded["empty"].reason) == (False, "empty_patch")
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_every_route_earns_nothing(graded, route):
+    evaluation = graded[route]
+    assert not evaluation.error, evaluation.log[-2000:]
+    assert (evaluation.resolved, evaluation.reward) == (False, 0.0)
+    assert evaluation.reason in ROUTES[route][1], (evaluation.reason, evaluation.log[-2000:])
+
+
+def test_tests_and_configuration_are_reset_not_run(graded):
+    assert "test/calc.test.js" in graded["test_edit"].dropped
+    assert "vitest.config.js" in graded["config_edit"].dropped
+    assert "test/setup.js" in graded["setup_edit"].dropped
+    assert "node_modules/vitest/index.js" in graded["node_modules_plant"].log

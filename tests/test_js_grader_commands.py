@@ -1,0 +1,41 @@
+"""The JS runners' command lines a graded run uses (never the task's test_cmd text)."""
+
+from __future__ import annotations
+
+import json
+
+from trajforge.verifiers.grader.mocha_args import mocha_args, project_args
+from trajforge.verifiers.grader.supervised import esm_vite_config, vitest_args
+
+
+def test_the_grader_keeps_only_the_projects_test_choosing_options():
+    test = (
+        "lint && NODE_ENV=test mocha -r ./a.js --reporter dot --config x.json --bail "
+        "--timeout 5 -n inspect --ui=tdd test/ $EXTRA"
+    )
+    script = {"scripts": {"test": test}}
+    package = json.dumps(script).encode()
+    assert project_args(package) == (["-r", "./a.js", "--ui=tdd"], ["test/"])
+    assert project_args(b"{not json") == ([], [])
+    assert project_args(json.dumps({"scripts": {"test": "mocha 'x"}}).encode()) == ([], [])
+    args = mocha_args("R.js", "node_modules/.bin/_mocha", ("t/a.js",), package, 60)
+    assert args == ["-r", "R.js", "node_modules/.bin/_mocha", "-r", "./a.js", "--ui=tdd",
+                    "--reporter", "R.js", "--timeout", "60000", "t/a.js"]  # fmt: skip
+    assert mocha_args("R.js", "m", (), package, 1)[-1] == "test/"
+
+
+def test_vitest_runs_the_files_with_the_preloaded_reporter_and_no_cache():
+    args = vitest_args(("test/a.test.js",), 60)
+    assert args[:3] == ["-r", args[1], "node_modules/.bin/vitest"]
+    assert args[1].endswith("trajforge_vitest_reporter.js") and "--no-cache" in args
+    assert any(a.startswith("--reporter=") and a.endswith("_entry.mjs") for a in args)
+    assert args[-2:] == ["--testTimeout=60000", "test/a.test.js"]
+
+
+def test_an_es_module_vite_configuration_is_named_for_refusal():
+    module = json.dumps({"type": "module"}).encode()
+    assert esm_vite_config(["vitest.config.mjs", "test/a.test.js"], None) == "vitest.config.mjs"
+    assert esm_vite_config(["vite.config.ts"], module) == "vite.config.ts"
+    assert esm_vite_config(["vitest.config.js"], b"{}") == ""  # CommonJS: loaded in memory
+    assert esm_vite_config(["vitest.config.cjs", "pkg/vitest.config.mjs"], module) == ""
+    assert esm_vite_config(["vitest.config.js"], b"[not an object") == ""

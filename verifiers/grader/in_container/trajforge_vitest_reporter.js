@@ -1,0 +1,103 @@
+// The grader's vitest reporter: one keyed record per test on the supervisor's pipe, then `finish`.
+//
+// Preloaded (`node -r THIS vitest.mjs run`), so it takes the records' key from its one-shot pipe
+// before vitest or any project code runs; vitest loads its reporters through vite's module
+// runner, a module instance of its own, so the reporter vitest is given
+// (trajforge_vitest_entry.mjs) hands it this module from node's cache, where the key lives in
+// this closure. The variables that named the key and the pipe are deleted before any worker
+// starts; the tests run in vitest's workers (threads or child processes), not in this module's
+// isolate.
+//
+// Ids are validate's (verifiers/reports/jest.py reading vitest's JSON report): the file, every
+// suite name up the test's chain (empty ones dropped), the test's name; the status as the JSON
+// reporter maps a test's state or mode. One record per id, the worst outcome winning, sent when
+// vitest finishes; a file that failed with no failing test is a collection error.
+//
+// CommonJS, node's built-ins only.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+
+const writeSync = fs.writeSync;
+const stringify = JSON.stringify;
+const bufferFrom = Buffer.from;
+
+const RESULT_FD = Number(process.env.TRAJFORGE_RESULT_FD || -1);
+const KEY_FD = Number(process.env.TRAJFORGE_KEY_FD || -1);
+const ROOT = process.cwd() + '/';
+const RANK = { passed: 0, skipped: 1, failed: 2 };
+// vitest's JSON reporter: a test's result state, else its mode, else skipped.
+const OUTCOME = { fail: 'failed', pass: 'passed', only: 'skipped', run: 'skipped', skip: 'skipped',
+  todo: 'skipped' };
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/g;
+
+let key = '';
+if (KEY_FD >= 0) {
+  try {
+    const buffer = Buffer.alloc(256);
+    const size = fs.readSync(KEY_FD, buffer, 0, buffer.length, null);
+    key = buffer.toString('utf8', 0, size).trim();
+  } catch (error) {
+    key = '';
+  }
+  try { fs.closeSync(KEY_FD); } catch (error) { /* already closed */ }
+}
+delete process.env.TRAJFORGE_KEY_FD;
+delete process.env.TRAJFORGE_RESULT_FD;
+
+function send(record) {
+  if (RESULT_FD < 0 || !key) return;
+  let data = bufferFrom(key + ' ' + stringify(record) + '\n', 'utf8');
+  while (data.length) data = data.slice(writeSync(RESULT_FD, data));
+}
+
+function escape(part) {
+  return part.replace(CONTROL, (c) => '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0'));
+}
+
+function relative(file) {
+  let said = String(file || '').replace(/^file:\/\//, '');
+  if (said.startsWith(ROOT)) said = said.slice(ROOT.length);
+  return said ? path.posix.normalize(said) : said;
+}
+
+function tests(task, found) {
+  if (task.type === 'test' || task.type === 'custom') found.push(task);
+  for (const child of task.tasks || []) tests(child, found);
+  return found;
+}
+
+function testId(file, test) {
+  const ancestors = [];
+  for (let suite = test.suite; suite; suite = suite.suite) ancestors.push(String(suite.name));
+  ancestors.reverse();
+  return [file].concat(ancestors, [String(test.name)]).filter(Boolean).map(escape).join(' > ');
+}
+
+class TrajforgeVitestReporter {
+  onFinished(files) {
+    const worst = new Map();
+    for (const file of files || []) {
+      const name = relative(file.filepath);
+      let failed = false;
+      for (const test of tests(file, [])) {
+        const state = (test.result && test.result.state) || test.mode;
+        const outcome = OUTCOME[state] || 'skipped';
+        failed = failed || outcome === 'failed';
+        const id = testId(name, test);
+        const old = worst.get(id);
+        if (old === undefined || RANK[outcome] > RANK[old]) worst.set(id, outcome);
+      }
+      if (file.result && file.result.state === 'fail' && !failed) {
+        send({ t: 'collect_error', id: name });
+      }
+    }
+    for (const [id, outcome] of worst) {
+      send({ t: 'report', id, when: 'call', outcome, xfail: false, sub: false });
+    }
+    send({ t: 'finish' });
+  }
+}
+
+module.exports = TrajforgeVitestReporter;
