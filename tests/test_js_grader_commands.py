@@ -22,6 +22,15 @@ def test_the_grader_keeps_only_the_projects_test_choosing_options():
     assert args == ["-r", "R.js", "node_modules/.bin/_mocha", "-r", "./a.js", "--ui=tdd",
                     "--reporter", "R.js", "--timeout", "60000", "t/a.js"]  # fmt: skip
     assert mocha_args("R.js", "m", (), package, 1)[-1] == "test/"
+    cors = {
+        "test": "npm run lint && npm run test-ci",
+        "lint": "eslint lib test",
+        "test-ci": "nyc --reporter=lcov --reporter=text mocha --require test/support/env",
+    }
+    said = project_args(json.dumps({"scripts": cors}).encode())
+    assert said == (["--require", "test/support/env"], [])  # followed as validate follows it
+    loop = {"test": "npm run again", "again": "npm test"}
+    assert project_args(json.dumps({"scripts": loop}).encode()) == ([], [])
 
 
 def test_vitest_runs_the_files_with_the_preloaded_reporter_and_no_cache():
