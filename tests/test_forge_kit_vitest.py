@@ -1,7 +1,7 @@
 """The forge kit for a vitest task: vitest under the grader's supervisor with its keyed reporter.
 
 One test-built npm project (calc: ``add`` subtracts; vitest 1 from the npm registry, a setup file
-named by ``vitest.config.js``, nested describes, a skipped test), its image and task from real
+named by ``vitest.config.mts``, nested describes, a skipped test), its image and task from real
 runs (validate's vitest JSON report). The gold patch resolves, so the grader's ids are
 validate's; wrong, empty and every forge route earn nothing.
 """
@@ -25,7 +25,11 @@ PACKAGE = {
     "scripts": {"test": "vitest run"},
     "devDependencies": {"vitest": "1.6.0"},
 }
-CONFIG = "module.exports = { test: { setupFiles: ['./test/setup.js'] } };\n"
+# An ES-module configuration: vite writes it bundled beside its link in the grader's folder.
+CONFIG = (
+    "import { defineConfig } from 'vitest/config';\n"
+    "export default defineConfig({ test: { setupFiles: ['./test/setup.js'] } });\n"
+)
 BUGGY = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
 GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
 WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"  # 2+2 only
@@ -61,7 +65,7 @@ TIDY = {"src/calc.js": BUGGY + "// tidy\n"}
 ROUTES = {  # name -> (files the model writes, the reasons it may get)
     "test_edit": ({"test/calc.test.js": CALC_TESTS.replace("toBe(5)", "toBe(-1)"), **TIDY},
                   ("tests_failed",)),
-    "config_edit": ({"vitest.config.js": "module.exports = { test: { include: ['none'] } };\n",
+    "config_edit": ({"vitest.config.mts": "export default { test: { include: ['none'] } };\n",
                      **TIDY}, ("tests_failed",)),
     "setup_edit": ({"test/setup.js": SETUP + "require('../src/calc').add = (a, b) => a + b;\n",
                     **TIDY}, ("tests_failed",)),
@@ -86,7 +90,7 @@ def vitest_task(sandbox, tmp_path_factory):
     root = tmp_path_factory.mktemp("forge_vitest")
     files = {
         "package.json": json.dumps(PACKAGE, indent=2) + "\n",
-        "vitest.config.js": CONFIG,
+        "vitest.config.mts": CONFIG,
         "test/setup.js": SETUP,
         "src/calc.js": BUGGY,
         "test/calc.test.js": CALC_TESTS,
@@ -141,6 +145,6 @@ def test_every_route_earns_nothing(graded, route):
 
 def test_tests_and_configuration_are_reset_not_run(graded):
     assert "test/calc.test.js" in graded["test_edit"].dropped
-    assert "vitest.config.js" in graded["config_edit"].dropped
+    assert "vitest.config.mts" in graded["config_edit"].dropped
     assert "test/setup.js" in graded["setup_edit"].dropped
     assert "node_modules/vitest/index.js" in graded["node_modules_plant"].log

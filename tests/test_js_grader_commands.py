@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 
 from trajforge.verifiers.grader.mocha_args import mocha_args, project_args
-from trajforge.verifiers.grader.supervised import esm_vite_config, vitest_args
+from trajforge.verifiers.grader.vitest_args import (
+    LINKS,
+    config_links,
+    member_esm_config,
+    vitest_args,
+)
 
 
 def test_the_grader_keeps_only_the_projects_test_choosing_options():
@@ -34,17 +39,23 @@ def test_the_grader_keeps_only_the_projects_test_choosing_options():
 
 
 def test_vitest_runs_the_files_with_the_preloaded_reporter_and_no_cache():
-    args = vitest_args(("test/a.test.js",), 60)
-    assert args[:3] == ["-r", args[1], "node_modules/.bin/vitest"]
-    assert args[1].endswith("trajforge_vitest_reporter.js") and "--no-cache" in args
-    assert any(a.startswith("--reporter=") and a.endswith("_entry.mjs") for a in args)
+    args = vitest_args("R.js", "E.mjs", ("test/a.test.js",), 60, "")
+    assert args[:3] == ["-r", "R.js", "node_modules/.bin/vitest"]
+    assert "--no-cache" in args and "--reporter=E.mjs" in args and "--config" not in args
     assert args[-2:] == ["--testTimeout=60000", "test/a.test.js"]
+    linked = vitest_args("R.js", "E.mjs", (), 1, f"{LINKS}/vitest.config.mts")
+    assert linked[linked.index("--config") + 1] == f"{LINKS}/vitest.config.mts"
 
 
-def test_an_es_module_vite_configuration_is_named_for_refusal():
+def test_an_es_module_configuration_is_linked_where_vite_may_write():
     module = json.dumps({"type": "module"}).encode()
-    assert esm_vite_config(["vitest.config.mjs", "test/a.test.js"], None) == "vitest.config.mjs"
-    assert esm_vite_config(["vite.config.ts"], module) == "vite.config.ts"
-    assert esm_vite_config(["vitest.config.js"], b"{}") == ""  # CommonJS: loaded in memory
-    assert esm_vite_config(["vitest.config.cjs", "pkg/vitest.config.mjs"], module) == ""
-    assert esm_vite_config(["vitest.config.js"], b"[not an object") == ""
+    guard = ["vitest.config.mts", "vite.config.ts", "vitest.workspace.ts", "test/a.test.js"]
+    assert config_links(guard, None) == ["vitest.config.mts", "vitest.workspace.ts"]
+    assert config_links(["vite.config.ts"], module) == ["vite.config.ts"]
+    assert config_links(["vitest.config.js"], b"{}") == []  # CommonJS: loaded in memory
+    assert config_links(["vitest.config.mjs", "vitest.config.js"], None) == []  # .js first
+    assert config_links(["vitest.config.js"], b"[not an object") == []
+    assert config_links(["pkg/vitest.config.mjs"], None) == []
+    members = ["vitest.workspace.json", "pkg/vitest.config.mts", "lib/vitest.config.cjs"]
+    assert member_esm_config(members, None) == "pkg/vitest.config.mts"
+    assert member_esm_config(members[1:], None) == ""  # no workspace: members are not loaded

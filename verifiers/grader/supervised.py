@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import shlex
 import tarfile
 import threading
@@ -24,6 +23,12 @@ from trajforge.schemas.params import ValidateParams
 from trajforge.verifiers.grader import rules
 from trajforge.verifiers.grader.channel import Evidence, read_records
 from trajforge.verifiers.grader.mocha_args import mocha_args
+from trajforge.verifiers.grader.vitest_args import (
+    LINKS,
+    config_links,
+    member_esm_config,
+    vitest_args,
+)
 from trajforge.verifiers.sandbox.base import REPO_DIR, SandboxBroken, Session
 
 ROOT = "/tmp/.trajforge-grader"  # the tests' user cannot write it: root's folder in sticky /tmp
@@ -62,9 +67,6 @@ MOCHA_REPORTER = f"{ROOT}/plugins/trajforge_mocha_reporter.js"
 VITEST_REPORTER = f"{ROOT}/plugins/trajforge_vitest_reporter.js"
 VITEST_ENTRY = f"{ROOT}/plugins/trajforge_vitest_entry.mjs"  # hands vitest the preloaded one
 JS_RUNNERS = ("jest", "mocha", "vitest")
-# vite bundles an ES-module configuration into a file beside it, in a folder the tests' user may
-# not write (the repository's root): such a project is refused, not graded as broken.
-VITE_CONFIG = re.compile(r"(vitest|vite)\.config\.(mjs|mts|js|ts)")
 # mocha from the image's node_modules: ``_mocha`` runs in its own process (an old ``mocha``
 # starts ``_mocha`` as a child, without the preloaded reporter's key); ``mocha`` where it is all.
 MOCHA_PROBE = "for b in _mocha mocha; do [ -e node_modules/.bin/$b ] && echo $b && break; done"
@@ -220,21 +222,46 @@ def run_supervised_js(
     if runner == "mocha":
         return _run_mocha(session, files, package_json, timeout_s)
     if runner == "vitest":
-        esm = esm_vite_config(guard, package_json)
-        if esm:
-            raise UnsupportedTestCommand(
-                f"grader: {esm} is an ES module, which vite writes bundled beside itself at run "
-                "time, in the repository's root that graded tests may not write; vitest tasks "
-                "with a CommonJS or no configuration are graded"
-            )
-        args = vitest_args(files, _per_test_s(timeout_s))
-        return _supervised(session, _exec(args, timeout_s), timeout_s)
+        return _run_vitest(session, files, guard, package_json, timeout_s)
     probe = session.exec(
         f"grep -qsF {shlex.quote(JEST_WORKERS_SIGN)} {JEST_SCHEDULER} && echo workers",
         PROBE_TIMEOUT_S,
     )
     workers_always = probe.output.strip() == "workers"
     return _supervised(session, _exec(jest_args(files, workers_always), timeout_s), timeout_s)
+
+
+def _run_vitest(
+    session: Session,
+    files: tuple[str, ...],
+    guard: list[str],
+    package_json: bytes | None,
+    timeout_s: float,
+) -> SupervisedRun:
+    """vitest with the grader's reporter; an ES-module configuration named through a link in a
+    folder the tests' user may write (``vitest_args``' module doc)."""
+    member = member_esm_config(guard, package_json)
+    if member:
+        raise UnsupportedTestCommand(
+            f"grader: the workspace member's configuration {member} is an ES module, which vite "
+            "writes bundled beside itself, where graded tests may not write; not graded"
+        )
+    links = config_links(guard, package_json)
+    if links:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            folder = tarfile.TarInfo(LINKS.lstrip("/"))
+            folder.type, folder.mode = tarfile.DIRTYPE, 0o1777
+            tar.addfile(folder)
+            for name in links:
+                link = tarfile.TarInfo(f"{LINKS}/{name}".lstrip("/"))
+                link.type, link.linkname = tarfile.SYMTYPE, f"{REPO_DIR}/{name}"
+                tar.addfile(link)
+        session.put_archive(buffer.getvalue(), "/")
+    config = f"{LINKS}/{links[0]}" if links else ""
+    per_test_s = _per_test_s(timeout_s)
+    args = vitest_args(VITEST_REPORTER, VITEST_ENTRY, files, per_test_s, config)
+    return _supervised(session, _exec(args, timeout_s), timeout_s)
 
 
 def _run_mocha(
@@ -248,29 +275,6 @@ def _run_mocha(
     if run.exit_code in MOCHA_FAILURES:
         return replace(run, exit_code=1)
     return run
-
-
-def vitest_args(files: tuple[str, ...], per_test_s: int) -> list[str]:
-    """node's arguments for a graded vitest run: the reporter preloaded (it takes the records'
-    key before any project code runs) and handed to vitest through its entry module, vitest's
-    own console reporter, no results cache (``node_modules/.vite``: root's, and a test could
-    plant one for another run), validate's per-test limit, ``files`` (none: the whole suite)."""
-    return ["-r", VITEST_REPORTER, "node_modules/.bin/vitest", "run", "--no-cache",
-            "--reporter=default",
-            f"--reporter={VITEST_ENTRY}", f"--testTimeout={per_test_s * 1000}", *files]  # fmt: skip
-
-
-def esm_vite_config(guard: list[str], package_json: bytes | None) -> str:
-    """The root configuration vite would load as an ES module, or ""."""
-    try:
-        module = json.loads(package_json or b"{}").get("type") == "module"
-    except (ValueError, AttributeError):
-        module = False
-    for path in guard:
-        found = VITE_CONFIG.fullmatch(path)
-        if found and (found.group(2) in ("mjs", "mts") or module):
-            return path
-    return ""
 
 
 def _per_test_s(timeout_s: float) -> int:
