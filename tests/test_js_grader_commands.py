@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from trajforge.verifiers.grader.js_bins import package_bin
 from trajforge.verifiers.grader.mocha_args import mocha_args, project_args
 from trajforge.verifiers.grader.vitest_args import (
     LINKS,
@@ -39,11 +40,11 @@ def test_the_grader_keeps_only_the_projects_test_choosing_options():
 
 
 def test_vitest_runs_the_files_with_the_preloaded_reporter_and_no_cache():
-    args = vitest_args("R.js", "E.mjs", ("test/a.test.js",), 60, "")
+    args = vitest_args("R.js", "E.mjs", "node_modules/.bin/vitest", ("test/a.test.js",), 60, "")
     assert args[:3] == ["-r", "R.js", "node_modules/.bin/vitest"]
     assert "--no-cache" in args and "--reporter=E.mjs" in args and "--config" not in args
     assert args[-2:] == ["--testTimeout=60000", "test/a.test.js"]
-    linked = vitest_args("R.js", "E.mjs", (), 1, f"{LINKS}/vitest.config.mts")
+    linked = vitest_args("R.js", "E.mjs", "v.mjs", (), 1, f"{LINKS}/vitest.config.mts")
     assert linked[linked.index("--config") + 1] == f"{LINKS}/vitest.config.mts"
 
 
@@ -59,3 +60,16 @@ def test_an_es_module_configuration_is_linked_where_vite_may_write():
     members = ["vitest.workspace.json", "pkg/vitest.config.mts", "lib/vitest.config.cjs"]
     assert member_esm_config(members, None) == "pkg/vitest.config.mts"
     assert member_esm_config(members[1:], None) == ""  # no workspace: members are not loaded
+
+
+def test_the_runner_file_is_the_packages_own_bin_never_a_path_outside_it():
+    mocha = json.dumps({"bin": {"mocha": "./bin/mocha.js", "_mocha": "./bin/_mocha"}}).encode()
+    assert package_bin(mocha, "mocha", ("_mocha", "mocha")) == "node_modules/mocha/bin/_mocha"
+    vitest = json.dumps({"bin": {"vitest": "./vitest.mjs"}}).encode()
+    assert package_bin(vitest, "vitest", ("vitest",)) == "node_modules/vitest/vitest.mjs"
+    assert (
+        package_bin(json.dumps({"bin": "cli.js"}).encode(), "x", ("x",)) == "node_modules/x/cli.js"
+    )
+    escape = json.dumps({"bin": {"x": "../../evil.js"}}).encode()
+    assert package_bin(escape, "x", ("x",)) == ""
+    assert package_bin(None, "x", ("x",)) == package_bin(b"[1]", "x", ("x",)) == ""

@@ -22,6 +22,7 @@ from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import ValidateParams
 from trajforge.verifiers.grader import rules
 from trajforge.verifiers.grader.channel import Evidence, read_records
+from trajforge.verifiers.grader.js_bins import package_bin
 from trajforge.verifiers.grader.mocha_args import mocha_args
 from trajforge.verifiers.grader.vitest_args import (
     LINKS,
@@ -69,7 +70,7 @@ VITEST_ENTRY = f"{ROOT}/plugins/trajforge_vitest_entry.mjs"  # hands vitest the 
 JS_RUNNERS = ("jest", "mocha", "vitest")
 # mocha from the image's node_modules: ``_mocha`` runs in its own process (an old ``mocha``
 # starts ``_mocha`` as a child, without the preloaded reporter's key); ``mocha`` where it is all.
-MOCHA_PROBE = "for b in _mocha mocha; do [ -e node_modules/.bin/$b ] && echo $b && break; done"
+MOCHA_BINS = ("_mocha", "mocha")
 # mocha exits with its count of failures: a run with failures, as the other runners say it.
 MOCHA_FAILURES = range(2, 128)
 # A jest whose scheduler never runs tests in its own process when given a worker memory limit
@@ -260,7 +261,8 @@ def _run_vitest(
         session.put_archive(buffer.getvalue(), "/")
     config = f"{LINKS}/{links[0]}" if links else ""
     per_test_s = _per_test_s(timeout_s)
-    args = vitest_args(VITEST_REPORTER, VITEST_ENTRY, files, per_test_s, config)
+    program = _runner_file(session, "vitest", ("vitest",))
+    args = vitest_args(VITEST_REPORTER, VITEST_ENTRY, program, files, per_test_s, config)
     return _supervised(session, _exec(args, timeout_s), timeout_s)
 
 
@@ -268,13 +270,18 @@ def _run_mocha(
     session: Session, files: tuple[str, ...], package_json: bytes | None, timeout_s: float
 ) -> SupervisedRun:
     """mocha with the grader's reporter; the tests run in the reporter's own process."""
-    found = session.exec(MOCHA_PROBE, PROBE_TIMEOUT_S).output.strip()
-    program = f"node_modules/.bin/{found if found in ('_mocha', 'mocha') else 'mocha'}"
+    program = _runner_file(session, "mocha", MOCHA_BINS)
     args = mocha_args(MOCHA_REPORTER, program, files, package_json, _per_test_s(timeout_s))
     run = _supervised(session, _exec(args, timeout_s), timeout_s)
     if run.exit_code in MOCHA_FAILURES:
         return replace(run, exit_code=1)
     return run
+
+
+def _runner_file(session: Session, package: str, names: tuple[str, ...]) -> str:
+    """The runner's file from its installed package.json (``js_bins``), else ``.bin``'s link."""
+    declared = session.read_file(f"{REPO_DIR}/node_modules/{package}/package.json")
+    return package_bin(declared, package, names) or f"node_modules/.bin/{names[-1]}"
 
 
 def _per_test_s(timeout_s: float) -> int:

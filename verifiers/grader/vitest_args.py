@@ -60,7 +60,7 @@ def member_esm_config(guard: list[str], package_json: bytes | None) -> str:
 
 
 def vitest_args(
-    reporter: str, entry: str, files: tuple[str, ...], per_test_s: int, config: str
+    reporter: str, entry: str, program: str, files: tuple[str, ...], per_test_s: int, config: str
 ) -> list[str]:
     """node's arguments: the reporter preloaded (it takes the records' key before any project
     code runs) and handed to vitest through its entry module, vitest's own console reporter, no
@@ -68,6 +68,6 @@ def vitest_args(
     ``config`` (a link in ``LINKS``; "": vitest finds it), validate's per-test limit, ``files``
     (none: the whole suite)."""
     chosen = ["--config", config] if config else []
-    return ["-r", reporter, "node_modules/.bin/vitest", "run", "--no-cache",
+    return ["-r", reporter, program, "run", "--no-cache",
             "--reporter=default", f"--reporter={entry}", *chosen,
             f"--testTimeout={per_test_s * 1000}", *files]  # fmt: skip

@@ -11,7 +11,8 @@
 // Ids are validate's (verifiers/reports/jest.py reading vitest's JSON report): the file, every
 // suite name up the test's chain (empty ones dropped), the test's name; the status as the JSON
 // reporter maps a test's state or mode. One record per id, the worst outcome winning, sent when
-// vitest finishes; a file that failed with no failing test is a collection error.
+// vitest finishes (vitest 0.x to 4); a file that failed with no failing test is a collection
+// error.
 //
 // CommonJS, node's built-ins only.
 'use strict';
@@ -72,11 +73,24 @@ function testId(file, test) {
   const ancestors = [];
   for (let suite = test.suite; suite; suite = suite.suite) ancestors.push(String(suite.name));
   ancestors.reverse();
-  return [file].concat(ancestors, [String(test.name)]).filter(Boolean).map(escape).join(' > ');
+  const parts = [file].concat(ancestors).filter(Boolean); // an empty title stays, as in ids.py
+  return parts.concat([String(test.name)]).map(escape).join(' > ');
 }
 
 class TrajforgeVitestReporter {
+  // vitest 3+ ends a run with onTestRunEnd (its modules hold the runner's tasks), vitest 4 only
+  // with it; before 3, onFinished. The first one heard reports.
+  onTestRunEnd(modules) {
+    this.report((modules || []).map((module) => module.task).filter(Boolean));
+  }
+
   onFinished(files) {
+    this.report(files);
+  }
+
+  report(files) {
+    if (this.sent) return;
+    this.sent = true;
     const worst = new Map();
     for (const file of files || []) {
       const name = relative(file.filepath);
