@@ -87,7 +87,10 @@ def test_package_manager_pin_and_runner_from_the_test_script(tmp_path):
 
 
 def test_mocha_keeps_the_projects_own_arguments_but_not_its_reporter(tmp_path):
-    script = "nyc mocha --reporter spec --check-leaks -t 5000 --require test/setup.js test/ && lint"
+    script = (
+        "nyc mocha --reporter spec --bail --check-leaks -b -t 5000 --require test/setup.js test/"
+        " && lint"
+    )  # --bail/-b: a first failure must not hide the rest of a bug's FAIL_TO_PASS
     package = {"scripts": {"test": script}, "devDependencies": {"mocha": "^10"}}
     detection = JS.detect(str(_js_repo(tmp_path, {"package.json": json.dumps(package)}).path))
     assert detection.runner_args == ("--check-leaks", "--require", "test/setup.js", "test/")

@@ -41,7 +41,9 @@ RUNNERS = ("vitest", "jest", "mocha", "ava", "tap")  # package names that are ru
 # Options the test command sets itself, dropped from a project's own mocha/node arguments.
 _OWN_WITH_VALUE = ("-R", "--reporter", "-O", "--reporter-option", "--reporter-options",
                    "-t", "--timeout", "--test-reporter", "--test-reporter-destination")  # fmt: skip
-_OWN = ("--reporter", "--reporter-option", "--timeout", "-w", "--watch", "--inspect",
+# --bail/-b too: a run that stops at its first failure would hide the rest of a bug's
+# FAIL_TO_PASS (the grader drops it as well)
+_OWN = ("--reporter", "--reporter-option", "--timeout", "-w", "--watch", "--inspect", "--bail",
         "--test-reporter", "--test-timeout", "--experimental-test-coverage",
         "--test-coverage")  # fmt: skip
 _NODE_TEST = re.compile(r"\bnode\s+((?:\S+\s+)*?--test\b.*)")  # node [opts] --test [paths]
@@ -306,6 +308,8 @@ def _runner_args(package: dict[str, Any], runner: str) -> tuple[str, ...]:
             skip = False
         elif word in _OWN_WITH_VALUE:
             skip = True
+        elif word == "-b":
+            continue
         elif not word.startswith(_OWN) and not word.startswith("$") and word != "--test":
             args.append(word)
     return tuple(args)
