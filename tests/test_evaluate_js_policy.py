@@ -38,6 +38,21 @@ def test_configuration_and_the_files_it_names_are_reset():
         "package.json", "jest.config.js", "tsconfig.json", "t/setup.ts", "tools/global.js",
         "__tests__/a.test.js",
     }  # fmt: skip
+    # vitest: its setup code is configuration; the source its aliases and coverage name is not
+    vite = {
+        "vitest.config.mts": b"""import { defineConfig } from 'vitest/config'
+export default defineConfig({
+  resolve: { alias: { '@': './src/index.ts' } },
+  test: { setupFiles: ['./support/setup.ts'], globalSetup: "./support/global.ts",
+          coverage: { include: ['src/index.ts'] } },
+})""",
+        "src/index.ts": b"",
+        "support/setup.ts": b"",
+        "support/global.ts": b"",
+    }
+    assert js_policy.grading_files(vite, vite.get) == {
+        "vitest.config.mts", "support/setup.ts", "support/global.ts",
+    }  # fmt: skip
     assert js_policy.is_grading_path("packages/a/babel.config.cjs")
     assert not js_policy.is_grading_path("src/config.js")
 

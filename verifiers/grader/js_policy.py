@@ -32,6 +32,7 @@ FORBIDDEN_DIRS = frozenset({"node_modules", ".yarn"})
 CONFIG_PREFIXES = (
     "jest.config.", "vitest.config.", "vitest.workspace.", "vite.config.", ".mocharc",
     "babel.config.", ".babelrc", "tsconfig", "jsconfig", ".swcrc", "jest.preset.",
+    "vitest.projects.",
 )  # fmt: skip
 CONFIG_NAMES = frozenset({"package.json", "jest.json", "vitest.json"})
 # The configurations whose strings name setup code (read whole), and package.json's keys that do.
@@ -41,6 +42,12 @@ PACKAGE_KEYS = ("jest", "mocha", "babel", "ava")
 # A string literal in a configuration: where it names a repository file, that file is config.
 _LITERAL = re.compile(r"""(['"`])((?:(?!\1)[^\\\n]){1,300})\1""")
 _ROOT_TOKENS = ("<rootDir>/", "<rootdir>/")
+# vite's and vitest's configurations name the source they build (aliases, coverage) beside their
+# setup code: only the values of the keys that name setup code are read from them.
+VITE_PREFIXES = ("vitest.config.", "vite.config.", "vitest.workspace.", "vitest.projects.")
+_VITE_SETUP = re.compile(
+    r"""\b(?:setupFiles|globalSetup)\s*:\s*(\[[^\]]{0,2000}\]|(['"`])[^'"`\n]{1,300}\2)"""
+)
 _RESOLVED_SUFFIXES = ("", *sorted(JS_SUFFIXES), ".json")
 
 
@@ -83,13 +90,17 @@ def grading_files(tree_paths: Iterable[str], read: Callable[[str], bytes | None]
 
 def _naming_text(config: str, data: bytes | None) -> str:
     """The part of ``config`` whose strings name setup code: a runner's or babel's file whole,
-    ``package.json``'s runner and babel keys only (its ``main``/``files`` name the source).
-    TypeScript's and vite's configurations name the source they build, not setup: none."""
+    ``package.json``'s runner and babel keys only (its ``main``/``files`` name the source),
+    vite's and vitest's ``setupFiles``/``globalSetup`` values only (the rest names source).
+    TypeScript's configuration names the source it builds, not setup: none."""
     if not data:
         return ""
     name = config.rsplit("/", 1)[-1]
     if name.startswith(NAMING_PREFIXES):
         return data.decode("utf-8", "replace")
+    if name.startswith(VITE_PREFIXES):  # setupFiles / globalSetup values only
+        text = data.decode("utf-8", "replace")[:1_000_000]
+        return "\n".join(match.group(1) for match in _VITE_SETUP.finditer(text))
     if name == "package.json":
         try:
             package = json.loads(data)
