@@ -59,6 +59,7 @@ JS_FILES = {
     "plugins/trajforge_vitest_reporter.js": "trajforge_vitest_reporter.js",
     "plugins/trajforge_vitest_entry.mjs": "trajforge_vitest_entry.mjs",
 }
+KEYED_PRELUDE = "trajforge_keyed.js"  # shipped in front of every JS reporter
 # A JS task's image has Debian's python3 (the node base images), a Python task's its /venv.
 SUPERVISOR_PYTHON = 'P=/venv/bin/python; [ -x "$P" ] || P=/usr/bin/python3; "$P"'
 GUARD = f"{ROOT}/guard.txt"  # the repository paths the tests' user may not write (JS runs)
@@ -212,7 +213,7 @@ def run_supervised_js(
             f"ships a reporter for {', '.join(JS_RUNNERS)} only"
         )
     listed = "".join(f"{p}\n" for p in guard if "\n" not in p).encode()
-    shipped = {GUARD: listed, **{f"{ROOT}/{t}": _program(n) for t, n in JS_FILES.items()}}
+    shipped = {GUARD: listed, **{f"{ROOT}/{t}": _js_program(n) for t, n in JS_FILES.items()}}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for path, data in shipped.items():
@@ -326,6 +327,13 @@ def _supervised(session: Session, command: str, timeout_s: float) -> SupervisedR
 
 def _program(name: str) -> bytes:
     return resources.files("trajforge.verifiers.grader.in_container").joinpath(name).read_bytes()
+
+
+def _js_program(name: str) -> bytes:
+    """A reporter behind the keyed prelude (its one copy of the key and ``send``), else as is."""
+    if name.endswith("_reporter.js"):
+        return _program(KEYED_PRELUDE) + b"\n" + _program(name)
+    return _program(name)
 
 
 def _plugin_options() -> bytes:

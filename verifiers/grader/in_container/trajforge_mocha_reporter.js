@@ -14,55 +14,17 @@
 // being the test's fullTitle less its title (one part), a failed hook an ERROR under its own
 // title. One record per id, the worst outcome winning, sent when mocha ends the run.
 //
-// CommonJS, node's built-ins only, node 10 and later.
-'use strict';
-
-const fs = require('fs');
-const path = require('path');
-
-// Taken at preload, before any project code: a test that replaces these later changes nothing.
-const writeSync = fs.writeSync;
-const stringify = JSON.stringify;
-const bufferFrom = Buffer.from;
+// Shipped after trajforge_keyed.js (the key, `send`, `escape`, `relative`, `keepWorst`).
+//
+// Taken at preload, before any project code, as the prelude's writers are.
 const write = process.stdout.write.bind(process.stdout);
-
-const RESULT_FD = Number(process.env.TRAJFORGE_RESULT_FD || -1);
-const KEY_FD = Number(process.env.TRAJFORGE_KEY_FD || -1);
-const ROOT = process.cwd() + '/';
 const RANK = { passed: 0, skipped: 2, error: 3, failed: 4 };
-const CONTROL = /[\x00-\x1f\x7f-\x9f]/g;
-
-let key = '';
-if (KEY_FD >= 0) {
-  try {
-    const buffer = Buffer.alloc(256);
-    const size = fs.readSync(KEY_FD, buffer, 0, buffer.length, null);
-    key = buffer.toString('utf8', 0, size).trim();
-  } catch (error) {
-    key = '';
-  }
-  try { fs.closeSync(KEY_FD); } catch (error) { /* already closed */ }
-}
-delete process.env.TRAJFORGE_KEY_FD;
-delete process.env.TRAJFORGE_RESULT_FD;
-
-function send(record) {
-  if (RESULT_FD < 0 || !key) return;
-  let data = bufferFrom(key + ' ' + stringify(record) + '\n', 'utf8');
-  while (data.length) data = data.slice(writeSync(RESULT_FD, data));
-}
-
-function escape(part) {
-  return part.replace(CONTROL, (c) => '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0'));
-}
 
 function testId(test) {
   const title = String(test.title);
   const full = typeof test.fullTitle === 'function' ? String(test.fullTitle()) : title;
   const suite = full.endsWith(' ' + title) ? full.slice(0, full.length - title.length - 1) : '';
-  let file = String(test.file || '').replace(/^file:\/\//, '');
-  if (file.startsWith(ROOT)) file = file.slice(ROOT.length);
-  if (file) file = path.posix.normalize(file);
+  const file = relative(test.file);
   return [file, suite].filter(Boolean).concat([title]).map(escape).join(' > ');
 }
 
@@ -75,8 +37,7 @@ function TrajforgeMochaReporter(runner) {
   const worst = new Map();
   const note = (test, outcome) => {
     const id = testId(test);
-    const old = worst.get(id);
-    if (old === undefined || RANK[outcome] > RANK[old]) worst.set(id, outcome);
+    keepWorst(worst, RANK, id, outcome);
     write(outcome.toUpperCase() + ' ' + id + '\n');
   };
   runner.on('pass', (test) => note(test, 'passed'));

@@ -14,54 +14,12 @@
 // vitest finishes (vitest 0.x to 4); a file that failed with no failing test is a collection
 // error.
 //
-// CommonJS, node's built-ins only.
-'use strict';
-
-const fs = require('fs');
-const path = require('path');
-
-const writeSync = fs.writeSync;
-const stringify = JSON.stringify;
-const bufferFrom = Buffer.from;
-
-const RESULT_FD = Number(process.env.TRAJFORGE_RESULT_FD || -1);
-const KEY_FD = Number(process.env.TRAJFORGE_KEY_FD || -1);
-const ROOT = process.cwd() + '/';
+// Shipped after trajforge_keyed.js (the key, `send`, `escape`, `relative`, `keepWorst`).
+//
 const RANK = { passed: 0, skipped: 1, failed: 2 };
 // vitest's JSON reporter: a test's result state, else its mode, else skipped.
 const OUTCOME = { fail: 'failed', pass: 'passed', only: 'skipped', run: 'skipped', skip: 'skipped',
   todo: 'skipped' };
-const CONTROL = /[\x00-\x1f\x7f-\x9f]/g;
-
-let key = '';
-if (KEY_FD >= 0) {
-  try {
-    const buffer = Buffer.alloc(256);
-    const size = fs.readSync(KEY_FD, buffer, 0, buffer.length, null);
-    key = buffer.toString('utf8', 0, size).trim();
-  } catch (error) {
-    key = '';
-  }
-  try { fs.closeSync(KEY_FD); } catch (error) { /* already closed */ }
-}
-delete process.env.TRAJFORGE_KEY_FD;
-delete process.env.TRAJFORGE_RESULT_FD;
-
-function send(record) {
-  if (RESULT_FD < 0 || !key) return;
-  let data = bufferFrom(key + ' ' + stringify(record) + '\n', 'utf8');
-  while (data.length) data = data.slice(writeSync(RESULT_FD, data));
-}
-
-function escape(part) {
-  return part.replace(CONTROL, (c) => '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0'));
-}
-
-function relative(file) {
-  let said = String(file || '').replace(/^file:\/\//, '');
-  if (said.startsWith(ROOT)) said = said.slice(ROOT.length);
-  return said ? path.posix.normalize(said) : said;
-}
 
 function tests(task, found) {
   if (task.type === 'test' || task.type === 'custom') found.push(task);
@@ -100,8 +58,7 @@ class TrajforgeVitestReporter {
         const outcome = OUTCOME[state] || 'skipped';
         failed = failed || outcome === 'failed';
         const id = testId(name, test);
-        const old = worst.get(id);
-        if (old === undefined || RANK[outcome] > RANK[old]) worst.set(id, outcome);
+        keepWorst(worst, RANK, id, outcome);
       }
       if (file.result && file.result.state === 'fail' && !failed) {
         send({ t: 'collect_error', id: name });
