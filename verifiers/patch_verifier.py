@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 from trajforge.schemas.diff import parse_patch
 from trajforge.schemas.errors import UserError
+from trajforge.schemas.js_commands import package_dir
 from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
@@ -268,8 +269,10 @@ def _graded_js_run(
     with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
         ship(session)
         session.put_archive(archive(repo, tree, prefix="repo/", env=objects), "/")
-        package = _blob(repo, tree, "package.json", objects)  # the task's own (reset)
-        run = run_supervised_js(session, task.test_runner, files, guard, timeout_s, package)
+        folder = package_dir(task.test_cmd)  # a monorepo's tested package, as validate ran it
+        manifest = f"{folder}/package.json" if folder else "package.json"
+        package = _blob(repo, tree, manifest, objects)  # the task's own (reset)
+        run = run_supervised_js(session, task.test_runner, files, guard, timeout_s, package, folder)
         return judge(run, graded, (), dropped)
 
 

@@ -26,6 +26,7 @@ from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.js_list_tests import LIST_TESTS_JS, compact
 from trajforge.generators.languages.js_node_reporter import NODE_REPORTER_JS
 from trajforge.schemas.errors import UserError
+from trajforge.schemas.js_commands import in_package
 
 REPORT_PATH = "/tmp/trajforge-report.json"
 BIN = "node_modules/.bin"
@@ -69,11 +70,13 @@ def _in_package(package_dir: str, command: str) -> str:
     relative to it, its runner from its own node_modules/.bin else the root's (hoisted)."""
     up = "/".join(".." for _ in package_dir.split("/"))
     quoted = shlex.quote(package_dir)
-    return _sh(
-        f"cd {quoted} || exit 2; n=$#; "
-        f'while [ $n -gt 0 ]; do set -- "$@" "${{1#{quoted}/}}"; shift; n=$((n - 1)); done; '
-        f'B={BIN}; [ -d $B ] || B={up}/{BIN}; export B; {command} "$@"',
-        "workspace",
+    return _words(
+        in_package(
+            package_dir,
+            "n=$#; "
+            f'while [ $n -gt 0 ]; do set -- "$@" "${{1#{quoted}/}}"; shift; n=$((n - 1)); done; '
+            f'B={BIN}; [ -d $B ] || B={up}/{BIN}; export B; {command} "$@"',
+        )
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import posixpath
 import shlex
 import tarfile
 import threading
@@ -76,7 +77,7 @@ MOCHA_BINS = ("_mocha", "mocha")
 MOCHA_FAILURES = range(2, 128)
 # A jest whose scheduler never runs tests in its own process when given a worker memory limit
 # (jest 29's ``shouldRunInBand``): read from the installed jest, which the patch cannot touch.
-JEST_SCHEDULER = "node_modules/@jest/core/build/testSchedulerHelper.js"
+JEST_SCHEDULER = "@jest/core/build/testSchedulerHelper.js"  # in the node_modules holding jest
 JEST_WORKERS_SIGN = "!workerIdleMemoryLimit"
 WORKER_MEMORY_LIMIT = "--workerIdleMemoryLimit=8GB"  # above any sandbox's memory: never hit
 
@@ -177,7 +178,11 @@ def run_supervised(
     return _supervised(session, command, timeout_s)
 
 
-def jest_args(files: tuple[str, ...], workers_always: bool = False) -> list[str]:
+def jest_args(
+    files: tuple[str, ...],
+    workers_always: bool = False,
+    program: str = "node_modules/jest/bin/jest.js",
+) -> list[str]:
     """node's arguments for a graded jest run: the reporter preloaded (it takes the records' key
     before any project code runs) and named as jest's reporter; no transform or haste cache (a
     test process could write one for another file); two workers and, where the installed jest
@@ -188,7 +193,7 @@ def jest_args(files: tuple[str, ...], workers_always: bool = False) -> list[str]
     by_path = ["--runTestsByPath", *files] if files else []
     limit = [WORKER_MEMORY_LIMIT] if workers_always else []
     return [
-        "-r", JEST_REPORTER, "node_modules/jest/bin/jest.js", "--ci", "--watchman=false",
+        "-r", JEST_REPORTER, program, "--ci", "--watchman=false",
         "--no-cache", "--cacheDirectory=/tmp/.trajforge-jest", "--maxWorkers=2",
         "--reporters=default",
         f"--reporters={JEST_REPORTER}", *limit, *by_path,
@@ -202,11 +207,13 @@ def run_supervised_js(
     guard: list[str],
     timeout_s: float,
     package_json: bytes | None = None,
+    package_dir: str = "",
 ) -> SupervisedRun:
     """A JS task's graded files run by ``runner`` under the supervisor, as the tests' user, with
     ``guard`` (repository paths) and every ``node_modules`` read-only to it. ``package_json``:
-    the task's own, whose test script gives mocha's options (``mocha_args``); jest and vitest
-    read their own configuration."""
+    the tested package's own, whose test script gives mocha's options (``mocha_args``); jest and
+    vitest read their own configuration. ``package_dir``: a monorepo's tested package, where the
+    runner works as validate's did (``schemas/js_commands.py``), the files given relative to it."""
     if runner not in JS_RUNNERS:
         raise UnsupportedTestCommand(
             f"grader: the javascript runner {runner or '(none)'!r} is not graded yet; the grader "
@@ -221,16 +228,27 @@ def run_supervised_js(
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
     session.put_archive(buffer.getvalue(), "/")
+    if package_dir:
+        if runner == "vitest":
+            raise UnsupportedTestCommand(
+                f"grader: vitest in the workspace package {package_dir} is not graded yet (its "
+                "configuration links are made for the repository's root)"
+            )
+        files = tuple(posixpath.relpath(f, package_dir) for f in files)
     if runner == "mocha":
-        return _run_mocha(session, files, package_json, timeout_s)
+        return _run_mocha(session, files, package_json, timeout_s, package_dir)
     if runner == "vitest":
         return _run_vitest(session, files, guard, package_json, timeout_s)
+    program = _runner_file(session, "jest", ("jest",), package_dir)
+    modules = program[: program.rindex("node_modules/") + len("node_modules/")]
+    scheduler = posixpath.normpath(posixpath.join(package_dir or ".", modules, JEST_SCHEDULER))
     probe = session.exec(
-        f"grep -qsF {shlex.quote(JEST_WORKERS_SIGN)} {JEST_SCHEDULER} && echo workers",
+        f"grep -qsF {shlex.quote(JEST_WORKERS_SIGN)} {shlex.quote(scheduler)} && echo workers",
         PROBE_TIMEOUT_S,
     )
     workers_always = probe.output.strip() == "workers"
-    return _supervised(session, _exec(jest_args(files, workers_always), timeout_s), timeout_s)
+    args = jest_args(files, workers_always, program)
+    return _supervised(session, _exec(args, timeout_s, package_dir), timeout_s)
 
 
 def _run_vitest(
@@ -268,21 +286,35 @@ def _run_vitest(
 
 
 def _run_mocha(
-    session: Session, files: tuple[str, ...], package_json: bytes | None, timeout_s: float
+    session: Session,
+    files: tuple[str, ...],
+    package_json: bytes | None,
+    timeout_s: float,
+    package_dir: str = "",
 ) -> SupervisedRun:
     """mocha with the grader's reporter; the tests run in the reporter's own process."""
-    program = _runner_file(session, "mocha", MOCHA_BINS)
+    program = _runner_file(session, "mocha", MOCHA_BINS, package_dir)
     args = mocha_args(MOCHA_REPORTER, program, files, package_json, _per_test_s(timeout_s))
-    run = _supervised(session, _exec(args, timeout_s), timeout_s)
+    run = _supervised(session, _exec(args, timeout_s, package_dir), timeout_s)
     if run.exit_code in MOCHA_FAILURES:
         return replace(run, exit_code=1)
     return run
 
 
-def _runner_file(session: Session, package: str, names: tuple[str, ...]) -> str:
-    """The runner's file from its installed package.json (``js_bins``), else ``.bin``'s link."""
-    declared = session.read_file(f"{REPO_DIR}/node_modules/{package}/package.json")
-    return package_bin(declared, package, names) or f"node_modules/.bin/{names[-1]}"
+def _runner_file(
+    session: Session, package: str, names: tuple[str, ...], package_dir: str = ""
+) -> str:
+    """The runner's file from its installed package.json (``js_bins``), else ``.bin``'s link,
+    relative to where it runs: a workspace package's own ``node_modules`` first, then the
+    root's (hoisted there), as validate's command looks."""
+    up = "../" * len(package_dir.split("/")) if package_dir else ""
+    for folder, prefix in ((package_dir, ""), ("", up)) if package_dir else (("", ""),):
+        where = f"{REPO_DIR}/{folder}/" if folder else f"{REPO_DIR}/"
+        declared = session.read_file(f"{where}node_modules/{package}/package.json")
+        found = package_bin(declared, package, names)
+        if found:
+            return prefix + found
+    return f"{up}node_modules/.bin/{names[-1]}"
 
 
 def _per_test_s(timeout_s: float) -> int:
@@ -290,11 +322,13 @@ def _per_test_s(timeout_s: float) -> int:
     return min(ValidateParams.per_test_timeout_s, max(1, int(timeout_s)))
 
 
-def _exec(args: list[str], timeout_s: float) -> str:
-    """The supervisor's command that runs node with ``args`` as the tests' user."""
+def _exec(args: list[str], timeout_s: float, package_dir: str = "") -> str:
+    """The supervisor's command that runs node with ``args`` as the tests' user, in a
+    monorepo's tested package when ``package_dir`` names one."""
+    workdir = f"export TRAJFORGE_WORKDIR={shlex.quote(package_dir)}; " if package_dir else ""
     return (
-        f"{SUPERVISOR_PYTHON} -I {ROOT}/supervisor.py exec {TEST_UID} {timeout_s:g} {GUARD} -- "
-        f"node {' '.join(shlex.quote(a) for a in args)}"
+        f"{workdir}{SUPERVISOR_PYTHON} -I {ROOT}/supervisor.py exec {TEST_UID} {timeout_s:g} "
+        f"{GUARD} -- node {' '.join(shlex.quote(a) for a in args)}"
     )
 
 

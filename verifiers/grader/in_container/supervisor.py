@@ -17,7 +17,9 @@ is), in the working directory /repo. Two modes:
   so do their folders and every ``node_modules``. The runner's reporter has no plugin hook in
   our process, and the tests' processes share its user, so its records carry a key: read once
   from a pipe the reporter drains when it loads, before any test runs; a record without it is
-  kept marked, which the host reads as tampering.
+  kept marked, which the host reads as tampering. ``TRAJFORGE_WORKDIR`` in our environment (a
+  monorepo's tested package, relative to /repo) is the runner's working directory; the runner
+  gets /repo as ``TRAJFORGE_REPO``, so its ids stay repository paths.
 
 Standard library only; runs on Python 3.9.
 """
@@ -223,12 +225,18 @@ def exec_runner(uid, timeout_s, guard_file, program, args):
         _open_up_guarded(repo, guard)
     key = os.urandom(16).hex()
     argv = [_program(program), *list(args)]
-    _supervise(uid, timeout_s, argv, dict(os.environ), privileged, key)
+    env = dict(os.environ)
+    workdir = os.path.realpath(os.path.join(repo, env.pop("TRAJFORGE_WORKDIR", "") or "."))
+    if workdir != repo and not workdir.startswith(repo + os.sep):
+        sys.exit(f"trajforge supervisor: the working folder {workdir} is outside {repo}")
+    env["TRAJFORGE_REPO"] = repo
+    _supervise(uid, timeout_s, argv, env, privileged, key, workdir)
 
 
-def _supervise(uid, timeout_s, argv, env, privileged, key):
-    """Start ``argv`` as ``uid``, drain its output and records, kill what it leaves, write the
-    result. ``key``: the records' key, handed over on a pipe of its own (None: pytest's)."""
+def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None):
+    """Start ``argv`` as ``uid`` in ``workdir`` (default: the repository), drain its output
+    and records, kill what it leaves, write the result. ``key``: the records' key, handed over
+    on a pipe of its own (None: pytest's)."""
     repo = os.getcwd()
     if privileged:
         os.chmod(tempfile.gettempdir(), 0o1777)
@@ -255,7 +263,7 @@ def _supervise(uid, timeout_s, argv, env, privileged, key):
             os.dup2(output_w, 1)
             os.dup2(output_w, 2)
             os.set_inheritable(records_w, True)
-            os.chdir(repo)
+            os.chdir(workdir or repo)
             os.execve(argv[0], argv, env)
         except BaseException as exc:
             os.write(2, (f"trajforge supervisor: cannot start the tests: {exc!r}\n").encode())

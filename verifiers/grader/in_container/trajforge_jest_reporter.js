@@ -25,7 +25,7 @@ function testId(file, ancestors, title) {
 
 class TrajforgeJestReporter {
   onTestResult(test, result) {
-    const file = path.relative(process.cwd(), result.testFilePath).split(path.sep).join('/');
+    const file = relative(result.testFilePath);
     if (result.testExecError) send({ t: 'collect_error', id: file });
     const worst = new Map(); // one record per id: a title repeated in a file, the worst wins
     for (const one of result.testResults || []) {

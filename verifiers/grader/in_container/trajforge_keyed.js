@@ -21,7 +21,8 @@ const bufferFrom = Buffer.from;
 
 const RESULT_FD = Number(process.env.TRAJFORGE_RESULT_FD || -1);
 const KEY_FD = Number(process.env.TRAJFORGE_KEY_FD || -1);
-const ROOT = process.cwd() + '/';
+// The repository (a monorepo's runner works in its package's folder): ids are its paths.
+const ROOT = (process.env.TRAJFORGE_REPO || process.cwd()) + '/';
 const CONTROL = /[\x00-\x1f\x7f-\x9f]/g;
 
 let key = '';
