@@ -6,6 +6,9 @@ phase, and a record that tries to add to or overwrite it (a second record for a 
 after ``finish``, a line that is not a record) is a sign that code under test wrote to the
 channel: the run is forged. Some reports are not a phase's word and may repeat: a subtest's
 (it can only fail its test) and a rerun's (pytest-rerunfailures: the last attempt decides).
+
+Runners without a reporter API (ava, node-tap) send their own TAP instead, in numbered chunks
+(``tap``): kept in order, a chunk out of order is tampering; ``tap_runs.py`` reads their text.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class Evidence:
     collection_errors: tuple[str, ...]
     finished: bool  # the reporter's last record arrived (pytest ended its session)
     tampering: tuple[str, ...]  # why the channel cannot be trusted; empty when it can
+    tap: tuple[tuple[str, str], ...] = ()  # (file, text) chunks of a runner's TAP, in order
 
 
 def read_records(text: str) -> Evidence:
@@ -31,6 +35,7 @@ def read_records(text: str) -> Evidence:
     errors: dict[str, None] = {}
     tampering: list[str] = []
     finished = False
+    tap: list[tuple[str, str]] = []
     for number, line in enumerate(text.splitlines(), 1):
         record = _record(line)
         if record is None:
@@ -44,6 +49,11 @@ def read_records(text: str) -> Evidence:
             finished = True
         elif kind == "collect_error":
             errors[record["id"]] = None
+        elif kind == "tap":
+            if record["n"] != len(tap):
+                tampering.append(f"TAP chunk {record['n']} came where chunk {len(tap)} was due")
+                continue
+            tap.append((record["file"], record["text"]))
         elif record["sub"] or record["outcome"] not in OUTCOMES:
             if record["sub"] and record["outcome"] == "failed":
                 subfailed.add(record["id"])
@@ -56,7 +66,7 @@ def read_records(text: str) -> Evidence:
     statuses = {test_id: _status(seen) for test_id, seen in phases.items()}
     for test_id in subfailed:  # a failed subtest fails its test, whatever the test's own word
         statuses[test_id] = "FAILED"
-    return Evidence(statuses, tuple(errors), finished, tuple(tampering[:20]))
+    return Evidence(statuses, tuple(errors), finished, tuple(tampering[:20]), tuple(tap))
 
 
 def _record(line: str) -> dict | None:
@@ -71,6 +81,10 @@ def _record(line: str) -> dict | None:
         return record if set(record) == {"t"} else None
     if kind == "collect_error":
         return record if set(record) == {"t", "id"} and isinstance(record["id"], str) else None
+    if kind == "tap":
+        said = (record.get("n"), record.get("file"), record.get("text"))
+        shaped = set(record) == {"t", "n", "file", "text"} and type(said[0]) is int
+        return record if shaped and isinstance(said[1], str) and isinstance(said[2], str) else None
     shape = {"t", "id", "when", "outcome", "xfail", "sub"}
     if (
         kind == "report"

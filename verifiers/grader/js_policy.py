@@ -9,11 +9,12 @@ Three classes, each decided by what the file is:
   releases, yarn's Plug'n'Play loaders ``.pnp.*``). No fix of a project's code needs one, and at
   test time nothing is installed again.
 - **reset to the task's own**: test files (``schemas/js_test_paths.py``, mining's rule), the
-  runners' and transforms' configuration by name (jest, vitest/vite, mocha, babel, TypeScript,
-  swc, every ``package.json``: its ``jest``/``mocha``/``babel`` keys and ``type`` decide how tests
-  load, and at test time nothing is installed from it), and every repository file a runner's
-  or babel's configuration names (setup files, global setup, environments, transformers,
-  resolvers, babel plugins): a file a configuration names is configuration. TypeScript's and
+  runners' and transforms' configuration by name (jest, vitest/vite, mocha, ava, node-tap's
+  ``.taprc``, babel, TypeScript, swc, every ``package.json``: its ``jest``/``mocha``/``ava``/
+  ``tap``/``babel`` keys and ``type`` decide how tests load, and at test time nothing is
+  installed from it), and every repository file a runner's or babel's configuration names (setup
+  files, global setup, environments, transformers, resolvers, node-tap's before/after scripts,
+  the modules a ``node --test`` script preloads, babel plugins): a file a configuration names is configuration. TypeScript's and
   vite's configurations are reset but not read for names: they name the source they build.
 - everything else is source, and counts.
 """
@@ -26,19 +27,22 @@ import re
 from collections.abc import Callable, Iterable
 
 from trajforge.schemas.js_test_paths import JS_SUFFIXES, is_js_test_path
+from trajforge.verifiers.grader.node_args import children_options
 
 FORBIDDEN_NAMES = frozenset({".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"})
 FORBIDDEN_DIRS = frozenset({"node_modules", ".yarn"})
 CONFIG_PREFIXES = (
     "jest.config.", "vitest.config.", "vitest.workspace.", "vite.config.", ".mocharc",
     "babel.config.", ".babelrc", "tsconfig", "jsconfig", ".swcrc", "jest.preset.",
-    "vitest.projects.",
+    "vitest.projects.", "ava.config.", ".taprc",
 )  # fmt: skip
 CONFIG_NAMES = frozenset({"package.json", "jest.json", "vitest.json"})
 # The configurations whose strings name setup code (read whole), and package.json's keys that do.
 NAMING_PREFIXES = ("jest.config.", "jest.preset.", "vitest.workspace.", ".mocharc", "babel.config.",
-                   ".babelrc", "jest.json")  # fmt: skip
-PACKAGE_KEYS = ("jest", "mocha", "babel", "ava")
+                   ".babelrc", "jest.json", "ava.config.")  # fmt: skip
+PACKAGE_KEYS = ("jest", "mocha", "babel", "ava", "tap")
+# node-tap's .taprc is YAML, its paths unquoted (``before: test/setup.js``): read word by word.
+_YAML_WORD = re.compile(r"""[^\s'",:\[\]{}#]+""")
 # A string literal in a configuration: where it names a repository file, that file is config.
 _LITERAL = re.compile(r"""(['"`])((?:(?!\1)[^\\\n]){1,300})\1""")
 _ROOT_TOKENS = ("<rootDir>/", "<rootdir>/")
@@ -98,6 +102,8 @@ def _naming_text(config: str, data: bytes | None) -> str:
     name = config.rsplit("/", 1)[-1]
     if name.startswith(NAMING_PREFIXES):
         return data.decode("utf-8", "replace")
+    if name.startswith(".taprc"):
+        return json.dumps(_YAML_WORD.findall(data.decode("utf-8", "replace")[:1_000_000]))
     if name.startswith(VITE_PREFIXES):  # setupFiles / globalSetup values only
         text = data.decode("utf-8", "replace")[:1_000_000]
         return "\n".join(match.group(1) for match in _VITE_SETUP.finditer(text))
@@ -106,8 +112,9 @@ def _naming_text(config: str, data: bytes | None) -> str:
             package = json.loads(data)
         except ValueError:
             return ""
-        if isinstance(package, dict):
-            return json.dumps([package.get(key) for key in PACKAGE_KEYS])
+        if isinstance(package, dict):  # and the modules its test script preloads for node
+            loaded = [w.split("=", 1)[-1] for w in children_options(data)]
+            return json.dumps([package.get(key) for key in PACKAGE_KEYS] + loaded)
     return ""
 
 
