@@ -14,7 +14,8 @@ Three classes, each decided by what the file is:
   ``tap``/``babel`` keys and ``type`` decide how tests load, and at test time nothing is
   installed from it), and every repository file a runner's or babel's configuration names (setup
   files, global setup, environments, transformers, resolvers, node-tap's before/after scripts,
-  the modules a ``node --test`` script preloads, babel plugins): a file a configuration names is configuration. TypeScript's and
+  the modules a ``node --test`` script preloads, babel plugins): a file a configuration names
+  is configuration. TypeScript's and
   vite's configurations are reset but not read for names: they name the source they build.
 - everything else is source, and counts.
 """
