@@ -42,6 +42,11 @@ from trajforge.verifiers.test_runner import Reading
 JAVASCRIPT = JavaScript()
 BUILD_VERSION = "js-build-v1"  # the cache of failed installs
 MAX_TOP_FILE = 64 * 1024 * 1024  # a top-level file larger than this is no project file
+# Workspace packages read for detection: folders this deep at most, this many at most, never
+# inside installed or VCS folders.
+PACKAGE_DEPTH = 4
+MAX_PACKAGES = 500
+SKIPPED_FOLDERS = frozenset({"node_modules", ".git", ".yarn"})
 # package.json's tables that decide what the install puts in node_modules
 INSTALL_TABLES = (
     "dependencies", "devDependencies", "optionalDependencies", "peerDependencies",
@@ -145,25 +150,33 @@ def selected_files(selection: Sequence[str]) -> list[str]:
 
 def _write_top_files(repo_path: str, commit: str, into: str) -> None:
     """The commit's top-level regular files (not links, not folders) written into ``into``,
-    read in one ``git cat-file --batch``."""
-    listing = git(repo_path, "ls-tree", "-z", "--long", "--end-of-options", commit).decode(
+    and the files beside every nested package.json (a workspace package's own manifest and
+    configuration: a monorepo's tested package is found from them), read in one
+    ``git cat-file --batch``."""
+    listing = git(repo_path, "ls-tree", "-r", "-z", "--long", "--end-of-options", commit).decode(
         "utf-8", "surrogateescape"
     )
-    wanted: list[tuple[str, str]] = []  # (blob, name)
+    files: dict[str, list[tuple[str, str]]] = {}  # folder -> [(blob, path)]
     for entry in filter(None, listing.split("\0")):
-        meta, _, name = entry.partition("\t")
+        meta, _, path = entry.partition("\t")
         mode, kind, blob, size = meta.split()
+        parts = path.split("/")
         regular = kind == "blob" and mode in ("100644", "100755")
-        if regular and int(size) <= MAX_TOP_FILE and name not in (".", "..", ".git"):
-            wanted.append((blob, name))
+        if regular and int(size) <= MAX_TOP_FILE and not set(parts) & SKIPPED_FOLDERS:
+            files.setdefault("/".join(parts[:-1]), []).append((blob, path))
+    packages = [f for f in files if f and len(f.split("/")) <= PACKAGE_DEPTH and any(
+        p.endswith("/package.json") for _, p in files[f])]  # fmt: skip
+    wanted = [*files.get("", []), *(w for f in sorted(packages)[:MAX_PACKAGES] for w in files[f])]
     if not wanted:
         return
     out = git(repo_path, "cat-file", "--batch", input="".join(f"{b}\n" for b, _ in wanted).encode())
     at = 0
-    for _, name in wanted:  # each: "<sha> blob <size>\n<bytes>\n"
+    for _, path in wanted:  # each: "<sha> blob <size>\n<bytes>\n"
         header_end = out.index(b"\n", at)
         length = int(out[at:header_end].split()[2])
-        with open(os.path.join(into, name), "wb") as handle:
+        target = os.path.join(into, *path.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as handle:
             handle.write(out[header_end + 1 : header_end + 1 + length])
         at = header_end + 1 + length + 1
 
