@@ -3,8 +3,8 @@ keyed reporter.
 
 One test-built npm project with no dependencies (calc: ``add`` subtracts; node:test's
 describe/it, a nested describe, a skipped test, a setup module the test script preloads with
-``--require``), its image from ``prepare_js_environment`` (node 20, the newest Debian node) and
-its task from real runs of that image (validate's JUnit report). The gold patch resolves, so the
+``--require``), its image from ``prepare_js_environment`` (node 20 by its ``.nvmrc``: node's
+``--test-timeout`` and node 20's event order; node 18 was measured by hand) and its task from real runs of that image (validate's JUnit report). The gold patch resolves, so the
 grader's ids are validate's; wrong, empty and every forge route earn nothing. The strongest
 route writes node's own event framing (v8-serialized ``test:pass`` records, as the runner's
 children write them) and fake TAP to stdout, then exits before its real failure is reported.
@@ -151,6 +151,7 @@ def node_task(sandbox, tmp_path_factory):
     root = tmp_path_factory.mktemp("forge_node")
     files = {
         "package.json": json.dumps(PACKAGE, indent=2) + "\n",
+        ".nvmrc": "20\n",
         "support/setup.js": SETUP,
         "src/calc.js": BUGGY,
         "test/calc.test.js": CALC_TESTS,
@@ -161,6 +162,7 @@ def node_task(sandbox, tmp_path_factory):
     )
     assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == (F2P, P2P), (at_base, at_gold)
     assert at_gold["test/more.test.js > cubes"] == "SKIPPED"
+    assert "ARG BASE=trajforge-base:node20" in task.env_recipe
     work = root / "work"
     work.mkdir()
     (work / "params.yaml").write_text(f"cache_dir: {root / 'cache'}\n")
