@@ -4,8 +4,9 @@ keyed reporter.
 One test-built npm project with no dependencies (calc: ``add`` subtracts; node:test's
 describe/it, a nested describe, a skipped test, a setup module the test script preloads with
 ``--require``), its image from ``prepare_js_environment`` (node 20 by its ``.nvmrc``: node's
-``--test-timeout`` and node 20's event order; node 18 was measured by hand) and its task from real runs of that image (validate's JUnit report). The gold patch resolves, so the
-grader's ids are validate's; wrong, empty and every forge route earn nothing. The strongest
+``--test-timeout`` and node 20's event order; node 18 was measured by hand) and its task from
+real runs of that image (validate's JUnit report). The gold patch resolves, so the grader's ids
+are validate's; wrong, empty and every forge route earn nothing. The strongest
 route writes node's own event framing (v8-serialized ``test:pass`` records, as the runner's
 children write them) and fake TAP to stdout, then exits before its real failure is reported.
 """
