@@ -11,9 +11,9 @@ reset and read-only to the tests).
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
+
+from trajforge.verifiers.grader.package_scripts import runner_words
 
 # Options kept, each taking a value, then those that do not.
 WITH_VALUE = frozenset({"-r", "--require", "-u", "--ui", "--extension", "--file", "--ignore",
@@ -27,24 +27,13 @@ DROPPED_WITH_VALUE = frozenset({"-R", "--reporter", "-O", "--reporter-option",
                                 "--reporter-options", "-t", "--timeout", "--config", "--package",
                                 "--opts", "-n", "--node-option", "-j", "--jobs", "--watch-files",
                                 "--watch-ignore", "--compilers", "--inspect-port"})  # fmt: skip
-_SEGMENTS = re.compile(r"&&|\|\||;|\|")
 _MOCHA = re.compile(r"(?:^|[\s/])_?mocha(?=\s|$)(.*)", re.S)
-_CALLS = re.compile(r"\b(?:npm run|yarn run|yarn|pnpm run|pnpm)\s+([\w:.-]+)")
-DEPTH = 3  # scripts followed through ``npm run NAME`` (as validate's detection follows them)
 
 
 def project_args(package_json: bytes | None) -> tuple[list[str], list[str]]:
     """(options, spec paths) of the first mocha command in the ``test`` script, or in the
     script it runs (``npm run test-ci``); none when the file or the scripts cannot be read."""
-    try:
-        scripts = json.loads(package_json or b"")["scripts"]
-        found = _mocha_words(scripts, scripts["test"])
-    except (ValueError, KeyError, TypeError):
-        return [], []
-    try:
-        words = shlex.split(found)
-    except ValueError:
-        return [], []
+    words = runner_words(package_json, _MOCHA)
     options: list[str] = []
     specs: list[str] = []
     value_of = ""
@@ -59,20 +48,6 @@ def project_args(package_json: bytes | None) -> tuple[list[str], list[str]]:
         elif not word.startswith(("-", "$")):
             specs.append(word)
     return options, specs
-
-
-def _mocha_words(scripts: dict, script: object) -> str:
-    """What follows ``mocha`` in ``script`` or in a script it runs."""
-    for _ in range(DEPTH + 1):
-        if not isinstance(script, str):
-            return ""
-        for segment in _SEGMENTS.split(script):
-            if found := _MOCHA.search(segment):
-                return found.group(1)
-        said = (scripts.get(name) for name in _CALLS.findall(script))
-        called: list[str] = [c for c in said if isinstance(c, str)]
-        script = next((c for c in called if _MOCHA.search(c)), called[-1] if called else None)
-    return ""
 
 
 def mocha_args(

@@ -19,9 +19,9 @@ reporter's process: files always run in processes of their own here).
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
+
+from trajforge.verifiers.grader.package_scripts import runner_words
 
 # Loader options, each taking a value, then those that do not: all of them NODE_OPTIONS accepts.
 LOADER_WITH_VALUE = frozenset({"-r", "--require", "--import", "--loader", "--experimental-loader",
@@ -44,21 +44,14 @@ DROPPED_WITH_VALUE = frozenset({"--test-reporter", "--test-reporter-destination"
                                 "--test-coverage-include", "--test-coverage-exclude", "-e",
                                 "--eval", "-p", "--print", "--env-file", "--title",
                                 "--test-global-setup"})  # fmt: skip
-_SEGMENTS = re.compile(r"&&|\|\||;|\|")
 _NODE_TEST = re.compile(r"\bnode\s+((?:\S+\s+)*?--test\b.*)")  # node [opts] --test [paths]
-_CALLS = re.compile(r"\b(?:npm run|yarn run|yarn|pnpm run|pnpm)\s+([\w:.-]+)")
-DEPTH = 3  # scripts followed through ``npm run NAME`` (as validate's detection follows them)
 TIMEOUT_FROM = 20  # node's --test-timeout (validate gives it on node 20 and later)
 
 
 def project_args(package_json: bytes | None) -> tuple[list[str], list[str], list[str]]:
     """(loader options, runner options, spec paths) of the first ``node ... --test`` in the
     ``test`` script or a script it runs; none when the file or its scripts cannot be read."""
-    try:
-        scripts = json.loads(package_json or b"")["scripts"]
-        words = shlex.split(_node_words(scripts, scripts["test"]))
-    except (ValueError, KeyError, TypeError):
-        return [], [], []
+    words = runner_words(package_json, _NODE_TEST)
     loaders: list[str] = []
     runner: list[str] = []
     specs: list[str] = []
@@ -79,21 +72,6 @@ def project_args(package_json: bytes | None) -> tuple[list[str], list[str], list
         elif not word.startswith(("-", "$")):
             specs.append(word)
     return loaders, runner, specs
-
-
-def _node_words(scripts: dict, script: object) -> str:
-    """What follows ``node`` (its options, ``--test``, the paths) in ``script`` or a script it
-    runs; ``--test`` itself is left to the caller's list as any other flag (dropped)."""
-    for _ in range(DEPTH + 1):
-        if not isinstance(script, str):
-            return ""
-        for segment in _SEGMENTS.split(script):
-            if found := _NODE_TEST.search(segment):
-                return found.group(1)
-        said = (scripts.get(name) for name in _CALLS.findall(script))
-        called: list[str] = [c for c in said if isinstance(c, str)]
-        script = next((c for c in called if _NODE_TEST.search(c)), called[-1] if called else None)
-    return ""
 
 
 def children_options(package_json: bytes | None) -> list[str]:
