@@ -2,7 +2,7 @@
 against the recipe before it (dockerfile-v4, rendered from git), in the same run.
 
     .venv/bin/python benchmarks/warm_rebuild.py --mirrors DIR [--case toolz] [--case arrow] \
-        [--baseline dd04f98] [--json figures.json]
+        [--baseline dd04f98] [--previous 25cd6e2] [--json figures.json]
 
 Cases (``CASES``): toolz 1.0.0 -> 1.1.0 (no dependencies: what is left is the tools and the
 project's own build) and arrow 7225592 -> 403c29f (two commits of 2024 between which no
@@ -11,12 +11,15 @@ repository (``DIR/<owner>+<name>/repo``, a git mirror) is cloned to a temporary 
 both revisions get a commit of a new file on top (a nonce), so no layer another run built
 stands in for this repository's own. Its profile is detected at the old revision and the same
 install (what one profile's image serves) is rendered twice: by today's ``recipe.py`` and
-by the ``recipe.py`` of ``--baseline`` (the commit before the layered recipe), loaded from git.
+by the ``recipe.py`` of ``--baseline`` (the commit before the layered recipe), loaded from git;
+with ``--previous``, also by the ``recipe.py`` of that commit (an earlier layered recipe, for
+the gain of a change to it in the same run).
 Each recipe is built through trajforge's own builder (``build_recipe``) at the old one (cold: the
 first build of this repository; layers every build on the machine shares, such as the base
 image and uv, may already be there, as they would be on any working machine), then at
 the new one (warm). The last lines are the four seconds per case and its ``warm_speedup``
-(baseline warm / layered warm). Every image built is removed at the end.
+(baseline warm / layered warm; ``previous_warm_speedup`` likewise against ``--previous``).
+Every image built is removed at the end.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ from trajforge.verifiers.sandbox.git_tree import archive
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "dd04f98"  # the last commit whose recipe.py renders dockerfile-v4 (one install layer)
+PREVIOUS = (
+    "25cd6e2"  # the last commit whose recipe.py renders dockerfile-v5 (the project built twice)
+)
 CASES = {  # name: (mirror, old revision, new revision, package to import)
     "toolz": ("pytoolz+toolz/repo", "1.0.0", "1.1.0", "toolz"),
     "arrow": ("arrow-py+arrow/repo", "7225592", "403c29f", "arrow"),
@@ -92,7 +98,9 @@ def nonce_commit(repo: str, revision: str, nonce: str) -> str:
     ).stdout.strip()
 
 
-def run_case(name: str, mirrors: str, baseline: str, figures: dict[str, float]) -> None:
+def run_case(
+    name: str, mirrors: str, baseline: str, previous: str | None, figures: dict[str, float]
+) -> None:
     mirror, old, new, package = CASES[name]
     mirror = str(Path(mirrors) / mirror)
     params = EnvironmentParams(build_timeout_s=1200)
@@ -103,13 +111,20 @@ def run_case(name: str, mirrors: str, baseline: str, figures: dict[str, float]) 
     profile = detect_profile(repo, commits["cold"], package)
     print(f"{name} at {old}: python {profile.python}, install {list(profile.install)}")
     recipes = {
-        "layered": render_dockerfile(profile.python, profile.install),
         "baseline": old_recipe_module(baseline).render_dockerfile(profile.python, profile.install),
+        "layered": render_dockerfile(profile.python, profile.install),
     }
+    if previous:
+        earlier = old_recipe_module(previous).render_dockerfile(profile.python, profile.install)
+        recipes = {
+            "baseline": recipes["baseline"],
+            "previous": earlier,
+            "layered": recipes["layered"],
+        }
     tags: list[str] = []
     sandbox = DockerSandbox()
     try:
-        for recipe in ("baseline", "layered"):
+        for recipe in recipes:
             for when, revision in (("cold", old), ("warm", new)):
                 image = f"trajforge-bench-warm:{run}-{name}-{recipe}-{when}"
                 tags.append(image)
@@ -123,6 +138,9 @@ def run_case(name: str, mirrors: str, baseline: str, figures: dict[str, float]) 
         subprocess.run(["docker", "rmi", "-f", *tags], capture_output=True, check=False)
     warm = figures[f"{name}_baseline_warm_s"] / figures[f"{name}_layered_warm_s"]
     figures[f"{name}_warm_speedup"] = round(warm, 2)
+    if previous:
+        gain = figures[f"{name}_previous_warm_s"] / figures[f"{name}_layered_warm_s"]
+        figures[f"{name}_previous_warm_speedup"] = round(gain, 2)
 
 
 def main() -> int:
@@ -130,11 +148,12 @@ def main() -> int:
     parser.add_argument("--case", action="append", choices=sorted(CASES))
     parser.add_argument("--mirrors", required=True, help="folder of owner+name/repo mirrors")
     parser.add_argument("--baseline", default=BASELINE)
+    parser.add_argument("--previous", help=f"also an earlier layered recipe.py (e.g. {PREVIOUS})")
     parser.add_argument("--json")
     args = parser.parse_args()
     figures: dict[str, float] = {}
     for name in args.case or list(CASES):
-        run_case(name, args.mirrors, args.baseline, figures)
+        run_case(name, args.mirrors, args.baseline, args.previous, figures)
     for key, value in figures.items():
         print(f"{key}: {value}")
     if args.json:

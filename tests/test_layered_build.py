@@ -6,6 +6,7 @@ builder (``build_recipe``), with a real dependency from PyPI."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import uuid
 
@@ -13,13 +14,19 @@ import pyarrow.parquet as pq
 import pytest
 from repo_factory import RepoBuilder
 from trajforge.generators.environments.dependency_layer import (
+    RELINK,
     dependency_files,
     dependency_steps,
     project_file,
 )
 from trajforge.generators.environments.image import build_recipe
 from trajforge.generators.environments.recipe import (
+    DELTA,
+    ENV_MARKER,
+    MARKER_SOURCE,
+    PIP_THROUGH_UV,
     RECIPE_FORMAT,
+    add_step,
     recipe_install,
     render_dockerfile,
 )
@@ -37,6 +44,7 @@ INSTALL = (
     "pip install -r requirements-test.txt",
     "pip install -e '.[test]'",
     "pip install 'pytest<9' coverage pytest-timeout",
+    RELINK,
 )
 
 
@@ -78,8 +86,22 @@ def test_the_dependency_layer_is_derived_from_declarations_alone(tmp_path):
     # the recipe says which install the layer derives from, and its format is the new one
     recipe = render_dockerfile("3.11", install)
     assert recipe_install(recipe) == install
-    assert f"({RECIPE_FORMAT})" in recipe and RECIPE_FORMAT == "dockerfile-v5"
+    assert f"({RECIPE_FORMAT})" in recipe and RECIPE_FORMAT == "dockerfile-v6"
     assert recipe.index("trajforge/dep[s]") < recipe.index("COPY repo/ /repo/")
+    # the final image takes the commit in one COPY (the venv's delta, the generated files and
+    # the marker, which the build stage put in /venv), after the shared dependency venv
+    final = recipe.split("\nFROM ${BASE}\n")[1]
+    assert [line for line in final.split("\n") if line.startswith("COPY")] == [
+        "COPY --from=deps /venv /venv",
+        "COPY --from=build /tmp/trajforge-removed /tmp/trajforge-removed",
+        f"COPY --from=build {DELTA}/ /",
+    ]
+    assert f"COPY {MARKER_SOURCE} {ENV_MARKER}" in recipe.split("FROM deps AS build")[1]
+    # a repair still goes after the main install, before the delta, with the same prelude
+    repaired = add_step(recipe, ["pip install attrs"])
+    assert repaired.index("pip install attrs") < repaired.index("python3 - delta")
+    prelude = json.dumps(PIP_THROUGH_UV)[1:-1]  # as the RUN's exec form writes it
+    assert repaired.count(prelude) == recipe.count(prelude) + 1
 
 
 def _layers(sandbox: DockerSandbox, tag: str) -> tuple[str, ...]:
@@ -103,7 +125,8 @@ def test_a_new_commit_reuses_the_dependency_layer_and_a_new_dependency_rebuilds_
 ):
     """Three commits of one repository, each built as its own image from the same recipe: a
     source-only change shares every layer up to the dependency venv with the first image; a
-    changed declaration shares the base but not the dependency layer; each image works."""
+    changed declaration shares the base but not the dependency layer; each image works; the
+    project is built once (the relink is skipped while /repo is installed editable)."""
     nonce = uuid.uuid4().hex[:12]  # a package of its own: no other run's layers stand in
     builder = RepoBuilder(tmp_path / "repo")
     test = "import layered\n\n\ndef test_answer():\n    assert layered.ANSWER == {0}\n"
@@ -136,6 +159,8 @@ def test_a_new_commit_reuses_the_dependency_layer_and_a_new_dependency_rebuilds_
         for tag, commit in zip(tags, commits, strict=True):
             result = build_recipe(sandbox, tag, recipe, "test", commit, str(builder.path), PARAMS)
             assert result.ok, result.log[-3000:]
+            # the project is built once: /repo is still installed editable at the relink
+            assert "trajforge: relink skipped, /repo is installed editable" in result.log
         first, source, dependency = (_layers(sandbox, tag) for tag in tags)
         base = len(_layers(sandbox, "trajforge-base:py3.11"))
         deps_layer = base  # the final stage's first layer over the base: COPY --from=deps /venv
@@ -150,6 +175,13 @@ def test_a_new_commit_reuses_the_dependency_layer_and_a_new_dependency_rebuilds_
         out = _run(sandbox, tags[0], str(builder.path), commits[0], "pip list --format=freeze")
         assert "six==" in out and "packaging==" in out and "iniconfig==" in out
         assert "attrs==" not in out
+        # the relink runs when /repo is no longer installed editable (a step replaced it)
+        relink = f"{PIP_THROUGH_UV}\n{RELINK} || true"
+        out = _run(sandbox, tags[0], str(builder.path), commits[0], relink)
+        assert "relink skipped" in out and "Obtaining" not in out
+        replaced = "rm /venv/lib/python3.11/site-packages/layered_*.dist-info/direct_url.json"
+        out = _run(sandbox, tags[0], str(builder.path), commits[0], f"{replaced}\n{relink}")
+        assert "relink skipped" not in out and "Obtaining file:///repo" in out
     finally:
         sandbox.close()
         subprocess.run(["docker", "rmi", "-f", *tags], capture_output=True, check=False)

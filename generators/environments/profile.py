@@ -22,6 +22,7 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from trajforge.generators.environments.dependency_layer import RELINK
 from trajforge.generators.environments.lockfiles import EXPORTABLE_LOCKS, locked_pins
 from trajforge.generators.environments.python_choice import (
     LOCK_FILES,
@@ -50,7 +51,6 @@ TEST_CMD = (
 )
 PROFILE_FORMAT = "profile-v4"  # v4: ranked install sets, the runner pinned by era
 UPGRADE_PIP = "pip install --upgrade pip setuptools wheel"
-RELINK = "pip install --no-deps -e ."  # the code under test is /repo's, whatever came after
 # coverage: per-test contexts (bug injection); pytest-timeout: a hanging test fails alone
 # (validate.per_test_timeout_s), the rest of the suite decides
 INSTALL_PYTEST = "pip install pytest coverage pytest-timeout"

@@ -34,15 +34,16 @@ from collections.abc import Mapping, Sequence
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.generators.environments.dependency_layer import (
     DEPS_DIR,
+    RELINK,
     dependency_steps,
     is_tool_step,
 )
-from trajforge.verifiers.sandbox.base import BASE_ENV
+from trajforge.verifiers.sandbox.base import BASE_ENV, REPO_DIR
 
 # bump when the template changes: every profile id changes too (v2: generated files are kept;
 # v3: installs through uv with pip as the fallback, every VCS backend's pretend version, layers;
-# v4: versioningit's write file)
-RECIPE_FORMAT = "dockerfile-v5"  # v5: tools, dependency and per-commit layers (LAYERS)
+# v4: versioningit's write file; v5: tools, dependency and per-commit layers, LAYERS)
+RECIPE_FORMAT = "dockerfile-v6"  # v6: the project built once (RELINK_SKIP), one commit COPY
 PROFILE_LABEL = "trajforge.profile_id"  # on every environment image: what `images` lists
 SETUP_COMMIT_LABEL = "trajforge.setup_commit"
 # Set by trajforge at build time (``docker build --label``, never by the recipe's text, and a
@@ -102,11 +103,27 @@ INSTALL_UV = (
     f"python3 -m venv {TOOLS} && {TOOLS}/bin/pip install -q uv=={UV_VERSION} "
     f"|| echo 'trajforge: uv could not be installed; pip installs every step'"
 )
+# The relink (RELINK) puts /repo back as the installed project after a step that replaced it
+# (a runner that depends on the project itself). When /repo is still installed editable it
+# would build the same project again for the same result, so it is skipped; any doubt (no
+# such install, an unreadable record) runs it.
+EDITABLE_FROM_REPO = (
+    "import importlib.metadata as m, json, sys; "
+    'u = [json.loads(d.read_text("direct_url.json") or "{}") for d in m.distributions()]; '
+    f'sys.exit(0 if any(x.get("url") == "file://{REPO_DIR}" '
+    'and (x.get("dir_info") or {}).get("editable") is True for x in u) else 1)'
+)
+RELINK_SKIP = (
+    f'if [ "$*" = "{RELINK.removeprefix("pip install ")}" ] && '
+    f"/venv/bin/python -c '{EDITABLE_FROM_REPO}' 2>/dev/null; then "
+    'echo "trajforge: relink skipped, /repo is installed editable: $*"; return 0; fi; '
+)
 # Every `pip install` goes to uv first, then to pip when uv refuses it (another resolver, an
 # option uv does not know); other pip commands go to pip. The log names the installer.
 PIP_THROUGH_UV = (
     "pip() { "
     'if [ "$1" != install ]; then /venv/bin/pip "$@"; return; fi; shift; '
+    f"{RELINK_SKIP}"
     f'if [ -x {UV} ] && {UV} pip install --python /venv/bin/python "$@"; then '
     'echo "trajforge: uv installed: $*"; return 0; fi; '
     f'[ -x {UV} ] && echo "trajforge: uv failed, pip installs: $*"; '
@@ -194,6 +211,9 @@ for path, kind in sorted(new.items()):
         os.symlink(os.readlink(path), target)
     else:
         shutil.copy2(path, target)
+os.makedirs("{DELTA}{REPO_DIR}", exist_ok=True)
+if os.path.isdir("{GENERATED}"):
+    shutil.copytree("{GENERATED}", "{DELTA}{REPO_DIR}", symlinks=True, dirs_exist_ok=True)
 with open("{REMOVED}", "wb") as out:
     out.write(b"".join(p.encode() + b"\\0" for p in sorted(gone)))
 print("trajforge: commit layer: %d of %d venv entries changed, %d removed"
@@ -273,6 +293,7 @@ def render_dockerfile(
             "",
             "FROM deps AS build",
             "COPY repo/ /repo/",
+            f"COPY {MARKER_SOURCE} {ENV_MARKER}",
             "WORKDIR /repo",
             _run([script]),
             _run([f"{DELTA_STEP}\n{VENV_DELTA}"]),
@@ -288,8 +309,6 @@ def render_dockerfile(
             f"COPY --from=build {REMOVED} {REMOVED}",
             _run([f"xargs -0 -r rm -rf < {REMOVED}", f"rm {REMOVED}"]),
             f"COPY --from=build {DELTA}/ /",
-            f"COPY --from=build {GENERATED}/ /repo/",
-            f"COPY {MARKER_SOURCE} {ENV_MARKER}",
             "WORKDIR /repo",
             "ARG PROFILE_ID=",
             "ARG SETUP_COMMIT=",
