@@ -172,3 +172,28 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
         export_dataset([str(tmp_path)], str(tmp_path / "out"), PARAMS)
     with pytest.raises(UserError, match="validation_fraction"):
         export_dataset([str(tmp_path)], str(tmp_path / "o"), ExportParams(validation_fraction=1))
+
+
+def test_a_task_the_grader_cannot_grade_is_left_out_with_its_reason(tmp_path, capsys):
+    """A JS task of a runner the grader has no supervised run for, and one of vitest in a
+    workspace package, cannot score a patch: no tasks/rl row, counted, one line per cause."""
+    vitest_in_package = "sh -c 'cd packages/core || exit 2; vitest run \"$@\"' workspace"
+    js = {"language": "javascript"}
+    tasks = [
+        make_task("acme/alpha", 1),
+        make_task("acme/alpha", 2, **js, test_runner="jasmine"),
+        make_task("acme/alpha", 3, **js, test_runner="vitest", test_cmd=vitest_in_package),
+        make_task("acme/alpha", 4, **js, test_runner="vitest", test_cmd="vitest run"),
+    ]
+    curated = write_curated(tmp_path / "curated", tasks)
+    result = export_dataset([str(curated)], str(tmp_path / "out"), PARAMS)
+    assert result.counts == {"tasks": {"train": 2}, "rl": {"train": 2}}
+    assert result.dropped["task_not_gradable"] == 2
+    kept = _load(tmp_path / "out", "tasks")["train"]
+    assert sorted(kept["instance_id"]) == sorted([tasks[0].instance_id, tasks[3].instance_id])
+    said = capsys.readouterr().err
+    assert (
+        "1 task(s) left out, the grader cannot grade them: grader: the javascript runner 'jasmine'"
+        in said
+    )
+    assert "vitest in the workspace package packages/core is not graded yet" in said

@@ -264,7 +264,9 @@ def _graded_js_run(
     """A JS task's graded files, run by its runner under the supervisor with the grader's
     reporter; the tree's tests and configuration read-only to the tests' user. No sentinels
     (docs/security.md says what that leaves open)."""
-    files = tuple(sorted({js_test_file(t) for t in _selection(graded)}))
+    # Always named (a JS runner selects by file, and files are few even where tests are not),
+    # so every runner runs the graded files only, as validate's reruns did.
+    files = tuple(sorted({js_test_file(t) for t in graded}))
     guard = sorted(_js_grading_files(repo, tree, objects))
     with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
         ship(session)

@@ -120,7 +120,13 @@ def source_of(config: str, plan: Plan, system_prompt: str, batch_rows: int) -> S
             if config == "tasks"
             else (lambda ts: rl_table(ts, system_prompt, hints))
         )
-        return Source("tasks", TaskInstance, lambda _: True, attrgetter("repo"), render)
+        return Source(
+            "tasks",
+            TaskInstance,
+            lambda t: t.instance_id not in found.not_gradable,
+            attrgetter("repo"),
+            render,
+        )
     if config == "explore":
         conversations = _conversations(found, batch_rows)
         return Source(

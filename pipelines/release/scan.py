@@ -24,6 +24,7 @@ from trajforge.schemas.storage import join, parquet_files
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Trajectory
 from trajforge.schemas.transition import Transition
+from trajforge.verifiers.grader.gradable import grading_gap
 
 TABLES = ("tasks", "explore_tasks", "trajectories", "transitions")
 TRAJECTORY_CONFIGS = ("sft", "sft_xml")
@@ -35,7 +36,7 @@ ROW_SOURCE = {  # config -> the rows it is made of (one config row per such row)
     "explore": "explore",
     "transitions": "transitions",
 }
-TASK_INDEX = ["instance_id", "repo", "origin", "scores", "language"]
+TASK_INDEX = ["instance_id", "repo", "origin", "scores", "language", "test_runner", "test_cmd"]
 EXPLORE_INDEX = ["task_id", "repo", "origin", "trajectory_id"]
 EXPLORE_LANGUAGE = "python"  # explore builds its environments with Python's layer only
 RUN_INDEX = ["instance_id", "resolved", "origin", "model", "near_miss", "soft_reward", "guidance"]
@@ -72,6 +73,8 @@ class Inputs:
     near_miss_low: float | None = None  # the lowest soft_reward among them
     guided_runs: int = 0  # SFT rows of guided retries (their prompt holds guidance)
     dropped: Counter = field(default_factory=Counter)  # reason -> input rows left out
+    # tasks the grader refuses (``grading_gap``): no tasks/rl row, their runs stay SFT material
+    not_gradable: set[str] = field(default_factory=set)
     read: Counter = field(default_factory=Counter)  # table -> rows read
 
     def repos(self, config: str) -> Counter:
@@ -177,13 +180,25 @@ def _rows(found: Inputs, table: str, schema, columns: list[str]):
 
 
 def _scan_tasks(found: Inputs) -> None:
+    gaps: Counter = Counter()
     for row in _rows(found, "tasks", TaskInstance.ARROW_SCHEMA, TASK_INDEX):
         found.repo_of[row["instance_id"]] = row["repo"]
         found.language_of[row["instance_id"]] = row["language"]
+        gap = grading_gap(row["language"], row["test_runner"], row["test_cmd"])
+        if gap:
+            gaps[gap] += 1
+            found.not_gradable.add(row["instance_id"])
+            found.dropped["task_not_gradable"] += 1
+            continue
         found.task_languages[row["language"]] += 1
         found.repo_rows["tasks"][row["repo"]] += 1
         found.task_origins[row["origin"]] += 1
         found.score_names.update(k for k, _ in row["scores"] or ())
+    for gap, count in sorted(gaps.items()):
+        print(
+            f"export: {count} task(s) left out, the grader cannot grade them: {gap}",
+            file=sys.stderr,
+        )
 
 
 def _scan_explore(found: Inputs) -> None:

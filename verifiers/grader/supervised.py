@@ -21,10 +21,11 @@ from importlib import resources
 
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import ValidateParams
-from trajforge.verifiers.grader import rules
+from trajforge.verifiers.grader import rules, tap_runs
 from trajforge.verifiers.grader.channel import Evidence, read_records
 from trajforge.verifiers.grader.js_bins import package_bin
 from trajforge.verifiers.grader.mocha_args import mocha_args
+from trajforge.verifiers.grader.node_args import children_options, node_args
 from trajforge.verifiers.grader.vitest_args import (
     LINKS,
     config_links,
@@ -59,6 +60,9 @@ JS_FILES = {
     "plugins/trajforge_mocha_reporter.js": "trajforge_mocha_reporter.js",
     "plugins/trajforge_vitest_reporter.js": "trajforge_vitest_reporter.js",
     "plugins/trajforge_vitest_entry.mjs": "trajforge_vitest_entry.mjs",
+    "plugins/trajforge_ava_reporter.js": "trajforge_ava_reporter.js",
+    "plugins/trajforge_tap_reporter.js": "trajforge_tap_reporter.js",
+    "plugins/trajforge_node_reporter.js": "trajforge_node_reporter.js",
 }
 KEYED_PRELUDE = "trajforge_keyed.js"  # shipped in front of every JS reporter
 # A JS task's image has Debian's python3 (the node base images), a Python task's its /venv.
@@ -69,7 +73,11 @@ MOCHA_REPORTER = f"{ROOT}/plugins/trajforge_mocha_reporter.js"
 # The JS runners the grader supervises, each with the reporter it ships for it.
 VITEST_REPORTER = f"{ROOT}/plugins/trajforge_vitest_reporter.js"
 VITEST_ENTRY = f"{ROOT}/plugins/trajforge_vitest_entry.mjs"  # hands vitest the preloaded one
-JS_RUNNERS = ("jest", "mocha", "vitest")
+AVA_DRIVER = f"{ROOT}/plugins/trajforge_ava_reporter.js"  # runs one ava per file, keyed TAP
+TAP_REPORTER = f"{ROOT}/plugins/trajforge_tap_reporter.js"  # node-tap's own TAP, keyed
+NODE_REPORTER = f"{ROOT}/plugins/trajforge_node_reporter.js"  # node --test's, keyed
+NODE_OPTIONS = f"{ROOT}/plugins/trajforge_node_options.json"  # the children's loaders (node_args)
+JS_RUNNERS = ("jest", "mocha", "vitest", "ava", "tap", "node")
 # mocha from the image's node_modules: ``_mocha`` runs in its own process (an old ``mocha``
 # starts ``_mocha`` as a child, without the preloaded reporter's key); ``mocha`` where it is all.
 MOCHA_BINS = ("_mocha", "mocha")
@@ -151,6 +159,15 @@ def image_facts(session: Session, image: str) -> ImageFacts:
 
 def pytest_args(test_cmd: str, facts: ImageFacts, selection: tuple[str, ...]) -> list[str]:
     """The task's pytest options, less its report files, with the image's plugins named."""
+    options = [w for w in pytest_options(test_cmd) if not w.startswith(DROPPED_OPTIONS)]
+    # Every graded test runs: a project's -x or --maxfail would stop at a failing sentinel.
+    own = ["-p", "trajforge_pytest", "-p", "trajforge_reporter", f"--maxfail={MAXFAIL}"]
+    return rules.pytest_args(options, own, BLOCKED_PLUGINS, facts.plugins, selection)
+
+
+def pytest_options(test_cmd: str) -> list[str]:
+    """The words after pytest in a Python task's ``test_cmd``; UnsupportedTestCommand when it
+    does not run pytest (the only runner a Python task is graded by)."""
     try:
         words = shlex.split(test_cmd)
     except ValueError as exc:
@@ -161,10 +178,7 @@ def pytest_args(test_cmd: str, facts: ImageFacts, selection: tuple[str, ...]) ->
             f"grader: test_cmd {test_cmd[:120]!r} does not run pytest (python -m pytest ...); "
             "only pytest suites can be graded"
         )
-    options = [w for w in words[len(runner) :] if not w.startswith(DROPPED_OPTIONS)]
-    # Every graded test runs: a project's -x or --maxfail would stop at a failing sentinel.
-    own = ["-p", "trajforge_pytest", "-p", "trajforge_reporter", f"--maxfail={MAXFAIL}"]
-    return rules.pytest_args(options, own, BLOCKED_PLUGINS, facts.plugins, selection)
+    return words[len(runner) :]
 
 
 def run_supervised(
@@ -200,6 +214,21 @@ def jest_args(
     ]  # fmt: skip
 
 
+def check_js_runner(runner: str, package_dir: str = "") -> None:
+    """UnsupportedTestCommand when the grader has no supervised run for ``runner`` (in the
+    workspace package ``package_dir``)."""
+    if runner not in JS_RUNNERS:
+        raise UnsupportedTestCommand(
+            f"grader: the javascript runner {runner or '(none)'!r} is not graded yet; the grader "
+            f"ships a reporter for {', '.join(JS_RUNNERS)} only"
+        )
+    if package_dir and runner == "vitest":
+        raise UnsupportedTestCommand(
+            f"grader: vitest in the workspace package {package_dir} is not graded yet (its "
+            "configuration links are made for the repository's root)"
+        )
+
+
 def run_supervised_js(
     session: Session,
     runner: str,
@@ -214,11 +243,7 @@ def run_supervised_js(
     the tested package's own, whose test script gives mocha's options (``mocha_args``); jest and
     vitest read their own configuration. ``package_dir``: a monorepo's tested package, where the
     runner works as validate's did (``schemas/js_commands.py``), the files given relative to it."""
-    if runner not in JS_RUNNERS:
-        raise UnsupportedTestCommand(
-            f"grader: the javascript runner {runner or '(none)'!r} is not graded yet; the grader "
-            f"ships a reporter for {', '.join(JS_RUNNERS)} only"
-        )
+    check_js_runner(runner, package_dir)
     listed = "".join(f"{p}\n" for p in guard if "\n" not in p).encode()
     shipped = {GUARD: listed, **{f"{ROOT}/{t}": _js_program(n) for t, n in JS_FILES.items()}}
     buffer = io.BytesIO()
@@ -229,16 +254,15 @@ def run_supervised_js(
             tar.addfile(info, io.BytesIO(data))
     session.put_archive(buffer.getvalue(), "/")
     if package_dir:
-        if runner == "vitest":
-            raise UnsupportedTestCommand(
-                f"grader: vitest in the workspace package {package_dir} is not graded yet (its "
-                "configuration links are made for the repository's root)"
-            )
         files = tuple(posixpath.relpath(f, package_dir) for f in files)
     if runner == "mocha":
         return _run_mocha(session, files, package_json, timeout_s, package_dir)
     if runner == "vitest":
         return _run_vitest(session, files, guard, package_json, timeout_s)
+    if runner in ("ava", "tap"):
+        return _run_tap(session, runner, files, timeout_s, package_dir)
+    if runner == "node":
+        return _run_node(session, files, package_json, timeout_s, package_dir)
     program = _runner_file(session, "jest", ("jest",), package_dir)
     modules = program[: program.rindex("node_modules/") + len("node_modules/")]
     scheduler = posixpath.normpath(posixpath.join(package_dir or ".", modules, JEST_SCHEDULER))
@@ -299,6 +323,61 @@ def _run_mocha(
     if run.exit_code in MOCHA_FAILURES:
         return replace(run, exit_code=1)
     return run
+
+
+def _run_tap(
+    session: Session, runner: str, files: tuple[str, ...], timeout_s: float, package_dir: str = ""
+) -> SupervisedRun:
+    """ava (one per file, under the grader's driver) or node-tap (the reporter preloaded); the
+    statuses read from the TAP they wrote, by validate's parser (``tap_runs``)."""
+    program = _runner_file(session, runner, (runner,), package_dir)
+    major, test_s = _installed_major(session, program, runner, package_dir), _per_test_s(timeout_s)
+    if runner == "ava" and not files:  # the grader names them (patch_verifier): a task without
+        raise UnsupportedTestCommand("grader: ava is run once per file; no test file was named")
+    if runner == "tap" and major >= tap_runs.TAP_BEFORE:
+        raise UnsupportedTestCommand(
+            f"grader: node-tap {major} (@tapjs) is not graded yet; the grader runs node-tap "
+            f"before {tap_runs.TAP_BEFORE}"
+        )
+    if runner == "ava":
+        args = tap_runs.ava_args(AVA_DRIVER, program, major, files, test_s)
+    else:
+        args = tap_runs.tap_args(TAP_REPORTER, program, files, test_s)
+    run = _supervised(session, _exec(args, timeout_s, package_dir), timeout_s)
+    return replace(run, evidence=tap_runs.tap_evidence(run.evidence, runner, package_dir))
+
+
+def _installed_major(session: Session, program: str, package: str, package_dir: str) -> int:
+    """The major version of the installed ``package`` that ``program`` is a file of; 0 when
+    unknown (a ``.bin`` link)."""
+    marker = f"node_modules/{package}/"
+    if marker not in program:
+        return 0
+    folder = program[: program.index(marker) + len(marker)]
+    path = posixpath.normpath(posixpath.join(REPO_DIR, package_dir, folder, "package.json"))
+    return tap_runs.installed_major(session.read_file(path))
+
+
+def _run_node(
+    session: Session,
+    files: tuple[str, ...],
+    package_json: bytes | None,
+    timeout_s: float,
+    package_dir: str = "",
+) -> SupervisedRun:
+    """node's own runner with the grader's reporter: each file runs in a process of its own,
+    given the project's loader options (``node_args``), which the reporter's process never is."""
+    options = json.dumps(children_options(package_json)).encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo(NODE_OPTIONS.lstrip("/"))
+        info.size, info.mode = len(options), 0o644
+        tar.addfile(info, io.BytesIO(options))
+    session.put_archive(buffer.getvalue(), "/")
+    said = session.exec("node --version", PROBE_TIMEOUT_S).output.strip().lstrip("v")
+    major = int(said.split(".")[0]) if said.split(".")[0].isdigit() else 0
+    args = node_args(NODE_REPORTER, files, package_json, _per_test_s(timeout_s), major)
+    return _supervised(session, _exec(args, timeout_s, package_dir), timeout_s)
 
 
 def _runner_file(
