@@ -2,7 +2,7 @@
 against the recipe before it (dockerfile-v4, rendered from git), in the same run.
 
     .venv/bin/python benchmarks/warm_rebuild.py --mirrors DIR [--case toolz] [--case arrow] \
-        [--baseline dd04f98] [--previous 25cd6e2] [--json figures.json]
+        [--baseline dd04f98] [--previous 25cd6e2] [--fresh] [--json figures.json]
 
 Cases (``CASES``): toolz 1.0.0 -> 1.1.0 (no dependencies: what is left is the tools and the
 project's own build) and arrow 7225592 -> 403c29f (two commits of 2024 between which no
@@ -13,12 +13,17 @@ stands in for this repository's own. Its profile is detected at the old revision
 install (what one profile's image serves) is rendered twice: by today's ``recipe.py`` and
 by the ``recipe.py`` of ``--baseline`` (the commit before the layered recipe), loaded from git;
 with ``--previous``, also by the ``recipe.py`` of that commit (an earlier layered recipe, for
-the gain of a change to it in the same run).
+the gain of a change to it in the same run). The layered recipe is built first, so whatever the
+proxy or the index caches from one recipe's downloads helps the recipes compared with it.
 Each recipe is built through trajforge's own builder (``build_recipe``) at the old one (cold: the
 first build of this repository; layers every build on the machine shares, such as the base
-image and uv, may already be there, as they would be on any working machine), then at
-the new one (warm). The last lines are the four seconds per case and its ``warm_speedup``
-(baseline warm / layered warm; ``previous_warm_speedup`` likewise against ``--previous``).
+image and uv, may already be there, as they would be on any working machine; so may the tools
+and dependency layers an earlier run built from the same declarations), then at the new one
+(warm). ``--fresh`` makes cold a first build on this machine: the CA bundle, the first file
+every recipe copies, gets a comment line naming the run, so no layer after it is shared with
+another run (uv's own layer included); the warm build uses the same bundle. The last lines
+are the seconds of each build and each case's ``warm_speedup`` (baseline warm / layered warm;
+``previous_warm_speedup`` likewise against ``--previous``).
 Every image built is removed at the end.
 """
 
@@ -99,28 +104,32 @@ def nonce_commit(repo: str, revision: str, nonce: str) -> str:
 
 
 def run_case(
-    name: str, mirrors: str, baseline: str, previous: str | None, figures: dict[str, float]
+    name: str,
+    mirrors: str,
+    baseline: str,
+    previous: str | None,
+    fresh: bool,
+    figures: dict[str, float],
 ) -> None:
     mirror, old, new, package = CASES[name]
     mirror = str(Path(mirrors) / mirror)
     params = EnvironmentParams(build_timeout_s=1200)
-    repo = str(Path(tempfile.mkdtemp(prefix="warm-rebuild-")) / "repo")
+    folder = Path(tempfile.mkdtemp(prefix="warm-rebuild-"))
+    repo = str(folder / "repo")
     subprocess.run(["git", "clone", "-q", mirror, repo], check=True)
     run = uuid.uuid4().hex[:8]
+    if fresh:
+        bundle = Path(params.ca_bundle).read_bytes() if params.ca_bundle else b""
+        (folder / "ca.crt").write_bytes(bundle + f"\n# trajforge bench {run}\n".encode())
+        params = EnvironmentParams(build_timeout_s=1200, ca_bundle=str(folder / "ca.crt"))
     commits = {"cold": nonce_commit(repo, old, run), "warm": nonce_commit(repo, new, run)}
     profile = detect_profile(repo, commits["cold"], package)
     print(f"{name} at {old}: python {profile.python}, install {list(profile.install)}")
-    recipes = {
-        "baseline": old_recipe_module(baseline).render_dockerfile(profile.python, profile.install),
-        "layered": render_dockerfile(profile.python, profile.install),
-    }
-    if previous:
-        earlier = old_recipe_module(previous).render_dockerfile(profile.python, profile.install)
-        recipes = {
-            "baseline": recipes["baseline"],
-            "previous": earlier,
-            "layered": recipes["layered"],
-        }
+    recipes = {"layered": render_dockerfile(profile.python, profile.install)}
+    for key, source in (("previous", previous), ("baseline", baseline)):
+        if source:
+            module = old_recipe_module(source)
+            recipes[key] = module.render_dockerfile(profile.python, profile.install)
     tags: list[str] = []
     sandbox = DockerSandbox()
     try:
@@ -149,11 +158,12 @@ def main() -> int:
     parser.add_argument("--mirrors", required=True, help="folder of owner+name/repo mirrors")
     parser.add_argument("--baseline", default=BASELINE)
     parser.add_argument("--previous", help=f"also an earlier layered recipe.py (e.g. {PREVIOUS})")
+    parser.add_argument("--fresh", action="store_true", help="cold is a first build here")
     parser.add_argument("--json")
     args = parser.parse_args()
     figures: dict[str, float] = {}
     for name in args.case or list(CASES):
-        run_case(name, args.mirrors, args.baseline, args.previous, figures)
+        run_case(name, args.mirrors, args.baseline, args.previous, args.fresh, figures)
     for key, value in figures.items():
         print(f"{key}: {value}")
     if args.json:

@@ -292,9 +292,9 @@ def render_dockerfile(
             _run([*prelude, "set -x", *deps, f"python3 - snapshot <<'TRAJFORGE'\n{VENV_DELTA}"]),
             "",
             "FROM deps AS build",
+            "WORKDIR /repo",  # before the commit's files: a cached step, not one per commit
             "COPY repo/ /repo/",
             f"COPY {MARKER_SOURCE} {ENV_MARKER}",
-            "WORKDIR /repo",
             _run([script]),
             _run([f"{DELTA_STEP}\n{VENV_DELTA}"]),
             "",
