@@ -5,10 +5,12 @@ through all three stages (npm + jest is tests/test_js_validate.py's):
 
 - a TypeScript project tested by vitest, installed by pnpm (no lock file);
 - a project with no dependencies tested by node's built-in runner (`node --test`), npm;
-- an npm workspaces monorepo whose one tested package runs mocha (hoisted to the root);
-- a project tested by ava (one run per file), installed by yarn classic.
+- a yarn berry monorepo (its lock file made by yarn 4) whose one tested package runs mocha,
+  installed at the root;
+- a project tested by ava (one run per file), installed by yarn classic;
+- a project tested by node-tap 16, npm.
 
-One real CLI run of each stage over all four: inject's operators write the bugs, validate
+One real CLI run of each stage over all five: inject's operators write the bugs, validate
 proves them (one image per project, from the npm registry), and evaluate grades every task's
 gold patch (resolved) and an empty one (not), under the grader's supervisor.
 """
@@ -23,6 +25,7 @@ import pytest
 from conftest import run_cli
 from repo_factory import RepoBuilder
 from test_js_environments import TS_PACKAGE
+from test_js_monorepo import YARN, berry_lock
 from trajforge.schemas.js_commands import package_dir
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -89,8 +92,9 @@ describe('words', () => {
 MONO_ROOT = {
     "name": "mono",
     "private": True,
+    "packageManager": f"yarn@{YARN}",
     "workspaces": ["packages/*"],
-    "scripts": {"test": "npm test -w packages/core"},
+    "scripts": {"test": "yarn workspaces foreach -A run test"},
 }
 MONO_CORE = {
     "name": "core",
@@ -151,6 +155,40 @@ test('cents', (t) => { t.is(cents(1.25), 125); });
 test('formats', (t) => { t.is(format(3), '$3.00'); });
 test('formats a debt', (t) => { t.is(format(-2.5), '-$2.50'); });
 """
+TAP_PACKAGE = {
+    "name": "ranges",
+    "version": "1.0.0",
+    "scripts": {"test": "tap"},
+    "devDependencies": {"tap": "16.3.10"},
+}
+TAP_SOURCE = """\
+function span(values) {
+  let low = Infinity;
+  let high = -Infinity;
+  for (const value of values) {
+    if (value < low) low = value;
+    if (value > high) high = value;
+  }
+  return high - low;
+}
+
+function within(value, low, high) {
+  return value >= low && value <= high;
+}
+
+module.exports = { span, within };
+"""
+TAP_TESTS = """\
+const t = require('tap');
+const { span, within } = require('../lib/ranges');
+
+t.test('span', async (t) => { t.equal(span([3, 9, 4]), 6); });
+t.test('within', async (t) => {
+  t.ok(within(5, 1, 10));
+  t.notOk(within(11, 1, 10));
+  t.ok(within(1, 1, 10));
+});
+"""
 DOCS = "# notes\n"  # every project has a file no test reads
 PARAMS = """\
 cache_dir: {cache}
@@ -164,12 +202,12 @@ validate:
   test_timeout_s: 180
   workers: 2
 """
-RUNNERS = {"shapes": "vitest", "words": "node", "mono": "mocha", "money": "ava"}
+RUNNERS = {"shapes": "vitest", "words": "node", "mono": "mocha", "money": "ava", "ranges": "tap"}
 
 
 @pytest.fixture(scope="module")
 def stages(tmp_path_factory, docker_engine):
-    """(work, tasks by id): inject and validate run once over the four projects."""
+    """(work, tasks by id): inject and validate run once over the five projects."""
     root = tmp_path_factory.mktemp("jsstages")
     shapes = RepoBuilder(root / "shapes")
     shapes.commit(
@@ -192,18 +230,18 @@ def stages(tmp_path_factory, docker_engine):
             "NOTES.md": DOCS,
         },
     )
+    mono_files = {
+        "package.json": json.dumps(MONO_ROOT, indent=2) + "\n",
+        ".yarnrc.yml": "nodeLinker: pnp\nenableGlobalCache: true\n",
+        "packages/core/package.json": json.dumps(MONO_CORE, indent=2) + "\n",
+        "packages/core/lib/core.js": CORE_SOURCE,
+        "packages/core/test/core.test.js": CORE_TESTS,
+        "packages/docs/package.json": json.dumps({"name": "docs", "version": "1.0.0"}) + "\n",
+        "NOTES.md": DOCS,
+    }
+    mono_files["yarn.lock"] = berry_lock(mono_files)
     mono = RepoBuilder(root / "mono")
-    mono.commit(
-        "a workspace whose core package runs mocha",
-        {
-            "package.json": json.dumps(MONO_ROOT, indent=2) + "\n",
-            "packages/core/package.json": json.dumps(MONO_CORE, indent=2) + "\n",
-            "packages/core/lib/core.js": CORE_SOURCE,
-            "packages/core/test/core.test.js": CORE_TESTS,
-            "packages/docs/package.json": json.dumps({"name": "docs", "version": "1.0.0"}),
-            "NOTES.md": DOCS,
-        },
-    )
+    mono.commit("a yarn berry workspace whose core package runs mocha", mono_files)
     money = RepoBuilder(root / "money")
     money.commit(
         "money with ava, yarn classic",
@@ -214,9 +252,19 @@ def stages(tmp_path_factory, docker_engine):
             "NOTES.md": DOCS,
         },
     )
+    ranges = RepoBuilder(root / "ranges")
+    ranges.commit(
+        "ranges with node-tap",
+        {
+            "package.json": json.dumps(TAP_PACKAGE, indent=2) + "\n",
+            "lib/ranges.js": TAP_SOURCE,
+            "test/ranges.test.js": TAP_TESTS,
+            "NOTES.md": DOCS,
+        },
+    )
     work = root / "work"
     work.mkdir()
-    repos = ", ".join(str(r.path) for r in (shapes, words, mono, money))
+    repos = ", ".join(str(r.path) for r in (shapes, words, mono, money, ranges))
     (work / "params.yaml").write_text(PARAMS.format(cache=work / "cache", repos=repos))
     injected = run_cli("inject", "--output", "inject", cwd=work)
     assert injected.returncode == 0, injected.stderr[-3000:]
