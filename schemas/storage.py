@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
+from trajforge.schemas.botocore_loader import share_botocore_loader
 from trajforge.schemas.errors import StorageError, UserError
 from trajforge.schemas.records import from_table, to_table
 
@@ -45,6 +46,7 @@ def use_environment_options() -> None:
 
 
 use_environment_options()
+share_botocore_loader()  # Beam's s3:// makes a boto3 session per operation
 
 
 def is_local(path: str) -> bool:
