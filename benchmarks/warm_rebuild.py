@@ -21,7 +21,9 @@ image and uv, may already be there, as they would be on any working machine; so 
 and dependency layers an earlier run built from the same declarations), then at the new one
 (warm). ``--fresh`` makes cold a first build on this machine: the CA bundle, the first file
 every recipe copies, gets a comment line naming the run, so no layer after it is shared with
-another run (uv's own layer included); the warm build uses the same bundle. The last lines
+another run; uv's layer, which every build on a machine shares, is built before the timed
+builds (``prime_uv``), so no recipe's cold pays it; the warm build uses the same bundle. The
+last lines
 are the seconds of each build and each case's ``warm_speedup`` (baseline warm / layered warm;
 ``previous_warm_speedup`` likewise against ``--previous``).
 Every image built is removed at the end.
@@ -31,9 +33,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import json
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import uuid
@@ -42,9 +46,14 @@ from types import ModuleType
 
 from trajforge.generators.environments.image import build_recipe
 from trajforge.generators.environments.profile import detect_profile
-from trajforge.generators.environments.recipe import render_dockerfile
+from trajforge.generators.environments.recipe import (
+    INSTALL_UV,
+    build_context,
+    marker,
+    render_dockerfile,
+)
 from trajforge.schemas.params import EnvironmentParams
-from trajforge.verifiers.sandbox.base import SessionSpec
+from trajforge.verifiers.sandbox.base import ImageBuild, SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 from trajforge.verifiers.sandbox.git_tree import archive
 
@@ -81,6 +90,20 @@ def timed_build(
     if not result.ok:
         sys.exit(f"{tag}: build failed\n{result.log[-3000:]}")
     return seconds
+
+
+def prime_uv(sandbox: DockerSandbox, recipe: str, params: EnvironmentParams, tag: str) -> None:
+    """Build ``recipe`` up to uv's layer (the first lines, whose cache every recipe's first
+    stage shares), so the timed cold builds find it as a working machine would."""
+    lines = recipe.split("\n")
+    upto = next(i for i, line in enumerate(lines) if json.dumps(INSTALL_UV)[1:-1] in line)
+    ca = Path(params.ca_bundle).read_bytes() if params.ca_bundle else b""
+    empty = io.BytesIO()
+    tarfile.open(fileobj=empty, mode="w").close()
+    context = build_context(empty.getvalue(), ca, marker("bench", "prime"))
+    result = sandbox.build_image(ImageBuild(tag, "\n".join(lines[: upto + 1]) + "\n", context))
+    if not result.ok:
+        sys.exit(f"{tag}: priming uv's layer failed\n{result.log[-3000:]}")
 
 
 def imports_from_repo(sandbox: DockerSandbox, tag: str, repo: str, commit: str, name: str) -> str:
@@ -133,6 +156,9 @@ def run_case(
     tags: list[str] = []
     sandbox = DockerSandbox()
     try:
+        if fresh:
+            tags.append(f"trajforge-bench-warm:{run}-{name}-uv")
+            prime_uv(sandbox, recipes["layered"], params, tags[-1])
         for recipe in recipes:
             for when, revision in (("cold", old), ("warm", new)):
                 image = f"trajforge-bench-warm:{run}-{name}-{recipe}-{when}"
