@@ -2,7 +2,7 @@
 against the recipe before it (dockerfile-v4, rendered from git), in the same run.
 
     .venv/bin/python benchmarks/warm_rebuild.py --mirrors DIR [--case toolz] [--case arrow] \
-        [--baseline dd04f98] [--previous 25cd6e2] [--fresh] [--json figures.json]
+        [--baseline dd04f98] [--previous 25cd6e2] [--fresh] [--repeat 3] [--json figures.json]
 
 Cases (``CASES``): toolz 1.0.0 -> 1.1.0 (no dependencies: what is left is the tools and the
 project's own build) and arrow 7225592 -> 403c29f (two commits of 2024 between which no
@@ -19,14 +19,17 @@ Each recipe is built through trajforge's own builder (``build_recipe``) at the o
 first build of this repository; layers every build on the machine shares, such as the base
 image and uv, may already be there, as they would be on any working machine; so may the tools
 and dependency layers an earlier run built from the same declarations), then at the new one
-(warm). ``--fresh`` makes cold a first build on this machine: the CA bundle, the first file
-every recipe copies, gets a comment line naming the run, so no layer after it is shared with
-another run; uv's layer, which every build on a machine shares, is built before the timed
-builds (``prime_uv``), so no recipe's cold pays it; the warm build uses the same bundle. The
-last lines
-are the seconds of each build and each case's ``warm_speedup`` (baseline warm / layered warm;
-``previous_warm_speedup`` likewise against ``--previous``).
-Every image built is removed at the end.
+(warm). With ``--repeat N``, N warm builds per recipe, each at its own nonce commit of the new
+revision, the recipes' order rotated each round so load that drifts falls on all of them:
+``warm`` is their median, ``warm_first`` the first round's (the only one that also rebuilds
+the dependency layer when the declarations changed between the revisions, as toolz's
+build-system table did). ``--fresh`` makes cold a first build on this machine: the CA bundle,
+the first file every recipe copies, gets a comment line naming the run, so no layer after it
+is shared with another run; uv's layer, which every build on a machine shares, is built before
+the timed builds (``prime_uv``), so no recipe's cold pays it; the warm builds use the same
+bundle. The last lines are the seconds per recipe and each case's ``warm_speedup`` (baseline
+warm / layered warm; ``previous_warm_speedup`` likewise against ``--previous``). Every image
+built is removed at the end.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import argparse
 import importlib.util
 import io
 import json
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -132,6 +136,7 @@ def run_case(
     baseline: str,
     previous: str | None,
     fresh: bool,
+    repeat: int,
     figures: dict[str, float],
 ) -> None:
     mirror, old, new, package = CASES[name]
@@ -145,8 +150,9 @@ def run_case(
         bundle = Path(params.ca_bundle).read_bytes() if params.ca_bundle else b""
         (folder / "ca.crt").write_bytes(bundle + f"\n# trajforge bench {run}\n".encode())
         params = EnvironmentParams(build_timeout_s=1200, ca_bundle=str(folder / "ca.crt"))
-    commits = {"cold": nonce_commit(repo, old, run), "warm": nonce_commit(repo, new, run)}
-    profile = detect_profile(repo, commits["cold"], package)
+    cold = nonce_commit(repo, old, run)
+    warm = [nonce_commit(repo, new, f"{run}-{n}") for n in range(repeat)]
+    profile = detect_profile(repo, cold, package)
     print(f"{name} at {old}: python {profile.python}, install {list(profile.install)}")
     recipes = {"layered": render_dockerfile(profile.python, profile.install)}
     for key, source in (("previous", previous), ("baseline", baseline)):
@@ -159,20 +165,33 @@ def run_case(
         if fresh:
             tags.append(f"trajforge-bench-warm:{run}-{name}-uv")
             prime_uv(sandbox, recipes["layered"], params, tags[-1])
-        for recipe in recipes:
-            for when, revision in (("cold", old), ("warm", new)):
-                image = f"trajforge-bench-warm:{run}-{name}-{recipe}-{when}"
-                tags.append(image)
-                commit = commits[when]
-                seconds = timed_build(sandbox, image, recipes[recipe], commit, repo, params)
-                where = imports_from_repo(sandbox, image, repo, commit, package)
-                print(f"{name} {recipe} {when} ({revision}): {seconds:.1f} s; imports {where}")
-                figures[f"{name}_{recipe}_{when}_s"] = round(seconds, 1)
+        order = list(recipes)
+        builds = [("cold", 0, recipe) for recipe in order]  # then warm rounds, order rotated
+        builds += [
+            ("warm", n, order[(i + n) % len(order)])
+            for n in range(repeat)
+            for i in range(len(order))
+        ]
+        seconds: dict[tuple[str, str], list[float]] = {}
+        for when, n, recipe in builds:
+            image = f"trajforge-bench-warm:{run}-{name}-{recipe}-{when}{n}"
+            tags.append(image)
+            commit, revision = (cold, old) if when == "cold" else (warm[n], new)
+            took = timed_build(sandbox, image, recipes[recipe], commit, repo, params)
+            where = imports_from_repo(sandbox, image, repo, commit, package)
+            print(f"{name} {recipe} {when} ({revision}): {took:.1f} s; imports {where}")
+            seconds.setdefault((recipe, when), []).append(took)
+            if when == "warm" and n:
+                subprocess.run(["docker", "rmi", "-f", tags.pop()], capture_output=True)
     finally:
         sandbox.close()
         subprocess.run(["docker", "rmi", "-f", *tags], capture_output=True, check=False)
-    warm = figures[f"{name}_baseline_warm_s"] / figures[f"{name}_layered_warm_s"]
-    figures[f"{name}_warm_speedup"] = round(warm, 2)
+    for (recipe, when), values in seconds.items():
+        figures[f"{name}_{recipe}_{when}_s"] = round(statistics.median(values), 1)
+        if when == "warm" and repeat > 1:
+            figures[f"{name}_{recipe}_warm_first_s"] = round(values[0], 1)
+    warm_speedup = figures[f"{name}_baseline_warm_s"] / figures[f"{name}_layered_warm_s"]
+    figures[f"{name}_warm_speedup"] = round(warm_speedup, 2)
     if previous:
         gain = figures[f"{name}_previous_warm_s"] / figures[f"{name}_layered_warm_s"]
         figures[f"{name}_previous_warm_speedup"] = round(gain, 2)
@@ -185,11 +204,12 @@ def main() -> int:
     parser.add_argument("--baseline", default=BASELINE)
     parser.add_argument("--previous", help=f"also an earlier layered recipe.py (e.g. {PREVIOUS})")
     parser.add_argument("--fresh", action="store_true", help="cold is a first build here")
+    parser.add_argument("--repeat", type=int, default=1, help="warm builds per recipe (median)")
     parser.add_argument("--json")
     args = parser.parse_args()
     figures: dict[str, float] = {}
     for name in args.case or list(CASES):
-        run_case(name, args.mirrors, args.baseline, args.previous, args.fresh, figures)
+        run_case(name, args.mirrors, args.baseline, args.previous, args.fresh, args.repeat, figures)
     for key, value in figures.items():
         print(f"{key}: {value}")
     if args.json:

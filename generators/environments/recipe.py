@@ -16,9 +16,10 @@ Every ``pip install`` of the profile's commands goes through uv (pinned, install
 stage only) and falls back to pip when uv refuses the step; the build log says which one
 installed it. The profile keeps writing ``pip install ...``: the translation is the ``pip`` shell
 function of ``INSTALL_PRELUDE``, one place. Layers, in order, so Docker's build cache shares
-what it can: the system packages (``apt``) and uv, per base image; the repository; the main
-install; then each repair as its own ``RUN`` (``add_step``), so a repair round reuses the main
-install's layer and costs only its own step.
+what it can (``LAYERS``): the system packages (``apt``) and uv, per base image; the test tools;
+the dependencies from their declarations; the repository; the main install (the project built
+once: ``RELINK_SKIP``); then each repair as its own ``RUN`` (``add_step``), so a repair round
+reuses the main install's layer and costs only its own step.
 """
 
 from __future__ import annotations
