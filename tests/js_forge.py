@@ -1,16 +1,32 @@
-"""Shared by the JS forge kits (mocha, vitest): a task made from real runs of a test-built npm
-project's image, and the patch a model's workspace reports."""
+"""Shared by the JS forge kits (mocha, vitest, node): a task made from real runs of a test-built
+npm project's image, the patch a model's workspace reports, every route's patch graded, and the
+checks each kit makes of the verdicts."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
-from trajforge.schemas.params import EnvironmentParams
+from trajforge.pipelines.evaluation.evaluator import Evaluator
+from trajforge.schemas.params import EnvironmentParams, load_params
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.sandbox.git_tree import apply_patches, git
+
+# The calc every JS kit grades: ``add`` subtracts; the gold patch fixes it, the wrong one
+# multiplies (right for 2 + 2 only).
+BUGGY = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
+GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
+WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"
+
+
+def fake_record(test_id: str) -> str:
+    """The record a reporter would send for ``test_id`` passing (what a forger writes)."""
+    record = {"t": "report", "id": test_id, "when": "call", "outcome": "passed",
+              "xfail": False, "sub": False}  # fmt: skip
+    return json.dumps(record)
 
 
 def js_task(sandbox, root: Path, files: dict[str, str], fix: dict[str, str], runner: str):
@@ -49,3 +65,44 @@ def model_patch(task: TaskInstance, repo: str, tmp: Path, files: dict[str, str])
     ws.git("add", "-A")
     diff = ["git", "-C", str(tree), "diff", "--cached", "--binary"]
     return subprocess.run(diff, capture_output=True, text=True, check=True).stdout
+
+
+def forge_work(root: Path) -> Path:
+    """The folder evaluate runs from: a params file whose cache is the kit's own."""
+    work = root / "work"
+    work.mkdir()
+    (work / "params.yaml").write_text(f"cache_dir: {root / 'cache'}\n")
+    return work
+
+
+def grade_routes(task, repo, work, sandbox, tmp_path_factory, routes, wrong: dict[str, str]):
+    """route -> Evaluation: every route's patch, a wrong fix, the gold patch and an empty one,
+    each graded by ``Evaluator`` as ``trajforge evaluate`` grades it."""
+    patches = {name: model_patch(task, repo, tmp_path_factory.mktemp(name), files)
+               for name, (files, _) in routes.items()}  # fmt: skip
+    patches["wrong_fix"] = model_patch(task, repo, tmp_path_factory.mktemp("w"), wrong)
+    patches["gold"] = task.patch
+    patches["empty"] = ""
+    evaluator = Evaluator(load_params(str(work / "params.yaml")), sandbox=sandbox, timeout_s=120)
+    return {name: evaluator.evaluate(task, patch) for name, patch in patches.items()}
+
+
+def assert_gold_wrong_empty(task: TaskInstance, graded) -> None:
+    """Gold resolves (so the grader's ids are validate's); the wrong fix fails exactly its
+    FAIL_TO_PASS and keeps PASS_TO_PASS; the empty patch is empty_patch."""
+    gold = graded["gold"]
+    assert (gold.resolved, gold.reason, gold.reward) == (True, "resolved", 1.0), gold.log[-2000:]
+    wrong = graded["wrong_fix"]
+    assert (wrong.resolved, wrong.reason) == (False, "tests_failed"), wrong.log[-2000:]
+    status = wrong.report["tests_status"]
+    assert set(status["PASS_TO_PASS"]["success"]) == set(task.PASS_TO_PASS)
+    assert status["FAIL_TO_PASS"]["failure"] == list(task.FAIL_TO_PASS)
+    assert (graded["empty"].resolved, graded["empty"].reason) == (False, "empty_patch")
+
+
+def assert_route_earns_nothing(graded, routes, route: str) -> None:
+    """The route's patch was graded (no error) and earned nothing, for one of its reasons."""
+    evaluation = graded[route]
+    assert not evaluation.error, evaluation.log[-2000:]
+    assert (evaluation.resolved, evaluation.reward) == (False, 0.0)
+    assert evaluation.reason in routes[route][1], (evaluation.reason, evaluation.log[-2000:])

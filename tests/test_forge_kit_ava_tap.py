@@ -14,7 +14,12 @@ import dataclasses
 import json
 
 import pytest
-from js_forge import model_patch
+from js_forge import (
+    BUGGY,
+    GOLD,
+    WRONG,
+    model_patch,
+)
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
 from trajforge.pipelines.evaluation.evaluator import Evaluator
@@ -34,9 +39,6 @@ PACKAGE = {
     "ava": {"files": ["test/ava/**/*.test.js"]},
     "devDependencies": {"ava": "5.3.1", "tap": "16.3.10"},
 }
-BUGGY = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
-GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
-WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"  # 2+2 only
 AVA_CALC = """\
 const test = require('ava');
 const { add, mul } = require('../../src/calc');

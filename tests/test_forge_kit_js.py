@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli
+from js_forge import BUGGY, GOLD, WRONG, fake_record
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.javascript import REPORT_PATH, JavaScript
 from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
@@ -41,9 +42,6 @@ PACKAGE = {
     "devDependencies": {"jest": "29.7.0"},
     "jest": {"testEnvironment": "node", "setupFiles": ["<rootDir>/jest.setup.js"]},
 }
-BUGGY = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
-GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
-WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"  # 2+2 only
 CALC_TESTS = """\
 const { add, mul } = require('../src/calc');
 
@@ -70,8 +68,7 @@ P2P = (
 # failing test passed: straight to the descriptor in its own process (jest runs one test file in
 # band), through /proc in its parent's (a worker's; refused: the pipe is root's); and a fake
 # report where the runner's would be.
-FAKE = json.dumps({"t": "report", "id": F2P[0], "when": "call", "outcome": "passed",
-                   "xfail": False, "sub": False})  # fmt: skip
+FAKE = fake_record(F2P[0])
 CHANNEL_FORGER = BUGGY + (
     "const fs = require('fs');\n"
     f"const line = {json.dumps(FAKE + chr(10))};\n"

@@ -12,9 +12,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from js_forge import js_task, model_patch
-from trajforge.pipelines.evaluation.evaluator import Evaluator
-from trajforge.schemas.params import load_params
+from js_forge import (
+    BUGGY,
+    GOLD,
+    WRONG,
+    assert_gold_wrong_empty,
+    assert_route_earns_nothing,
+    fake_record,
+    forge_work,
+    grade_routes,
+    js_task,
+)
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
 pytestmark = pytest.mark.docker
@@ -27,9 +35,6 @@ PACKAGE = {
     "devDependencies": {"mocha": "10.4.0"},
 }
 MOCHARC = {"require": "./support/setup.js"}
-BUGGY = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
-GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
-WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"  # 2+2 only
 CALC_TESTS = """\
 const assert = require('assert');
 const { add, mul } = require('../src/calc');
@@ -59,8 +64,7 @@ P2P = (
 # Source that finds the records' pipe (its number is in the process's start-up environment,
 # which /proc keeps after the reporter deletes the variable) and writes a record saying the
 # failing test passed, and prints the same record keyed with a guess.
-FAKE = json.dumps({"t": "report", "id": F2P[0], "when": "call", "outcome": "passed",
-                   "xfail": False, "sub": False})  # fmt: skip
+FAKE = fake_record(F2P[0])
 CHANNEL_FORGER = BUGGY + (
     "const fs = require('fs');\n"
     f"const line = {json.dumps(FAKE + chr(10))};\n"
@@ -128,10 +132,7 @@ def mocha_task(sandbox, tmp_path_factory):
     )
     assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == (F2P, P2P), (at_base, at_gold)
     assert at_gold["test/more.test.js > cubes"] == "SKIPPED"
-    work = root / "work"
-    work.mkdir()
-    (work / "params.yaml").write_text(f"cache_dir: {root / 'cache'}\n")
-    yield task, repo, work
+    yield task, repo, forge_work(root)
     sandbox.close()
     sandbox.remove_image(image)
 
@@ -139,36 +140,19 @@ def mocha_task(sandbox, tmp_path_factory):
 @pytest.fixture(scope="module")
 def graded(mocha_task, sandbox, tmp_path_factory):
     task, repo, work = mocha_task
-    patches = {name: model_patch(task, repo, tmp_path_factory.mktemp(name), files)
-               for name, (files, _) in ROUTES.items()}  # fmt: skip
-    patches["wrong_fix"] = model_patch(
-        task, repo, tmp_path_factory.mktemp("w"), {"src/calc.js": WRONG}
-    )
-    patches["gold"] = task.patch
-    patches["empty"] = ""
-    evaluator = Evaluator(load_params(str(work / "params.yaml")), sandbox=sandbox, timeout_s=120)
-    return {name: evaluator.evaluate(task, patch) for name, patch in patches.items()}
+    return grade_routes(task, repo, work, sandbox, tmp_path_factory, ROUTES, {"src/calc.js": WRONG})
 
 
 def test_gold_resolves_and_wrong_or_empty_do_not(mocha_task, graded):
     task, _, _ = mocha_task
+    assert_gold_wrong_empty(task, graded)
     gold = graded["gold"]
-    assert (gold.resolved, gold.reason, gold.reward) == (True, "resolved", 1.0), gold.log[-2000:]
     assert "SKIPPED test/more.test.js > cubes" in gold.log  # the reporter's own lines
-    wrong = graded["wrong_fix"]
-    assert (wrong.resolved, wrong.reason) == (False, "tests_failed"), wrong.log[-2000:]
-    status = wrong.report["tests_status"]
-    assert set(status["PASS_TO_PASS"]["success"]) == set(task.PASS_TO_PASS)
-    assert status["FAIL_TO_PASS"]["failure"] == list(task.FAIL_TO_PASS)
-    assert (graded["empty"].resolved, graded["empty"].reason) == (False, "empty_patch")
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
 def test_every_route_earns_nothing(graded, route):
-    evaluation = graded[route]
-    assert not evaluation.error, evaluation.log[-2000:]
-    assert (evaluation.resolved, evaluation.reward) == (False, 0.0)
-    assert evaluation.reason in ROUTES[route][1], (evaluation.reason, evaluation.log[-2000:])
+    assert_route_earns_nothing(graded, ROUTES, route)
 
 
 def test_tests_and_configuration_are_reset_not_run(graded):

@@ -16,9 +16,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from js_forge import js_task, model_patch
-from trajforge.pipelines.evaluation.evaluator import Evaluator
-from trajforge.schemas.params import load_params
+from js_forge import (
+    BUGGY,
+    GOLD,
+    WRONG,
+    assert_gold_wrong_empty,
+    assert_route_earns_nothing,
+    fake_record,
+    forge_work,
+    grade_routes,
+    js_task,
+)
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
 pytestmark = pytest.mark.docker
@@ -30,9 +38,6 @@ PACKAGE = {
     "engines": {"node": ">=18"},
     "scripts": {"test": SCRIPT},
 }
-BUGGY = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
-GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
-WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"  # 2+2 only
 CALC_TESTS = """\
 const { describe, it } = require('node:test');
 const assert = require('assert');
@@ -61,8 +66,7 @@ P2P = (
     "test/more.test.js > setup ran first",
     "test/more.test.js > squares",
 )
-FAKE = json.dumps({"t": "report", "id": F2P[0], "when": "call", "outcome": "passed",
-                   "xfail": False, "sub": False})  # fmt: skip
+FAKE = fake_record(F2P[0])
 # Source that looks for the records' pipe in its own and its parent's start-up environment
 # (/proc keeps what the reporter deleted) and writes a record saying the failing test passed,
 # and prints the same record keyed with a guess.
@@ -164,10 +168,7 @@ def node_task(sandbox, tmp_path_factory):
     assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == (F2P, P2P), (at_base, at_gold)
     assert at_gold["test/more.test.js > cubes"] == "SKIPPED"
     assert "ARG BASE=trajforge-base:node20" in task.env_recipe
-    work = root / "work"
-    work.mkdir()
-    (work / "params.yaml").write_text(f"cache_dir: {root / 'cache'}\n")
-    yield task, repo, work
+    yield task, repo, forge_work(root)
     sandbox.close()
     sandbox.remove_image(image)
 
@@ -175,36 +176,19 @@ def node_task(sandbox, tmp_path_factory):
 @pytest.fixture(scope="module")
 def graded(node_task, sandbox, tmp_path_factory):
     task, repo, work = node_task
-    patches = {name: model_patch(task, repo, tmp_path_factory.mktemp(name), files)
-               for name, (files, _) in ROUTES.items()}  # fmt: skip
-    patches["wrong_fix"] = model_patch(
-        task, repo, tmp_path_factory.mktemp("w"), {"src/calc.js": WRONG}
-    )
-    patches["gold"] = task.patch
-    patches["empty"] = ""
-    evaluator = Evaluator(load_params(str(work / "params.yaml")), sandbox=sandbox, timeout_s=120)
-    return {name: evaluator.evaluate(task, patch) for name, patch in patches.items()}
+    return grade_routes(task, repo, work, sandbox, tmp_path_factory, ROUTES, {"src/calc.js": WRONG})
 
 
 def test_gold_resolves_and_wrong_or_empty_do_not(node_task, graded):
     task, _, _ = node_task
+    assert_gold_wrong_empty(task, graded)
     gold = graded["gold"]
-    assert (gold.resolved, gold.reason, gold.reward) == (True, "resolved", 1.0), gold.log[-2000:]
     assert "SKIPPED test/more.test.js > cubes" in gold.log  # the reporter's own lines
-    wrong = graded["wrong_fix"]
-    assert (wrong.resolved, wrong.reason) == (False, "tests_failed"), wrong.log[-2000:]
-    status = wrong.report["tests_status"]
-    assert set(status["PASS_TO_PASS"]["success"]) == set(task.PASS_TO_PASS)
-    assert status["FAIL_TO_PASS"]["failure"] == list(task.FAIL_TO_PASS)
-    assert (graded["empty"].resolved, graded["empty"].reason) == (False, "empty_patch")
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
 def test_every_route_earns_nothing(graded, route):
-    evaluation = graded[route]
-    assert not evaluation.error, evaluation.log[-2000:]
-    assert (evaluation.resolved, evaluation.reward) == (False, 0.0)
-    assert evaluation.reason in ROUTES[route][1], (evaluation.reason, evaluation.log[-2000:])
+    assert_route_earns_nothing(graded, ROUTES, route)
 
 
 def test_tests_configuration_and_preloads_are_reset_not_run(graded):

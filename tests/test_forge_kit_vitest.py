@@ -11,9 +11,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from js_forge import js_task, model_patch
-from trajforge.pipelines.evaluation.evaluator import Evaluator
-from trajforge.schemas.params import load_params
+from js_forge import (
+    BUGGY,
+    GOLD,
+    WRONG,
+    assert_gold_wrong_empty,
+    assert_route_earns_nothing,
+    fake_record,
+    forge_work,
+    grade_routes,
+    js_task,
+)
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
 pytestmark = pytest.mark.docker
@@ -30,9 +38,6 @@ CONFIG = (
     "import { defineConfig } from 'vitest/config';\n"
     "export default defineConfig({ test: { setupFiles: ['./test/setup.js'] } });\n"
 )
-BUGGY = "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a * b;\n"
-GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
-WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"  # 2+2 only
 CALC_TESTS = """\
 import { describe, it, expect } from 'vitest';
 const { add, mul } = require('../src/calc');
@@ -49,8 +54,7 @@ it.skip('cubes', () => {});
 SETUP = "globalThis.CALC_SETUP = true;\n"
 F2P = ("test/calc.test.js > calc > sums > adds",)
 P2P = ("test/calc.test.js > calc > multiplies", "test/calc.test.js > setup ran first")
-FAKE = json.dumps({"t": "report", "id": F2P[0], "when": "call", "outcome": "passed",
-                   "xfail": False, "sub": False})  # fmt: skip
+FAKE = fake_record(F2P[0])
 # Source that finds the records' pipe through /proc (the start-up environment names it) and
 # writes a record saying the failing test passed.
 CHANNEL_FORGER = BUGGY + (
@@ -100,10 +104,7 @@ def vitest_task(sandbox, tmp_path_factory):
     )
     assert (task.FAIL_TO_PASS, task.PASS_TO_PASS) == (F2P, P2P), (at_base, at_gold)
     assert at_gold["test/calc.test.js > cubes"] == "SKIPPED"
-    work = root / "work"
-    work.mkdir()
-    (work / "params.yaml").write_text(f"cache_dir: {root / 'cache'}\n")
-    yield task, repo, work
+    yield task, repo, forge_work(root)
     sandbox.close()
     sandbox.remove_image(image)
 
@@ -111,36 +112,19 @@ def vitest_task(sandbox, tmp_path_factory):
 @pytest.fixture(scope="module")
 def graded(vitest_task, sandbox, tmp_path_factory):
     task, repo, work = vitest_task
-    patches = {name: model_patch(task, repo, tmp_path_factory.mktemp(name), files)
-               for name, (files, _) in ROUTES.items()}  # fmt: skip
-    patches["wrong_fix"] = model_patch(
-        task, repo, tmp_path_factory.mktemp("w"), {"src/calc.js": WRONG}
-    )
-    patches["gold"] = task.patch
-    patches["empty"] = ""
-    evaluator = Evaluator(load_params(str(work / "params.yaml")), sandbox=sandbox, timeout_s=120)
-    return {name: evaluator.evaluate(task, patch) for name, patch in patches.items()}
+    return grade_routes(task, repo, work, sandbox, tmp_path_factory, ROUTES, {"src/calc.js": WRONG})
 
 
 def test_gold_resolves_and_wrong_or_empty_do_not(vitest_task, graded):
     task, _, _ = vitest_task
+    assert_gold_wrong_empty(task, graded)
     gold = graded["gold"]
-    assert (gold.resolved, gold.reason, gold.reward) == (True, "resolved", 1.0), gold.log[-2000:]
     assert "EACCES" not in gold.log  # nothing written where the tests' user may not write
-    wrong = graded["wrong_fix"]
-    assert (wrong.resolved, wrong.reason) == (False, "tests_failed"), wrong.log[-2000:]
-    status = wrong.report["tests_status"]
-    assert set(status["PASS_TO_PASS"]["success"]) == set(task.PASS_TO_PASS)
-    assert status["FAIL_TO_PASS"]["failure"] == list(task.FAIL_TO_PASS)
-    assert (graded["empty"].resolved, graded["empty"].reason) == (False, "empty_patch")
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
 def test_every_route_earns_nothing(graded, route):
-    evaluation = graded[route]
-    assert not evaluation.error, evaluation.log[-2000:]
-    assert (evaluation.resolved, evaluation.reward) == (False, 0.0)
-    assert evaluation.reason in ROUTES[route][1], (evaluation.reason, evaluation.log[-2000:])
+    assert_route_earns_nothing(graded, ROUTES, route)
 
 
 def test_tests_and_configuration_are_reset_not_run(graded):
