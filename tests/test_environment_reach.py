@@ -108,11 +108,15 @@ def repos(work: Path) -> dict[str, Path]:
 
 
 def write_params(path: Path, cache_dir: Path, pythons: tuple[str, ...] = PYTHONS) -> Path:
+    """No combinations of bugs: each would be two more runs per snapshot (a third of the CLI
+    test's time), and what this module proves is that each failure class yields tasks;
+    combinations are test_inject_e2e's."""
     listed = ", ".join(f"'{p}'" for p in pythons)
     path.write_text(
         f"cache_dir: {cache_dir}\n"
         "validate:\n  test_timeout_s: 60\n  workers: 2\n"
         f"environment:\n  pythons: [{listed}]\n"
+        "inject:\n  combos: 0\n"
     )
     return path
 

@@ -135,7 +135,8 @@ def shapes_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_inject_then_validate_yields_proven_bug_tasks(tmp_path: Path, shapes_repo: Path):
-    params = write_params(tmp_path / "params.yaml", tmp_path / "cache")
+    # Four combinations, not the default ten: each is two more runs, and four prove the same.
+    params = write_params(tmp_path / "params.yaml", tmp_path / "cache", "inject:\n  combos: 4\n")
     inject = run_cli(
         "inject", "--repo", str(shapes_repo), "--max-candidates", "14", "--seed", "3",
         "--params", str(params), "--output", str(tmp_path / "inject"), cwd=tmp_path,
@@ -206,7 +207,7 @@ def test_coverage_guided_keeps_what_full_suite_keeps(tmp_path: Path, shapes_repo
         assert profile.status == "built", profile.log
         clean = TestTree.at(repo.path, commit, [])
         mutations = [mutation_of(repo.path, c, clean.tree_id) for c in candidates]
-        vparams = ValidateParams(test_timeout_s=15)
+        vparams = ValidateParams(test_timeout_s=10)  # the hang sits this out twice
         guided = validate_mutations(
             sandbox, profile, clean, mutations, vparams, JUNIT_PATH, cache=None, workers=2
         )
