@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
+import sys
 import uuid
 
 import pyarrow.parquet as pq
@@ -22,6 +23,7 @@ from trajforge.generators.environments.dependency_layer import (
 from trajforge.generators.environments.image import build_recipe
 from trajforge.generators.environments.recipe import (
     DELTA,
+    EDITABLE_FROM_REPO,
     ENV_MARKER,
     MARKER_SOURCE,
     PIP_THROUGH_UV,
@@ -102,6 +104,39 @@ def test_the_dependency_layer_is_derived_from_declarations_alone(tmp_path):
     assert repaired.index("pip install attrs") < repaired.index("python3 - delta")
     prelude = json.dumps(PIP_THROUGH_UV)[1:-1]  # as the RUN's exec form writes it
     assert repaired.count(prelude) == recipe.count(prelude) + 1
+
+
+@pytest.mark.parametrize(
+    ("record", "skipped"),
+    [
+        ('{"url": "file:///repo", "dir_info": {"editable": true}}', True),  # uv's and pip's
+        ('{"dir_info": {"editable": true}, "url": "file:///repo"}', True),
+        ('{"url": "file:///repo", "dir_info": {}}', False),  # a plain install of the tree
+        ('{"url": "file:///repo/sub", "dir_info": {"editable": true}}', False),  # another tree
+        ('{"url": "https://example.invalid/w.whl", "archive_info": {}}', False),
+        ("not json", False),  # an unreadable record: the relink runs
+        (None, False),  # no record at all (PyPI's copy replaced the project)
+    ],
+)
+def test_the_relink_is_skipped_only_while_repo_is_installed_editable(tmp_path, record, skipped):
+    """The recipe's check (run by /venv's python in the build) reads every installed
+    distribution's direct_url.json: only an editable install of /repo itself skips the relink;
+    anything else, an unreadable record included, runs it."""
+    dist = tmp_path / "layered-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: layered\nVersion: 0.1\n")
+    if record is not None:
+        (dist / "direct_url.json").write_text(record)
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {str(tmp_path)!r}); " + EDITABLE_FROM_REPO,
+        ],
+        capture_output=True,
+        check=False,
+    )
+    assert (check.returncode == 0) is skipped, check.stderr
 
 
 def _layers(sandbox: DockerSandbox, tag: str) -> tuple[str, ...]:
