@@ -198,10 +198,10 @@ def test_a_new_commit_reuses_the_dependency_layer_and_a_new_dependency_rebuilds_
             assert "trajforge: relink skipped, /repo is installed editable" in result.log
         first, source, dependency = (_layers(sandbox, tag) for tag in tags)
         base = len(_layers(sandbox, "trajforge-base:py3.11"))
-        deps_layer = base  # the final stage's first layer over the base: COPY --from=deps /venv
+        deps_layer = base + 1  # over the base: WORKDIR /repo, then COPY --from=deps /venv
         assert source[: deps_layer + 1] == first[: deps_layer + 1]
         assert source[deps_layer + 1 :] != first[deps_layer + 1 :]
-        assert dependency[:base] == first[:base]
+        assert dependency[: base + 1] == first[: base + 1]
         assert dependency[deps_layer] != first[deps_layer]
         # the images are whole: the commit's own code, its dependencies, the runner
         out = _run(sandbox, tags[1], str(builder.path), commits[1], "python -m pytest -q")

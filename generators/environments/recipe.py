@@ -301,6 +301,7 @@ def render_dockerfile(
             "",
             "FROM ${BASE}",
             f"ENV {env}",
+            "WORKDIR /repo",  # cached, as every step before the commit's own
             *(
                 [f"COPY --from=build {APT_RUNTIME} {APT_RUNTIME}", _run([_apt_runtime()])]
                 if packages
@@ -310,9 +311,7 @@ def render_dockerfile(
             f"COPY --from=build {REMOVED} {REMOVED}",
             _run([f"xargs -0 -r rm -rf < {REMOVED}", f"rm {REMOVED}"]),
             f"COPY --from=build {DELTA}/ /",
-            "WORKDIR /repo",
-            "ARG PROFILE_ID=",
-            "ARG SETUP_COMMIT=",
+            "ARG PROFILE_ID= SETUP_COMMIT=",
             f'LABEL {PROFILE_LABEL}="${{PROFILE_ID}}" {SETUP_COMMIT_LABEL}="${{SETUP_COMMIT}}"',
             "",
         ]
