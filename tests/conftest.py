@@ -114,11 +114,9 @@ def cluster():
 
 
 def write_params(path: Path, cache_dir: Path, extra: str = "") -> Path:
-    """Params for the tests' tiny suites: a run limit of 10 s (their runs take 1-2 s under load),
-    since every validate of calc's history sits through its hanging commit until the limit."""
     path.write_text(
         f"cache_dir: {cache_dir}\n"
-        "validate:\n  test_timeout_s: 10\n  workers: 2\n"
+        "validate:\n  test_timeout_s: 20\n  workers: 2\n"
         "environment:\n  pythons: ['3.11']\n" + extra
     )
     return path

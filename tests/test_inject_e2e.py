@@ -207,7 +207,7 @@ def test_coverage_guided_keeps_what_full_suite_keeps(tmp_path: Path, shapes_repo
         assert profile.status == "built", profile.log
         clean = TestTree.at(repo.path, commit, [])
         mutations = [mutation_of(repo.path, c, clean.tree_id) for c in candidates]
-        vparams = ValidateParams(test_timeout_s=10)  # the hang sits this out twice
+        vparams = ValidateParams(test_timeout_s=15)
         guided = validate_mutations(
             sandbox, profile, clean, mutations, vparams, JUNIT_PATH, cache=None, workers=2
         )
