@@ -29,7 +29,7 @@ is shared with another run; uv's layer, which every build on a machine shares, i
 the timed builds (``prime_uv``), so no recipe's cold pays it; the warm builds use the same
 bundle. The last lines are the seconds per recipe and each case's ``warm_speedup`` (baseline
 warm / layered warm; ``previous_warm_speedup`` likewise against ``--previous``). Every image
-built is removed at the end.
+built and the clone are removed at the end.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import argparse
 import importlib.util
 import io
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -186,6 +187,7 @@ def run_case(
     finally:
         sandbox.close()
         subprocess.run(["docker", "rmi", "-f", *tags], capture_output=True, check=False)
+        shutil.rmtree(folder, ignore_errors=True)
     for (recipe, when), values in seconds.items():
         figures[f"{name}_{recipe}_{when}_s"] = round(statistics.median(values), 1)
         if when == "warm" and repeat > 1:
