@@ -78,6 +78,14 @@ def _frame(files: dict[str, bytes], table: str) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed").sort(pl.all())
 
 
+def _differing(want: pl.DataFrame, got: pl.DataFrame) -> dict[str, tuple]:
+    """column -> (local, remote) values of the columns whose values differ (an assertion's word)."""
+    if want.columns != got.columns or want.height != got.height:
+        return {"shape": (want.columns, want.height, got.columns, got.height)}
+    return {c: (want[c].to_list(), got[c].to_list()) for c in want.columns
+            if want[c].to_list() != got[c].to_list()}  # fmt: skip
+
+
 def _same_validation(local: Path, remote: dict[str, bytes]) -> None:
     """Test runs differ in their logs' timings, so a validate output differs from run to run in
     its log digests and durations (and a profile in its build seconds), and a flaky test's reruns
@@ -87,7 +95,7 @@ def _same_validation(local: Path, remote: dict[str, bytes]) -> None:
     volatile = {"tasks": ["validation"], "rejections": ["detail"], "profiles": ["log", "build_s"]}
     for table, dropped in volatile.items():
         want, got = _frame(mine, table).drop(dropped), _frame(remote, table).drop(dropped)
-        assert want.height > 0 and want.equals(got), table
+        assert want.height > 0 and want.equals(got), (table, _differing(want, got))
     ran = [set(_frame(files, "runs")["candidate_id"]) for files in (mine, remote)]
     assert ran[0] and ran[0] == ran[1]
     assert _summary(remote["summary.json"]) == _summary(mine["summary.json"])
