@@ -245,14 +245,9 @@ def run_supervised_js(
     runner works as validate's did (``schemas/js_commands.py``), the files given relative to it."""
     check_js_runner(runner, package_dir)
     listed = "".join(f"{p}\n" for p in guard if "\n" not in p).encode()
-    shipped = {GUARD: listed, **{f"{ROOT}/{t}": _js_program(n) for t, n in JS_FILES.items()}}
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for path, data in shipped.items():
-            info = tarfile.TarInfo(path.lstrip("/"))
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    session.put_archive(buffer.getvalue(), "/")
+    _put_files(
+        session, {GUARD: listed, **{f"{ROOT}/{t}": _js_program(n) for t, n in JS_FILES.items()}}
+    )
     if package_dir:
         files = tuple(posixpath.relpath(f, package_dir) for f in files)
     if runner == "mocha":
@@ -367,17 +362,22 @@ def _run_node(
 ) -> SupervisedRun:
     """node's own runner with the grader's reporter: each file runs in a process of its own,
     given the project's loader options (``node_args``), which the reporter's process never is."""
-    options = json.dumps(children_options(package_json)).encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        info = tarfile.TarInfo(NODE_OPTIONS.lstrip("/"))
-        info.size, info.mode = len(options), 0o644
-        tar.addfile(info, io.BytesIO(options))
-    session.put_archive(buffer.getvalue(), "/")
+    _put_files(session, {NODE_OPTIONS: json.dumps(children_options(package_json)).encode()})
     said = session.exec("node --version", PROBE_TIMEOUT_S).output.strip().lstrip("v")
     major = int(said.split(".")[0]) if said.split(".")[0].isdigit() else 0
     args = node_args(NODE_REPORTER, files, package_json, _per_test_s(timeout_s), major)
     return _supervised(session, _exec(args, timeout_s, package_dir), timeout_s)
+
+
+def _put_files(session: Session, files: dict[str, bytes]) -> None:
+    """``files`` (absolute path -> bytes) into the session, readable by everyone, in one archive."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    session.put_archive(buffer.getvalue(), "/")
 
 
 def _runner_file(
