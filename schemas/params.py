@@ -97,6 +97,9 @@ class ValidateParams:
     # full run; a disagreement switches the profile to full runs for the rest of the run
     audit_share: float = 0.2
     audit_seed: int = 0
+    # Bug runs fork from a pytest imported once per container (verifiers/validation/fork_server.py)
+    # instead of starting Python and pytest anew: about half of a short run on a fast suite
+    fork_server: bool = True
 
 
 @dataclass

@@ -37,6 +37,8 @@ ONLY_FIRST_ENV = "TRAJFORGE_ONLY_FIRST"  # set: nothing runs after the first tes
 RERUN_OUT_ENV = "TRAJFORGE_RERUN_OUT"  # where the plugin writes its in-process reruns' outcomes
 RERUN_PATH = f"{COV_DIR}/reruns.json"
 PLUGIN = "trajforge_pytest"  # verifiers/validation/pytest_plugin.py, as the container sees it
+FORK = "trajforge_fork"  # verifiers/validation/fork_server.py, as the container sees it
+FORK_READY = "/tmp/trajforge/fork/ready"
 # The repository's pytest-cov and xdist would take the measurement over (the plugin accepts and
 # ignores their options, so the project's addopts still parse).
 BLOCKED = "-p no:pytest_cov -p no:xdist"
@@ -131,15 +133,29 @@ class CoverageMap:
         return cls(tuple(data["tests"]), files)
 
 
-def plugin_command(test_cmd: str) -> str:
-    """The test command with trajforge's pytest plugin (``install_support`` puts it in place).
+def plugin_command(test_cmd: str, forked: bool = False) -> str:
+    """The test command with trajforge's pytest plugin (``install_support`` puts it in place);
+    ``forked``: run through the workspace's fork server (``start_fork_server``), which runs
+    ``python -m pytest`` itself wherever it cannot serve.
 
     A command that is not pytest's is returned unchanged: it runs as the profile says.
     """
     if not test_cmd.startswith(PYTEST_PREFIX):
         return test_cmd
     rest = test_cmd[len(PYTEST_PREFIX) :]
-    return f"{_PYTHONPATH} python -m pytest {BLOCKED} -p {PLUGIN}{rest}"
+    module = FORK if forked else "pytest"
+    return f"{_PYTHONPATH} python -m {module} {BLOCKED} -p {PLUGIN}{rest}"
+
+
+def start_fork_server(session: Session) -> bool:
+    """Start the fork server in the repository with the test runs' environment, and wait (a few
+    seconds at most) until it serves; False: the runs start pytest themselves."""
+    start = (
+        f"{_PYTHONPATH} nohup python -m {FORK} --trajforge-serve </dev/null >/dev/null 2>&1 & "
+        f"i=0; while [ ! -e {FORK_READY} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; "
+        f"[ -e {FORK_READY} ]"
+    )
+    return session.exec(start, timeout_s=60).exit_code == 0
 
 
 def coverage_command(test_cmd: str) -> str | None:
@@ -196,6 +212,7 @@ def _support_files() -> bytes:
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for name, text in (
             (f"{PLUGIN}.py", plugin),
+            (f"{FORK}.py", Path(__file__).with_name("fork_server.py").read_text(encoding="utf-8")),
             ("rc", _RCFILE),
             ("dump.py", _DUMP),
             (f"{START_MODULE}.py", _START),

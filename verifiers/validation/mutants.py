@@ -96,6 +96,7 @@ from trajforge.verifiers.validation.coverage import (
     install_support,
     measure,
     plugin_command,
+    start_fork_server,
 )
 from trajforge.verifiers.validation.covered_sites import record_covered
 from trajforge.verifiers.validation.patch_lines import outside_functions, with_statement_starts
@@ -222,7 +223,7 @@ def validate_mutations(
     ctx = RunContext("", profile.profile_id, profile.test_cmd, junit_path, params.test_timeout_s)
     snapshot_id = f"snapshot-{clean.tree_id[:16]}"
     baseline_key = content_id(VERSION, "clean", *_decides(profile, clean), params.test_timeout_s)
-    slots = [_Slot(sandbox, profile, clean) for _ in range(max(workers, 1))]
+    slots = [_Slot(sandbox, profile, clean, params.fork_server) for _ in range(max(workers, 1))]
     complete = set(pending)  # verdicts of complete runs: the only ones cached
     made: list[TestRun] = []  # the clean confirmation run, once made
     audits: collections.Counter[str] = collections.Counter()  # agreed / disagreed
@@ -324,10 +325,12 @@ def check_combination(result: ValidationResult, signatures: dict[str, str]) -> V
 
 
 class _Workspace:
-    """A container holding the clean snapshot; mutants are written over it and undone."""
+    """A container holding the clean snapshot; mutants are written over it and undone.
+    ``forked``: its pytest runs fork from the container's fork server."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, forked: bool = False) -> None:
         self.session = session
+        self.forked = forked
 
     def write(self, files: dict[str, str | None]) -> None:
         """Each file's text, or its removal where the text is None."""
@@ -350,14 +353,17 @@ class _Workspace:
 class _Slot:
     """A lane's clean workspace, opened when first needed and replaced when its sandbox breaks."""
 
-    def __init__(self, sandbox: Sandbox, profile: EnvProfile, clean: TestTree) -> None:
+    def __init__(
+        self, sandbox: Sandbox, profile: EnvProfile, clean: TestTree, fork_server: bool = False
+    ) -> None:
         self.sandbox, self.profile, self.clean = sandbox, profile, clean
+        self.fork_server = fork_server
         self.stack = ExitStack()
         self.workspace: _Workspace | None = None
 
     def get(self) -> _Workspace:
         if self.workspace is None:
-            opened = clean_workspace(self.sandbox, self.profile, self.clean)
+            opened = clean_workspace(self.sandbox, self.profile, self.clean, self.fork_server)
             self.workspace = self.stack.enter_context(opened)
         return self.workspace
 
@@ -382,11 +388,16 @@ class _Slot:
 
 
 @contextmanager
-def clean_workspace(sandbox: Sandbox, profile: EnvProfile, clean: TestTree) -> Iterator[_Workspace]:
+def clean_workspace(
+    sandbox: Sandbox, profile: EnvProfile, clean: TestTree, fork_server: bool = False
+) -> Iterator[_Workspace]:
+    """A container with the clean snapshot and trajforge's support files; ``fork_server``: with
+    a pytest fork server for the bug runs (only where the profile's command is pytest's)."""
     with sandbox.session(SessionSpec(image=profile.image)) as session:
         session.put_archive(clean.tar())
         install_support(session)
-        yield _Workspace(session)
+        forked = fork_server and plugin_command(profile.test_cmd) != profile.test_cmd
+        yield _Workspace(session, forked and start_fork_server(session))
 
 
 def _clean_baseline(workspace: _Workspace, ctx: RunContext) -> CleanBaseline:
@@ -410,7 +421,9 @@ def _confirm_at_clean(
         return None
     try:
         return slot.twice(
-            lambda ws: run_tests(ws.session, _plugged(ctx), "clean", attempt=1, selection=union)
+            lambda ws: run_tests(
+                ws.session, _plugged(ctx, ws.forked), "clean", attempt=1, selection=union
+            )
         )
     except SandboxBroken as exc:
         return exc
@@ -454,7 +467,7 @@ def _validate_one(
     decides = decides and not labelled
     plan = book.plan(profile.profile_id, mutation.candidate.candidate_id) if decides else FULL
     timeout = _mutant_timeout(baseline, ctx.timeout_s)
-    mctx = mutant_context(profile, mutation, ctx.junit_path, timeout)
+    mctx = mutant_context(profile, mutation, ctx.junit_path, timeout, workspace.forked)
     env = f"{FIRST_ENV}={FIRST_PATH}"
     if plan == COVERING:
         env += f" {ONLY_FIRST_ENV}=1 {RERUN_OUT_ENV}={RERUN_PATH}"
@@ -605,9 +618,9 @@ def _first_tests(
     return tuple(sorted(set(covering) | named))
 
 
-def _plugged(ctx: RunContext) -> RunContext:
+def _plugged(ctx: RunContext, forked: bool) -> RunContext:
     """The run with trajforge's pytest plugin (the repository's pytest-cov and xdist kept out)."""
-    return dataclasses.replace(ctx, test_cmd=plugin_command(ctx.test_cmd))
+    return dataclasses.replace(ctx, test_cmd=plugin_command(ctx.test_cmd, forked))
 
 
 def _broken_run(
@@ -634,11 +647,12 @@ def _mutant_timeout(baseline: CleanBaseline, limit: float) -> float:
 
 
 def mutant_context(
-    profile: EnvProfile, mutation: Mutation, junit_path: str, timeout_s: float
+    profile: EnvProfile, mutation: Mutation, junit_path: str, timeout_s: float, forked: bool = False
 ) -> RunContext:
     """The test command under coreutils `timeout`, so a hang kills the tests, not the container,
-    with trajforge's pytest plugin (``install_support`` must have put it in the container)."""
-    command = f"timeout -k 5 {int(timeout_s)} {plugin_command(profile.test_cmd)}"
+    with trajforge's pytest plugin (``install_support`` must have put it in the container);
+    ``forked``: through the workspace's fork server (a kill of the caller kills the tests)."""
+    command = f"timeout -k 5 {int(timeout_s)} {plugin_command(profile.test_cmd, forked)}"
     return RunContext(
         mutation.candidate.candidate_id,
         profile.profile_id,
