@@ -1,0 +1,286 @@
+"""End to end ``tasks_per_core_hour``: environments + validation of one PyPI release history from a
+cold cache, trajforge against a SWE-smith-style baseline, on the same candidates, same run.
+
+  mine:      ``trajforge mine --pypi NAME --max-commits N`` (one commit per release sdist), timed
+             on its own and counted by neither side: both sides take the same candidates.
+  cold:      a fresh ``cache_dir`` (sdists, clones, build logs, prepared profiles, verdicts), and
+             every profile image the stage would reuse for these candidates removed first. Docker's
+             build cache stays (the classic builder's intermediate layers; trajforge keeps no uv or
+             pip cache of its own outside its layers): the build logs say which RUN steps ran.
+  trajforge: ``trajforge validate --workers W`` on the mine output: each environment its layered
+             image (uv), then every candidate validated by the stage's rule (reruns included).
+  baseline:  SWE-smith's way (``swesmith_repo.py``): ONE image per repository at the newest
+             candidate's commit (pip), then per candidate two full suite runs, each in a fresh
+             container, with W candidates at a time; a candidate whose suite does not run there
+             is lost.
+
+Each side prints candidates, tasks kept, wall, build and test seconds and ``tasks_per_core_hour``
+= tasks / (wall hours x W); then whether FAIL_TO_PASS agree on the candidates both kept, and last
+``tasks_per_core_hour_ratio: X`` (trajforge / baseline).
+
+Usage: .venv/bin/python benchmarks/end_to_end.py --pypi NAME [--max-commits N] [--workers W]
+       [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import TypeVar
+
+from trajforge.generators.environments.profile import detect_profile
+from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.schemas.candidate import Candidate
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import Params
+from trajforge.schemas.rejection import Rejection
+from trajforge.schemas.storage import parquet_files, read_records
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.sandbox.docker import connect
+from trajforge.verifiers.sandbox.factory import make_sandbox
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from swesmith_repo import Outcome, build_repo_image, validate_candidate
+
+T = TypeVar("T")
+TRAJFORGE = os.path.join(os.path.dirname(sys.executable), "trajforge")
+STEP = re.compile(r"^Step \d+/\d+ : (.*)$", re.M)
+
+
+@dataclass
+class Side:
+    """One side's figures over the same candidates with the same W."""
+
+    name: str
+    candidates: int
+    wall_s: float
+    build_s: float
+    test_s: float
+    kept: dict[str, tuple[str, ...]]  # candidate id -> FAIL_TO_PASS
+    reasons: dict[str, int]
+    workers: int
+    notes: list[str] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)  # what it built, removed after the run
+
+    @property
+    def per_core_hour(self) -> float:
+        return len(self.kept) / (self.wall_s / 3600 * self.workers) if self.wall_s else 0.0
+
+    def lines(self) -> list[str]:
+        other = self.wall_s * self.workers - self.build_s - self.test_s
+        reasons = ", ".join(f"{r} {n}" for r, n in sorted(self.reasons.items())) or "none"
+        return [
+            f"{self.name}: {self.candidates} candidates, {len(self.kept)} tasks kept "
+            f"(rejected: {reasons})",
+            f"  wall {self.wall_s:.1f} s x {self.workers} cores = "
+            f"{self.wall_s * self.workers:.1f} core-s: build {self.build_s:.1f} s, "
+            f"test {self.test_s:.1f} s, other {other:.1f} s",
+            f"  tasks_per_core_hour: {self.per_core_hour:.1f}",
+            *(f"  {note}" for note in self.notes),
+        ]
+
+
+def cli(*args: str, cwd: str) -> None:
+    """The real ``trajforge`` console script; an error with its tail when it fails."""
+    proc = subprocess.run([TRAJFORGE, *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-10:])
+        raise SystemExit(f"trajforge {args[0]} failed (exit {proc.returncode}):\n{tail}")
+
+
+def read_dir(cls: type[T], directory: str) -> list[T]:
+    return [r for f in parquet_files(directory) for r in read_records(cls, f)]
+
+
+def params_file(root: str, max_releases: int) -> tuple[str, Params]:
+    """A params file with a fresh cache_dir and enough releases for ``--max-commits``."""
+    cache = os.path.join(root, "cache")
+    path = os.path.join(root, "params.yaml")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(f"cache_dir: {cache}\nsources:\n  max_releases: {max_releases}\n")
+    params = Params()
+    params.cache_dir, params.sources.max_releases = cache, max_releases
+    return path, params
+
+
+def stage_profile(params: Params, candidate: Candidate) -> EnvProfile | None:
+    """The profile the validate stage detects for ``candidate`` (environment.py's call)."""
+    env = params.environment
+    repo = open_source(candidate.source, SourceOptions.from_params(params))
+    try:
+        return detect_profile(
+            repo.path, candidate.base_commit, candidate.repo,
+            default_python=env.default_python, pythons=tuple(env.pythons),
+            source=repo.identity, registry=env.registry,
+        )  # fmt: skip
+    except UserError:
+        return None
+
+
+def remove_images(images: set[str]) -> int:
+    """Remove each image present (never a base image); how many were there."""
+    import docker.errors
+
+    client, removed = connect(), 0
+    for image in sorted(images):
+        if image.startswith("trajforge-base:"):
+            continue
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.remove(image, force=True)
+            removed += 1
+    return removed
+
+
+def steps_run(cache_dir: str) -> tuple[int, int]:
+    """(RUN steps whose output is in the build logs, RUN steps): a cached step prints nothing."""
+    ran = total = 0
+    logs = os.path.join(cache_dir, "build-logs")
+    for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+        with open(os.path.join(logs, name), encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+        parts = STEP.split(text)[1:]  # command, output, command, output ...
+        for command, output in zip(parts[::2], parts[1::2], strict=False):
+            if command.startswith("RUN"):
+                total += 1
+                ran += bool(output.strip())
+    return ran, total
+
+
+def trajforge_side(root: str, params_path: str, cache_dir: str, mine_dir: str, w: int) -> Side:
+    out = os.path.join(root, "validate")
+    started = time.monotonic()
+    cli("validate", "--input", mine_dir, "--output", out, "--workers", str(w),
+        "--params", params_path, cwd=root)  # fmt: skip
+    wall = time.monotonic() - started
+    tasks = read_dir(TaskInstance, os.path.join(out, "tasks"))
+    profiles = read_dir(EnvProfile, os.path.join(out, "profiles"))
+    runs = read_dir(TestRun, os.path.join(out, "runs"))
+    reasons = collections.Counter(
+        r.reason for r in read_dir(Rejection, os.path.join(out, "rejections"))
+    )
+    built = [p.build_s for p in profiles if p.build_s]
+    ran, total = steps_run(cache_dir)
+    return Side(
+        "trajforge", 0, wall, sum(built), sum(r.duration_s for r in runs),
+        {t.candidate_id: tuple(sorted(t.FAIL_TO_PASS)) for t in tasks}, dict(reasons), w,
+        [f"images built: {len(built)} ({', '.join(f'{s:.1f}' for s in built)} s); "
+         f"RUN steps that ran: {ran} of {total} (the rest came from Docker's build cache)",
+         f"test runs: {len(runs)}"],
+        sorted({p.image for p in profiles if p.image}),
+    )  # fmt: skip
+
+
+def baseline_side(params: Params, candidates: list[Candidate], w: int, tag: str) -> Side:
+    """One image at the newest candidate (its stage profile's Python), then W candidates at once."""
+    newest = max(candidates, key=lambda c: (c.created_at, c.candidate_id))
+    profile = stage_profile(params, newest)
+    python = profile.python if profile else params.environment.default_python
+    repo_path = open_source(newest.source, SourceOptions.from_params(params)).path
+    sandbox = make_sandbox(params, quiet=True)
+    timeout = params.validate.test_timeout_s
+    started = time.monotonic()
+    image = build_repo_image(sandbox, params.environment, repo_path, newest, python, tag)
+    outcomes: list[Outcome] = []
+    if image.ok:
+        with ThreadPoolExecutor(max_workers=w) as pool:
+            outcomes = list(pool.map(
+                lambda c: validate_candidate(sandbox, tag, repo_path, c, timeout), candidates
+            ))  # fmt: skip
+    else:
+        outcomes = [
+            Outcome(c.candidate_id, False, "install_failed", (), (), 0.0) for c in candidates
+        ]
+    wall = time.monotonic() - started
+    sandbox.close()
+    reasons = collections.Counter(o.reason for o in outcomes if not o.kept)
+    status = "built" if image.ok else f"FAILED ({image.detail})"
+    return Side(
+        "baseline (SWE-smith style)", len(candidates), wall, image.build_s,
+        sum(o.test_s for o in outcomes),
+        {o.candidate_id: o.fail_to_pass for o in outcomes if o.kept}, dict(reasons), w,
+        [f"one image {tag}, Python {python}, at release commit {image.commit[:12]}: "
+         f"{status} in {image.build_s:.1f} s", f"test runs: {2 * len(outcomes)}"],
+    )  # fmt: skip
+
+
+def agreement(ours: Side, theirs: Side) -> list[str]:
+    both = sorted(set(ours.kept) & set(theirs.kept))
+    lines = [
+        f"kept by both: {len(both)}; trajforge only: {sorted(set(ours.kept) - set(theirs.kept))}; "
+        f"baseline only: {sorted(set(theirs.kept) - set(ours.kept))}"
+    ]
+    differ = [c for c in both if ours.kept[c] != theirs.kept[c]]
+    lines.append(f"FAIL_TO_PASS agree on {len(both) - len(differ)} of {len(both)} kept by both")
+    for cid in differ:
+        a, b = set(ours.kept[cid]), set(theirs.kept[cid])
+        lines.append(f"  {cid}: trajforge only {sorted(a - b)}; baseline only {sorted(b - a)}")
+    return lines
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--pypi", required=True, help="the PyPI project whose releases to mine")
+    parser.add_argument("--max-commits", type=int, default=8, help="newest N releases mined")
+    parser.add_argument("--workers", type=int, default=2, help="W, the cores of both sides")
+    parser.add_argument("--json", help="also write the figures here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="trajforge-e2e-", ignore_cleanup_errors=True) as root:
+        params_path, params = params_file(root, args.max_commits + 1)
+        mine_dir = os.path.join(root, "mine")
+        started = time.monotonic()
+        cli("mine", "--pypi", args.pypi, "--max-commits", str(args.max_commits),
+            "--output", mine_dir, "--params", params_path, cwd=root)  # fmt: skip
+        mine_s = time.monotonic() - started
+        candidates = read_dir(Candidate, os.path.join(mine_dir, "candidates"))
+        if not candidates:
+            raise SystemExit(f"pypi:{args.pypi}: no candidates in the newest {args.max_commits} "
+                             "releases; raise --max-commits")  # fmt: skip
+        detected = {p.image for c in candidates if (p := stage_profile(params, c))}
+        removed = remove_images(detected)
+        print(f"pypi:{args.pypi}, newest {args.max_commits} releases: {len(candidates)} candidates "
+              f"(mine {mine_s:.1f} s, counted by neither side), W = {args.workers}")  # fmt: skip
+        print(f"cold: fresh cache_dir; {removed} of {len(detected)} profile images were present "
+              "and removed; Docker's build cache kept (see RUN steps below)")  # fmt: skip
+        ours = trajforge_side(root, params_path, params.cache_dir, mine_dir, args.workers)
+        ours.candidates = len(candidates)
+        tag = f"trajforge-e2e-baseline:{os.getpid()}"
+        try:
+            theirs = baseline_side(params, candidates, args.workers, tag)
+        finally:
+            remove_images({tag, *ours.images})
+    for side in (ours, theirs):
+        print("\n".join(side.lines()))
+    print("\n".join(agreement(ours, theirs)))
+    ratio = ours.per_core_hour / theirs.per_core_hour if theirs.per_core_hour else float("inf")
+    if args.json:
+        figures = {
+            "pypi": args.pypi, "max_commits": args.max_commits, "workers": args.workers,
+            "mine_s": mine_s, "profile_images_removed": removed,
+            "trajforge": {**asdict(ours), "tasks_per_core_hour": ours.per_core_hour},
+            "baseline": {**asdict(theirs), "tasks_per_core_hour": theirs.per_core_hour},
+            "tasks_per_core_hour_ratio": ratio, "load": os.getloadavg(),
+        }  # fmt: skip
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(figures, handle, indent=2)
+    print(f"tasks_per_core_hour_ratio: {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
