@@ -326,28 +326,42 @@ def check_combination(result: ValidationResult, signatures: dict[str, str]) -> V
 
 class _Workspace:
     """A container holding the clean snapshot; mutants are written over it and undone.
-    ``forked``: its pytest runs fork from the container's fork server."""
+    ``forked``: its pytest runs fork from the container's fork server.
+
+    A bug's files are undone lazily, in the same archive that writes the next bug's files (one
+    copy into the container per bug, not two); ``restore`` undoes them before a clean run."""
 
     def __init__(self, session: Session, forked: bool = False) -> None:
         self.session = session
         self.forked = forked
+        self.undo: dict[str, str | None] = {}  # the clean text of what the last bug changed
 
-    def write(self, files: dict[str, str | None]) -> None:
-        """Each file's text, or its removal where the text is None."""
+    def write(self, files: dict[str, str | None], extra: dict[str, str] | None = None) -> None:
+        """Each file's text, or its removal where the text is None (``extra``: absolute paths
+        written in the same archive)."""
         gone = sorted(path for path, text in files.items() if text is None)
         if gone:
             paths = " ".join(shlex.quote(f"{REPO_DIR}/{path}") for path in gone)
             result = self.session.exec(f"rm -f {paths}", timeout_s=60)
             if result.exit_code != 0:
                 raise SandboxBroken(f"could not remove {gone[:3]}: {result.output[-200:]}")
-        written = {path: text for path, text in files.items() if text is not None}
+        written = {f"repo/{p}": text for p, text in files.items() if text is not None}
+        written.update({path.lstrip("/"): text for path, text in (extra or {}).items()})
         if written:
-            self.session.put_archive(_files_tar(written), dest="/")
+            self.session.put_archive(_files_tar(written, prefix=""), dest="/")
 
-    def put_first(self, tests: tuple[str, ...]) -> None:
-        """The node ids the plugin runs first (an empty file: the whole suite in its order)."""
-        text = "".join(f"{test}\n" for test in tests)
-        self.session.put_archive(_files_tar({FIRST_PATH: text}, prefix=""), dest="/")
+    def apply(self, mutation: Mutation, first: tuple[str, ...]) -> None:
+        """The clean files the last bug changed, this bug's files, and the node ids the plugin
+        runs first (an empty file: the whole suite in its order), in one archive."""
+        files = {**self.undo, **mutation.mutated}
+        self.undo = dict(mutation.original)
+        self.write(files, {FIRST_PATH: "".join(f"{test}\n" for test in first)})
+
+    def restore(self) -> None:
+        """The clean snapshot again (before a run at clean)."""
+        if self.undo:
+            undo, self.undo = self.undo, {}
+            self.write(undo)
 
 
 class _Slot:
@@ -420,11 +434,12 @@ def _confirm_at_clean(
     if not union:
         return None
     try:
-        return slot.twice(
-            lambda ws: run_tests(
-                ws.session, _plugged(ctx, ws.forked), "clean", attempt=1, selection=union
-            )
-        )
+
+        def confirm(ws: _Workspace) -> TestRun:
+            ws.restore()
+            return run_tests(ws.session, _plugged(ctx, ws.forked), "clean", 1, selection=union)
+
+        return slot.twice(confirm)
     except SandboxBroken as exc:
         return exc
 
@@ -471,38 +486,34 @@ def _validate_one(
     env = f"{FIRST_ENV}={FIRST_PATH}"
     if plan == COVERING:
         env += f" {ONLY_FIRST_ENV}=1 {RERUN_OUT_ENV}={RERUN_PATH}"
-    workspace.write(mutation.mutated)
-    try:
-        workspace.put_first(first)
-        first_ctx = dataclasses.replace(mctx, test_cmd=f"rm -f {RERUN_PATH}; {env} {mctx.test_cmd}")
-        # Where the covering tests decide, pytest is given them by id: it collects only their
-        # modules (most of a fast suite's run is its collection).
-        only = first if plan == COVERING else ()
-        run = run_tests(workspace.session, first_ctx, "base", attempt=0, selection=only)
-        if problem := _broken_run(mutation, run, (run,)):
-            return problem
-        statuses = run.statuses()
-        if first and not any(statuses.get(t) in FAILING for t in first):
-            detail = f"none of the {len(covering)} covering test(s) fails on the bug"
-            if len(first) > len(covering):
-                detail += f", nor any of the {len(first) - len(covering)} the dataset names"
-            return reject_mutation(mutation, "equivalent", detail, (run,))
-        broken = tuple(t for t in sorted(baseline.passing) if statuses.get(t) in FAILING)
-        if not broken:
-            where = ", ".join(f"{p}:{sorted(ls)[:5]}" for p, ls in sorted(mutation.lines.items()))
-            why = "it changes files or lines that run at import" if mutation.whole_suite else (
-                f"no passing test executes {where or 'its lines'}"
-            )  # fmt: skip
-            detail = f"{why}, and no test fails in a full run of the suite with it"
-            return reject_mutation(mutation, "not_covered", detail, (run,))
-        if plan == COVERING:
-            rerun = _rerun_in_process(workspace, mctx, run, broken)
-        else:
-            rerun = run_tests(workspace.session, mctx, "base", attempt=1, selection=broken)
-        if problem := _broken_run(mutation, rerun, (run, rerun)):
-            return problem
-    finally:
-        workspace.write(mutation.original)
+    workspace.apply(mutation, first)
+    first_ctx = dataclasses.replace(mctx, test_cmd=f"rm -f {RERUN_PATH}; {env} {mctx.test_cmd}")
+    # Where the covering tests decide, pytest is given them by id: it collects only their
+    # modules (most of a fast suite's run is its collection).
+    only = first if plan == COVERING else ()
+    run = run_tests(workspace.session, first_ctx, "base", attempt=0, selection=only)
+    if problem := _broken_run(mutation, run, (run,)):
+        return problem
+    statuses = run.statuses()
+    if first and not any(statuses.get(t) in FAILING for t in first):
+        detail = f"none of the {len(covering)} covering test(s) fails on the bug"
+        if len(first) > len(covering):
+            detail += f", nor any of the {len(first) - len(covering)} the dataset names"
+        return reject_mutation(mutation, "equivalent", detail, (run,))
+    broken = tuple(t for t in sorted(baseline.passing) if statuses.get(t) in FAILING)
+    if not broken:
+        where = ", ".join(f"{p}:{sorted(ls)[:5]}" for p, ls in sorted(mutation.lines.items()))
+        why = "it changes files or lines that run at import" if mutation.whole_suite else (
+            f"no passing test executes {where or 'its lines'}"
+        )  # fmt: skip
+        detail = f"{why}, and no test fails in a full run of the suite with it"
+        return reject_mutation(mutation, "not_covered", detail, (run,))
+    if plan == COVERING:
+        rerun = _rerun_in_process(workspace, mctx, run, broken)
+    else:
+        rerun = run_tests(workspace.session, mctx, "base", attempt=1, selection=broken)
+    if problem := _broken_run(mutation, rerun, (run, rerun)):
+        return problem
     again = rerun.statuses()
     candidates = frozenset(t for t in broken if again.get(t) in FAILING)
     audit = ""
