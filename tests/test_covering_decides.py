@@ -1,7 +1,8 @@
 """A kept bug's covering tests decide its FAIL_TO_PASS, and the audit keeps them honest.
 
 One test-built repository with: a function only a subprocess runs (coverage must see it there),
-a test that runs the module from its source text (a blind spot coverage cannot see), and a test
+a test that runs the module from its source text (a blind spot coverage cannot see, for a covered
+function and for one no other test runs), and a test
 that passes in whole-suite runs but fails when rerun by name after its first run (a flake the
 union confirmation at clean must keep out of FAIL_TO_PASS, where one full clean run more would
 not have seen it).
@@ -39,6 +40,10 @@ def sign(x):
     if x < 0:
         return -1
     return 1
+
+
+def unused(x):
+    return x - 1
 """
 
 WORKER = """\
@@ -83,6 +88,7 @@ def test_inc_from_text():
     space = {}
     exec(compile(text, "<core as text>", "exec"), space)
     assert space["inc"](1) == 2
+    assert space["unused"](1) == 0  # no test runs it where coverage sees
 """
 
 FLAKY = """\
@@ -105,6 +111,7 @@ BUGS = {
     "sign": CORE.replace("if x < 0:", "if x > 0:"),
     "worker": CORE.replace("return x * 2", "return x * 3"),
     "inc": CORE.replace("return x + 1", "return x + 2"),
+    "unused": CORE.replace("return x - 1", "return x - 2"),
 }
 
 
@@ -168,9 +175,9 @@ def test_covering_tests_decide_and_the_audit_catches_a_blind_spot(
         assert profile.test_cmd.startswith("python -m pytest"), profile.test_cmd
         clean = TestTree.at(repo.path, commit, [])
 
-        def validate(names: list[str]):
+        def validate(names: list[str], share: float = 0.0):
             mutations = [mutation_of(repo.path, bugs[n], clean.tree_id) for n in names]
-            book = AuditBook(vparams.audit_share, vparams.audit_seed)  # a new run's
+            book = AuditBook(share, vparams.audit_seed)  # a new run's
             batch = validate_mutations(
                 sandbox, profile, clean, mutations, vparams, JUNIT_PATH, None, 1, audit=book
             )
@@ -178,6 +185,8 @@ def test_covering_tests_decide_and_the_audit_catches_a_blind_spot(
 
         first, found = validate(["sign", "worker"])
         second, again = validate(["inc", "worker"])
+        unrun, skipped = validate(["unused"])
+        audited, caught = validate(["unused"], share=1.0)
     finally:
         sandbox.close()
 
@@ -217,3 +226,15 @@ def test_covering_tests_decide_and_the_audit_catches_a_blind_spot(
     assert switched.provenance["mutant_runs"] == "full"
     assert (f"{T}test_worker",) == switched.FAIL_TO_PASS
     assert len(again["worker"].runs[0].tests) == len(second.baseline[0].tests)  # the whole suite
+
+    # No passing test executes the bug's lines where coverage sees: rejected without a run...
+    blind = skipped["unused"]
+    assert blind.task is None and blind.rejection.reason == "not_covered"
+    assert blind.runs == () and "not run" in blind.rejection.detail
+    assert unrun.audit_agreed == unrun.audit_disagreed == 0
+    # ...unless drawn for the audit: the whole suite runs, and the test coverage could not see
+    # fails, so it is a disagreement (the profile runs full from then on) and the task is kept.
+    kept = caught["unused"].task
+    assert kept is not None, caught["unused"].rejection
+    assert kept.FAIL_TO_PASS == (BLIND_ID,) and kept.provenance["audit"] == "disagreed"
+    assert audited.audit_disagreed == 1

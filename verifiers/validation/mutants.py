@@ -147,6 +147,7 @@ class BatchResult:
 
 
 COVERING, AUDIT, FULL = "covering", "audit", "full"
+SKIPPED = "skipped"  # a bug no passing test executes, left unrun (``AuditBook.plan_blind``)
 
 
 class AuditBook:
@@ -174,11 +175,32 @@ class AuditBook:
             if not agreed:
                 self.full.add(profile_id)
 
+    def plan_blind(self, profile_id: str, candidate_id: str) -> str:
+        """A bug whose lines no passing test executes: most are rejected unrun (a full run
+        would find nothing failing); the seeded share runs the whole suite, and one that fails
+        a test there is a blind spot of coverage: it is recorded as a disagreement."""
+        with self.lock:
+            if profile_id in self.full:
+                return FULL
+            return AUDIT if _draw(self.seed, candidate_id) < self.share else SKIPPED
+
 
 def _draw(seed: int, candidate_id: str) -> float:
     """A number in [0, 1) fixed by the seed and the bug: the same bugs are audited every run."""
     digest = hashlib.sha256(f"{seed}:{candidate_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
+
+
+class _Tally:
+    """Audit outcomes counted from several lanes at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts: collections.Counter[str] = collections.Counter()
+
+    def add(self, outcome: str) -> None:
+        with self.lock:
+            self.counts[outcome] += 1
 
 
 @dataclass(frozen=True)
@@ -226,7 +248,7 @@ def validate_mutations(
     slots = [_Slot(sandbox, profile, clean, params.fork_server) for _ in range(max(workers, 1))]
     complete = set(pending)  # verdicts of complete runs: the only ones cached
     made: list[TestRun] = []  # the clean confirmation run, once made
-    audits: collections.Counter[str] = collections.Counter()  # agreed / disagreed
+    tally = _Tally()  # audits of bugs no test covers that agreed (the others are in `waiting`)
     try:
         known = cache.get(baseline_key) if cache is not None else None
         if known is not None:
@@ -257,7 +279,7 @@ def validate_mutations(
                 for i in lanes[lane_index]:
                     validate = functools.partial(
                         _validate_one, profile=profile, baseline=baseline, mutation=mutations[i],
-                        ctx=ctx, mode=mode, book=book,
+                        ctx=ctx, mode=mode, book=book, tally=tally,
                     )  # fmt: skip
                     try:
                         outcome = slot.twice(validate)
@@ -280,7 +302,7 @@ def validate_mutations(
                     complete.discard(i)
                 else:
                     results[i] = _settle(held, profile, baseline, confirm)
-            audits.update(held.audit for held in waiting.values() if held.audit)
+            tally.counts.update(held.audit for held in waiting.values() if held.audit)
     finally:
         for slot in slots:
             slot.discard()
@@ -289,6 +311,7 @@ def validate_mutations(
             cache.put(keys[i], to_cache(results[i]))
     clean_runs = (() if known is not None else baseline.runs) + tuple(made)
     ordered = tuple(results[i] for i in range(len(mutations)))
+    audits = tally.counts
     return BatchResult(
         ordered, clean_runs, baseline.runs + tuple(made), audits["agreed"], audits["disagreed"]
     )
@@ -471,6 +494,7 @@ def _validate_one(
     ctx: RunContext,
     mode: str,
     book: AuditBook,
+    tally: _Tally,
 ) -> ValidationResult | _Pending:
     """One process: covering tests first; then, if one fails, the rest of the suite (a full or
     audited bug) or nothing more (the covering tests decide); then the failures rerun."""
@@ -478,9 +502,21 @@ def _validate_one(
     first = _first_tests(baseline, mutation, covering)
     # A row imported from a dataset gets a full run: its label check reads every test's status.
     labelled = mutation.candidate.labels is not None
-    decides = mode == COVERING and bool(covering) and baseline.coverage is not None
-    decides = decides and not labelled
-    plan = book.plan(profile.profile_id, mutation.candidate.candidate_id) if decides else FULL
+    measured = mode == COVERING and baseline.coverage is not None and not labelled
+    where = ", ".join(f"{p}:{sorted(ls)[:5]}" for p, ls in sorted(mutation.lines.items()))
+    blind = measured and not covering and not mutation.whole_suite
+    if blind:
+        plan = book.plan_blind(profile.profile_id, mutation.candidate.candidate_id)
+        if plan == SKIPPED:
+            detail = (
+                f"no passing test executes {where or 'its lines'}; not run (a seeded share of "
+                "such bugs runs the whole suite: the audit)"
+            )
+            return reject_mutation(mutation, "not_covered", detail, ())
+    elif measured and covering:
+        plan = book.plan(profile.profile_id, mutation.candidate.candidate_id)
+    else:
+        plan = FULL
     timeout = _mutant_timeout(baseline, ctx.timeout_s)
     mctx = mutant_context(profile, mutation, ctx.junit_path, timeout, workspace.forked)
     env = f"{FIRST_ENV}={FIRST_PATH}"
@@ -502,11 +538,12 @@ def _validate_one(
         return reject_mutation(mutation, "equivalent", detail, (run,))
     broken = tuple(t for t in sorted(baseline.passing) if statuses.get(t) in FAILING)
     if not broken:
-        where = ", ".join(f"{p}:{sorted(ls)[:5]}" for p, ls in sorted(mutation.lines.items()))
         why = "it changes files or lines that run at import" if mutation.whole_suite else (
             f"no passing test executes {where or 'its lines'}"
         )  # fmt: skip
         detail = f"{why}, and no test fails in a full run of the suite with it"
+        if blind and plan == AUDIT:
+            tally.add("agreed")  # coverage was right: nothing fails
         return reject_mutation(mutation, "not_covered", detail, (run,))
     if plan == COVERING:
         rerun = _rerun_in_process(workspace, mctx, run, broken)
