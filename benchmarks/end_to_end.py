@@ -30,10 +30,12 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TypeVar
@@ -73,6 +75,7 @@ class Side:
     workers: int
     notes: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)  # what it built, removed after the run
+    why_not: dict[str, str] = field(default_factory=dict)  # candidate id -> why it was not kept
 
     @property
     def per_core_hour(self) -> float:
@@ -143,22 +146,31 @@ def remove_images(images: set[str]) -> int:
     return removed
 
 
-def steps_run(cache_dir: str) -> tuple[int, int]:
-    """(RUN steps whose output is in the build logs, RUN steps): a cached step prints nothing."""
-    ran = total = 0
+def steps_run(cache_dir: str) -> tuple[int, int, int, int]:
+    """From the build logs: (RUN steps that ran, RUN steps, the same for the build stage, from
+    ``FROM deps AS build`` to the final stage: the commit's own install). A step taken from
+    Docker's build cache prints nothing, so a build-stage step without output is a warm one."""
+    counts = [0, 0, 0, 0]
     logs = os.path.join(cache_dir, "build-logs")
     for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
         with open(os.path.join(logs, name), encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-        parts = STEP.split(text)[1:]  # command, output, command, output ...
+            parts = STEP.split(handle.read())[1:]  # command, output, command, output ...
+        in_build = False
         for command, output in zip(parts[::2], parts[1::2], strict=False):
+            if command.startswith("FROM"):  # the build stage ends where the final one starts
+                in_build = command.startswith("FROM deps AS build")
             if command.startswith("RUN"):
-                total += 1
-                ran += bool(output.strip())
-    return ran, total
+                ran = bool(output.strip())
+                counts[0] += ran
+                counts[1] += 1
+                if in_build:
+                    counts[2] += ran
+                    counts[3] += 1
+    return counts[0], counts[1], counts[2], counts[3]
 
 
 def trajforge_side(root: str, params_path: str, cache_dir: str, mine_dir: str, w: int) -> Side:
+    """``trajforge validate`` on the mine output, timed; ``root``'s name keeps runs apart."""
     out = os.path.join(root, "validate")
     started = time.monotonic()
     cli("validate", "--input", mine_dir, "--output", out, "--workers", str(w),
@@ -167,19 +179,33 @@ def trajforge_side(root: str, params_path: str, cache_dir: str, mine_dir: str, w
     tasks = read_dir(TaskInstance, os.path.join(out, "tasks"))
     profiles = read_dir(EnvProfile, os.path.join(out, "profiles"))
     runs = read_dir(TestRun, os.path.join(out, "runs"))
-    reasons = collections.Counter(
-        r.reason for r in read_dir(Rejection, os.path.join(out, "rejections"))
-    )
+    rejections = read_dir(Rejection, os.path.join(out, "rejections"))
     built = [p.build_s for p in profiles if p.build_s]
-    ran, total = steps_run(cache_dir)
+    ran, total, ran_build, total_build = steps_run(cache_dir)
+    cold = "" if ran_build == total_build else " NOT COLD: this repository's layers were cached"
     return Side(
         "trajforge", 0, wall, sum(built), sum(r.duration_s for r in runs),
-        {t.candidate_id: tuple(sorted(t.FAIL_TO_PASS)) for t in tasks}, dict(reasons), w,
-        [f"images built: {len(built)} ({', '.join(f'{s:.1f}' for s in built)} s); "
-         f"RUN steps that ran: {ran} of {total} (the rest came from Docker's build cache)",
+        {t.candidate_id: tuple(sorted(t.FAIL_TO_PASS)) for t in tasks},
+        dict(collections.Counter(r.reason for r in rejections)), w,
+        [f"images built: {len(built)} ({', '.join(f'{s:.1f}' for s in built)} s, one at a time); "
+         f"RUN steps that ran: {ran} of {total}, of the commits' own steps {ran_build} of "
+         f"{total_build} (a step that did not run came from Docker's build cache){cold}",
          f"test runs: {len(runs)}"],
         sorted({p.image for p in profiles if p.image}),
+        {r.input: f"{r.reason}: {r.detail.splitlines()[0] if r.detail else ''}"
+         for r in rejections},
     )  # fmt: skip
+
+
+def steady_state(root: str, cache_dir: str, mine_dir: str, max_releases: int, w: int) -> float:
+    """The same validate again with every image present and another fresh cache_dir (with the
+    release history mine made): the wall seconds of everything but the builds."""
+    again = os.path.join(root, "steady")
+    os.makedirs(again)
+    path, params = params_file(again, max_releases)
+    for folder in ("pypi", "pypi-sdists"):
+        shutil.copytree(os.path.join(cache_dir, folder), os.path.join(params.cache_dir, folder))
+    return trajforge_side(again, path, params.cache_dir, mine_dir, w).wall_s
 
 
 def baseline_side(params: Params, candidates: list[Candidate], w: int, tag: str) -> Side:
@@ -212,6 +238,7 @@ def baseline_side(params: Params, candidates: list[Candidate], w: int, tag: str)
         {o.candidate_id: o.fail_to_pass for o in outcomes if o.kept}, dict(reasons), w,
         [f"one image {tag}, Python {python}, at release commit {image.commit[:12]}: "
          f"{status} in {image.build_s:.1f} s", f"test runs: {2 * len(outcomes)}"],
+        [], {o.candidate_id: o.reason for o in outcomes if not o.kept},
     )  # fmt: skip
 
 
@@ -221,6 +248,10 @@ def agreement(ours: Side, theirs: Side) -> list[str]:
         f"kept by both: {len(both)}; trajforge only: {sorted(set(ours.kept) - set(theirs.kept))}; "
         f"baseline only: {sorted(set(theirs.kept) - set(ours.kept))}"
     ]
+    for name, side, other in (("trajforge", ours, theirs), ("baseline", theirs, ours)):
+        for cid in sorted(set(side.kept) - set(other.kept)):
+            lines.append(f"  {name} only {cid}: FAIL_TO_PASS {list(side.kept[cid])}; "
+                         f"the other side: {other.why_not.get(cid, '?')}")  # fmt: skip
     differ = [c for c in both if ours.kept[c] != theirs.kept[c]]
     lines.append(f"FAIL_TO_PASS agree on {len(both) - len(differ)} of {len(both)} kept by both")
     for cid in differ:
@@ -229,18 +260,32 @@ def agreement(ours: Side, theirs: Side) -> list[str]:
     return lines
 
 
+@contextlib.contextmanager
+def work_folder(keep: str | None) -> Iterator[str]:
+    """``keep`` (made, must be new or empty) or a temporary folder removed afterwards."""
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        if os.listdir(keep):
+            raise SystemExit(f"--keep {keep}: the folder is not empty; name a new one")
+        yield os.path.abspath(keep)
+        return
+    with tempfile.TemporaryDirectory(prefix="trajforge-e2e-", ignore_cleanup_errors=True) as root:
+        yield root
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--pypi", required=True, help="the PyPI project whose releases to mine")
     parser.add_argument("--max-commits", type=int, default=8, help="newest N releases mined")
     parser.add_argument("--workers", type=int, default=2, help="W, the cores of both sides")
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--keep", help="keep the work folder (outputs, caches, logs) here")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="trajforge-e2e-", ignore_cleanup_errors=True) as root:
+    with work_folder(args.keep) as root:
         params_path, params = params_file(root, args.max_commits + 1)
         mine_dir = os.path.join(root, "mine")
         started = time.monotonic()
@@ -261,6 +306,13 @@ def main(argv: list[str] | None = None) -> int:
         ours.candidates = len(candidates)
         tag = f"trajforge-e2e-baseline:{os.getpid()}"
         try:
+            steady = steady_state(
+                root, params.cache_dir, mine_dir, args.max_commits + 1, args.workers
+            )
+            ours.notes.append(
+                f"validate again with the images present: {steady:.1f} s wall, so the builds "
+                f"cost {ours.wall_s - steady:.1f} s of the wall (not counted in the ratio)"
+            )
             theirs = baseline_side(params, candidates, args.workers, tag)
         finally:
             remove_images({tag, *ours.images})
