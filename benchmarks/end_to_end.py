@@ -54,7 +54,7 @@ from trajforge.verifiers.sandbox.docker import connect
 from trajforge.verifiers.sandbox.factory import make_sandbox
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from swesmith_repo import Outcome, build_repo_image, validate_candidate
+from swesmith_repo import TIMEOUT_S, Outcome, build_repo_image, validate_candidate
 
 T = TypeVar("T")
 TRAJFORGE = os.path.join(os.path.dirname(sys.executable), "trajforge")
@@ -215,7 +215,7 @@ def baseline_side(params: Params, candidates: list[Candidate], w: int, tag: str)
     python = profile.python if profile else params.environment.default_python
     repo_path = open_source(newest.source, SourceOptions.from_params(params)).path
     sandbox = make_sandbox(params, quiet=True)
-    timeout = params.validate.test_timeout_s
+    timeout = min(TIMEOUT_S, params.validate.test_timeout_s)
     started = time.monotonic()
     image = build_repo_image(sandbox, params.environment, repo_path, newest, python, tag)
     outcomes: list[Outcome] = []

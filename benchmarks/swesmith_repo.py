@@ -36,6 +36,7 @@ from trajforge.verifiers.sandbox.base import ExecResult, Sandbox, Session, Sessi
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git
 
 TEST_CMD = "pytest --disable-warnings --color=no --tb=no --verbose"  # constants.py TEST_PYTEST
+TIMEOUT_S = 120  # constants.py TIMEOUT: one suite run's limit (a hang loses the candidate)
 STATUSES = ("FAILED", "PASSED", "SKIPPED", "ERROR", "XFAIL")  # swebench's TestStatus, in order
 PASSED, FAILED = "PASSED", "FAILED"
 TRACKED = "/opt/baseline-tracked"  # NUL-separated paths git tracked at the image's commit
