@@ -2,10 +2,10 @@
 
 One test-built repository with: a function only a subprocess runs (coverage must see it there),
 a test that runs the module from its source text (a blind spot coverage cannot see, for a covered
-function and for one no other test runs), and a test
-that passes in whole-suite runs but fails when rerun by name after its first run (a flake the
-union confirmation at clean must keep out of FAIL_TO_PASS, where one full clean run more would
-not have seen it).
+function and for one no other test runs), a test that reads what a function run only at import
+left (no test runs its lines, yet one sees its bug), and a test that passes in whole-suite runs
+but fails when rerun by name after its first run (a flake the union confirmation at clean must
+keep out of FAIL_TO_PASS, where one full clean run more would not have seen it).
 """
 
 from __future__ import annotations
@@ -44,6 +44,13 @@ def sign(x):
 
 def unused(x):
     return x - 1
+
+
+def _table():
+    return {"a": 1}
+
+
+TABLE = _table()  # the function runs at import only; tests read what it left
 """
 
 WORKER = """\
@@ -59,7 +66,11 @@ TESTS = """\
 import subprocess
 import sys
 
-from probe.core import inc, sign
+from probe.core import TABLE, inc, sign
+
+
+def test_table():
+    assert TABLE["a"] == 1
 
 
 def test_inc():
@@ -112,6 +123,7 @@ BUGS = {
     "worker": CORE.replace("return x * 2", "return x * 3"),
     "inc": CORE.replace("return x + 1", "return x + 2"),
     "unused": CORE.replace("return x - 1", "return x - 2"),
+    "table": CORE.replace('return {"a": 1}', 'return {"a": 2}'),
 }
 
 
@@ -187,6 +199,7 @@ def test_covering_tests_decide_and_the_audit_catches_a_blind_spot(
         second, again = validate(["inc", "worker"])
         unrun, skipped = validate(["unused"])
         audited, caught = validate(["unused"], share=1.0)
+        _, early = validate(["table"])
     finally:
         sandbox.close()
 
@@ -208,7 +221,9 @@ def test_covering_tests_decide_and_the_audit_catches_a_blind_spot(
     assert worker.provenance["mutant_runs"] == "covering"
     assert worker.provenance["covering_tests"] == "1"
     assert (f"{T}test_worker",) == worker.FAIL_TO_PASS
-    assert set(worker.PASS_TO_PASS) == {f"{T}test_inc", f"{T}test_sign", BLIND_ID}
+    assert set(worker.PASS_TO_PASS) == {
+        f"{T}test_inc", f"{T}test_sign", f"{T}test_table", BLIND_ID
+    }  # fmt: skip
     assert "audit" not in worker.provenance
     stopped = found["worker"].runs[0]
     assert {t.test_id for t in stopped.tests} == {f"{T}test_worker"}  # nothing else ran
@@ -238,3 +253,10 @@ def test_covering_tests_decide_and_the_audit_catches_a_blind_spot(
     assert kept is not None, caught["unused"].rejection
     assert kept.FAIL_TO_PASS == (BLIND_ID,) and kept.provenance["audit"] == "disagreed"
     assert audited.audit_disagreed == 1
+
+    # A function only a module body calls runs at import, before any test: coverage measured it
+    # there, so the whole suite decides, and the test reading what it left is FAIL_TO_PASS.
+    table = early["table"].task
+    assert table is not None, early["table"].rejection
+    assert (f"{T}test_table",) == table.FAIL_TO_PASS
+    assert table.provenance["mutant_runs"] == "full"

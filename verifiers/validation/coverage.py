@@ -84,26 +84,30 @@ import json, coverage
 measured = coverage.Coverage(config_file="{COV_DIR}/rc")
 measured.combine()  # the pytest process's data and its subprocesses'
 data = measured.get_data()
-tests, index, files = [], {{}}, {{}}
+tests, index, files, imports = [], {{}}, {{}}, {{}}
 prefix = "{REPO_DIR}/"
 for path in data.measured_files():
     if not path.startswith(prefix):
         continue
-    lines = {{}}
+    lines, early = {{}}, []
     for line, contexts in (data.contexts_by_lineno(path) or {{}}).items():
         ids = []
         for context in contexts:
-            if context:
-                if context not in index:
-                    index[context] = len(tests)
-                    tests.append(context)
-                ids.append(index[context])
+            if not context:  # before the first test: collection, so import time
+                early.append(line)
+                continue
+            if context not in index:
+                index[context] = len(tests)
+                tests.append(context)
+            ids.append(index[context])
         if ids:
             lines[str(line)] = sorted(ids)
     if lines:
         files[path[len(prefix):]] = lines
+    if early:
+        imports[path[len(prefix):]] = sorted(early)
 with open("{MAP_PATH}", "w") as out:
-    json.dump({{"tests": tests, "files": files}}, out)
+    json.dump({{"tests": tests, "files": files, "import_lines": imports}}, out)
 """
 
 
@@ -111,6 +115,14 @@ with open("{MAP_PATH}", "w") as out:
 class CoverageMap:
     tests: tuple[str, ...]
     files: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
+    # Lines run before the first test (collection: imports, and the functions module bodies
+    # call). What they compute is kept in module state every later test reads without running
+    # them again, so no per-test answer can be trusted for a bug there.
+    at_import: dict[str, frozenset[int]] = field(default_factory=dict)
+
+    def runs_at_import(self, path: str, lines: Iterable[int]) -> bool:
+        early = self.at_import.get(path, frozenset())
+        return any(line in early for line in lines)
 
     def tests_covering(self, path: str, lines: Iterable[int]) -> tuple[str, ...]:
         """Sorted ids of the tests that executed any of ``lines`` of ``path``."""
@@ -122,7 +134,8 @@ class CoverageMap:
         files = {
             p: {str(n): list(ids) for n, ids in lines.items()} for p, lines in self.files.items()
         }
-        return {"tests": list(self.tests), "files": files}
+        early = {p: sorted(lines) for p, lines in self.at_import.items()}
+        return {"tests": list(self.tests), "files": files, "import_lines": early}
 
     @classmethod
     def from_json(cls, data: dict) -> CoverageMap:
@@ -130,7 +143,11 @@ class CoverageMap:
             path: {int(n): tuple(ids) for n, ids in lines.items()}
             for path, lines in data["files"].items()
         }
-        return cls(tuple(data["tests"]), files)
+        early = {
+            path: frozenset(int(n) for n in lines)
+            for path, lines in data.get("import_lines", {}).items()
+        }
+        return cls(tuple(data["tests"]), files, early)
 
 
 def plugin_command(test_cmd: str, forked: bool = False) -> str:

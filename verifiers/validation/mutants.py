@@ -23,9 +23,11 @@ clean files in the same container and gets ONE pytest process (trajforge's plugi
 - one fails, ``mutant_mode: full`` (or the profile was switched) -> the same process goes on
   through the rest of the suite; the failures are rerun once in a new process;
 - a row imported from a dataset (its labels are checked test by test) -> a full run, as ``full``;
-- no test covers it (dead code to the suite, or a line that runs at import: module and class
-  bodies, decorators, defaults; or a bug that adds or deletes a file) -> the whole suite runs
-  before any verdict, so ``not_covered`` means nothing fails, and a kept bug is a full run.
+- a line that runs at import (module and class bodies, decorators, defaults, or a function a
+  module body calls, measured at clean), or a bug that adds or deletes a file -> the whole suite
+  runs before any verdict, and a kept bug is a full run;
+- no passing test executes it -> ``not_covered`` without a run, but for the audit's seeded share,
+  which runs the whole suite (a test failing there is a disagreement).
 
 Confirmation at the clean state: instead of a second full clean run, the union of the snapshot's
 FAIL_TO_PASS candidates is rerun at clean once every bug has run; one that does not pass again
@@ -109,8 +111,9 @@ from trajforge.verifiers.validation.rule import (
 )
 
 # v2: one process per bug, confirmed full-run failures, files added/deleted; v3: covering tests
-# decide (audited), one clean run and the union of FAIL_TO_PASS confirmed at clean
-VERSION = "inject-v3"
+# decide (audited), one clean run and the union of FAIL_TO_PASS confirmed at clean; v4: lines run
+# at import (measured) get the whole suite, bugs no test executes are left unrun
+VERSION = "inject-v4"
 TIMEOUT_EXIT_CODES = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
 T = TypeVar("T")
 
@@ -504,7 +507,8 @@ def _validate_one(
     labelled = mutation.candidate.labels is not None
     measured = mode == COVERING and baseline.coverage is not None and not labelled
     where = ", ".join(f"{p}:{sorted(ls)[:5]}" for p, ls in sorted(mutation.lines.items()))
-    blind = measured and not covering and not mutation.whole_suite
+    whole = _whole_suite(baseline, mutation)
+    blind = measured and not covering and not whole
     if blind:
         plan = book.plan_blind(profile.profile_id, mutation.candidate.candidate_id)
         if plan == SKIPPED:
@@ -538,7 +542,7 @@ def _validate_one(
         return reject_mutation(mutation, "equivalent", detail, (run,))
     broken = tuple(t for t in sorted(baseline.passing) if statuses.get(t) in FAILING)
     if not broken:
-        why = "it changes files or lines that run at import" if mutation.whole_suite else (
+        why = "it changes files or lines that run at import" if whole else (
             f"no passing test executes {where or 'its lines'}"
         )  # fmt: skip
         detail = f"{why}, and no test fails in a full run of the suite with it"
@@ -644,7 +648,7 @@ def _only(run: TestRun, tests: tuple[str, ...]) -> TestRun:
 
 def _covering_tests(baseline: CleanBaseline, mutation: Mutation) -> tuple[str, ...]:
     """The passing tests that execute the bug's lines; () means the whole suite must run."""
-    if mutation.whole_suite:
+    if _whole_suite(baseline, mutation):
         return ()
     if baseline.coverage is None:  # no coverage data: every passing test may see the bug
         return tuple(sorted(baseline.passing))
@@ -652,6 +656,17 @@ def _covering_tests(baseline: CleanBaseline, mutation: Mutation) -> tuple[str, .
         baseline.coverage.tests_covering(path, lines) for path, lines in mutation.lines.items()
     )
     return tuple(sorted(set(found) & baseline.passing))
+
+
+def _whole_suite(baseline: CleanBaseline, mutation: Mutation) -> bool:
+    """No test selection can be trusted: the bug changes a line run at import, by where it
+    stands (``mutation_of``) or as measured at clean (a function a module body calls)."""
+    if mutation.whole_suite:
+        return True
+    coverage = baseline.coverage
+    return coverage is not None and any(
+        coverage.runs_at_import(path, lines) for path, lines in mutation.lines.items()
+    )
 
 
 def _first_tests(
