@@ -35,8 +35,12 @@ podman-base-image: venv podman base-image
 	$(BIN)/trajforge base-image --sandbox podman --python 3.11
 
 # --durations: every run's log names its slowest tests, so the suite's time is read, not guessed.
+# TEST_WORKERS=2: pytest-xdist workers, each module on one worker (--dist loadfile: a module's
+# builds are made once), the heavy modules first (tests/conftest.py); 0 (the default): one process.
+TEST_WORKERS ?= 0
+XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: lint
-	$(BIN)/pytest -q --durations=30 tests
+	$(BIN)/pytest -q --durations=30 $(XDIST) tests
 
 # Everything that needs no engine, cluster, server or browser: the loop while editing (CI runs `test`).
 FAST = not docker and not podman and not dask and not s3 and not llama and not browser and not slow

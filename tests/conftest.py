@@ -60,31 +60,19 @@ def _weight(item: pytest.Item) -> int:
     return 1 if any(item.get_closest_marker(need) for need in NEEDS) else 2
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist's ``--dist loadgroup`` (``make test``), each module is one unit of work
-    on one worker, so a module-scoped build is made once, not once per worker that runs one of
-    its tests; modules that share an expensive session fixture name one ``XDIST_GROUP`` (the
-    fixture is then built once). On a worker, the heavy modules come first: the light ones
-    fill the end, so neither worker sits idle while the other finishes a long module. First,
-    before xdist's own hook reads the groups."""
-    if not config.pluginmanager.hasplugin("xdist"):
+    """On a pytest-xdist worker (``make test TEST_WORKERS=2``: ``--dist loadfile``, each module
+    on one worker, so its module-scoped builds are made once), the heavy modules come first:
+    the controller hands modules out in the workers' order, and the light ones then fill the
+    end instead of one worker finishing a long module while the other sits idle. A run in one
+    process keeps the collection order."""
+    if not hasattr(config, "workerinput"):
         return
-    group_of: dict[str, str] = {}
+    rank: dict[str, int] = {}
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            module = item.nodeid.partition("::")[0]
-            group = getattr(getattr(item, "module", None), "XDIST_GROUP", module)
-            item.add_marker(pytest.mark.xdist_group(group))
-        mark = item.get_closest_marker("xdist_group")
-        assert mark is not None
-        group_of[item.nodeid] = str(mark.args[0] if mark.args else mark.kwargs.get("name"))
-    if hasattr(config, "workerinput"):  # the controller schedules in the workers' order
-        rank: dict[str, int] = {}
-        for item in items:
-            group = group_of[item.nodeid]
-            rank[group] = min(rank.get(group, 2), _weight(item))
-        items.sort(key=lambda item: rank[group_of[item.nodeid]])
+        module = item.nodeid.partition("::")[0]
+        rank[module] = min(rank.get(module, 2), _weight(item))
+    items.sort(key=lambda item: rank[item.nodeid.partition("::")[0]])
 
 
 _MODULE_SECONDS: dict[str, float] = {}

@@ -43,8 +43,6 @@ from trajforge.verifiers.sandbox.base import Limits
 from trajforge.verifiers.sandbox.podman import PodmanSandbox
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman]
-# One worker builds calc_task (conftest) for both modules that use it (under xdist).
-XDIST_GROUP = "calc_task"
 
 
 @pytest.fixture(scope="module")

@@ -31,8 +31,6 @@ from trajforge.verifiers.sandbox.base import Limits
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
 pytestmark = pytest.mark.docker
-# One worker builds calc_task (conftest) for both modules that use it (under xdist).
-XDIST_GROUP = "calc_task"
 
 TIMEOUT_S = 30.0
 HACKS = {
