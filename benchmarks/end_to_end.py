@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import copy
 import json
 import os
 import re
@@ -58,6 +59,7 @@ from swesmith_repo import TIMEOUT_S, Outcome, build_repo_image, validate_candida
 
 T = TypeVar("T")
 TRAJFORGE = os.path.join(os.path.dirname(sys.executable), "trajforge")
+LOG_CAP = 64 << 20  # the baseline's verbose log: the sandbox keeps only head and tail past this
 STEP = re.compile(r"^Step \d+/\d+ : (.*)$", re.M)
 
 
@@ -214,7 +216,9 @@ def baseline_side(params: Params, candidates: list[Candidate], w: int, tag: str)
     profile = stage_profile(params, newest)
     python = profile.python if profile else params.environment.default_python
     repo_path = open_source(newest.source, SourceOptions.from_params(params)).path
-    sandbox = make_sandbox(params, quiet=True)
+    whole_logs = copy.deepcopy(params)  # SWE-smith reads the whole log from a file: no cap here
+    whole_logs.validate.max_log_bytes = LOG_CAP
+    sandbox = make_sandbox(whole_logs, quiet=True)
     timeout = min(TIMEOUT_S, params.validate.test_timeout_s)
     started = time.monotonic()
     image = build_repo_image(sandbox, params.environment, repo_path, newest, python, tag)
