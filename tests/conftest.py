@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,6 +138,17 @@ def cluster():
     found = local_cluster(2)
     yield found
     found.close()
+
+
+def built_profile(sandbox: Any, repo: Any, commit: str, params: Any, logs: Path) -> Any:
+    """The test repository's environment profile at ``commit``, its image built (or reused)."""
+    from trajforge.generators.environments.image import build_env_image
+    from trajforge.generators.environments.profile import detect_profile
+
+    profile = detect_profile(repo.path, commit, repo.name)
+    profile = build_env_image(sandbox, profile, repo.path, params.environment, str(logs))
+    assert profile.status == "built", profile.log
+    return profile
 
 
 def write_params(path: Path, cache_dir: Path, extra: str = "") -> Path:

@@ -14,10 +14,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import write_params
+from conftest import built_profile, write_params
 from repo_factory import COUNTER, RepoBuilder, pyproject
-from trajforge.generators.environments.image import build_env_image
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.params import ValidateParams, load_params
@@ -179,11 +178,7 @@ def test_covering_tests_decide_and_the_audit_catches_a_blind_spot(
     vparams = ValidateParams(test_timeout_s=60, audit_share=0.0)  # only each profile's first
     sandbox = make_sandbox(params, quiet=True)
     try:
-        profile = detect_profile(repo.path, commit, repo.name)
-        profile = build_env_image(
-            sandbox, profile, repo.path, params.environment, str(tmp_path / "logs")
-        )
-        assert profile.status == "built", profile.log
+        profile = built_profile(sandbox, repo, commit, params, tmp_path / "logs")
         assert profile.test_cmd.startswith("python -m pytest"), profile.test_cmd
         clean = TestTree.at(repo.path, commit, [])
 

@@ -13,10 +13,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import write_params
+from conftest import built_profile, write_params
 from repo_factory import RepoBuilder, pyproject
-from trajforge.generators.environments.image import build_env_image
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.params import load_params
@@ -83,11 +82,7 @@ def test_forked_runs_match_fresh_ones_and_fall_back_where_they_cannot(tmp_path: 
     repo = open_source(str(path), SourceOptions(cache_dir=str(tmp_path / "cache")))
     sandbox = make_sandbox(params, quiet=True)
     try:
-        profile = detect_profile(repo.path, commit, repo.name)
-        profile = build_env_image(
-            sandbox, profile, repo.path, params.environment, str(tmp_path / "logs")
-        )
-        assert profile.status == "built", profile.log
+        profile = built_profile(sandbox, repo, commit, params, tmp_path / "logs")
         clean = TestTree.at(repo.path, commit, [])
         bug = Candidate(
             candidate_id="probe-bug", repo="probe", source=str(path), base_commit=commit,
