@@ -163,6 +163,14 @@ BUGS: dict[str, tuple[dict[str, str | None], tuple[str, ...] | None]] = {
     ),
     "deletes_file": ({"gauge/cli.py": None}, (f"{T}test_cli_clamps",)),
     "renames_file": ({"gauge/cli.py": None, "gauge/main.py": CLI}, (f"{T}test_cli_clamps",)),
+    "low": (
+        {
+            "gauge/core.py": CORE.replace(
+                "    if x < lo:\n        return lo", "    if x < lo:\n        return hi"
+            )
+        },
+        (f"{T}test_clamp_low",),
+    ),
     "equivalent": ({"gauge/core.py": CORE.replace("if x < lo:", "if x <= lo:")}, None),
 }
 
@@ -281,6 +289,7 @@ def test_swesmith_rows_import_validate_and_check_labels(
             [D, f"{T}test_cli_clamps", f"{T}test_clamp_high", f"{T}test_gone"],
             "differs",
         ),
+        "low": ([f"{T}test_clamp_low"], "confirmed"),
         # a wrong label: the bug changes nothing test_clamp_low sees
         "equivalent": ([f"{T}test_clamp_low"], "rejected"),
     }
@@ -297,6 +306,8 @@ def test_swesmith_rows_import_validate_and_check_labels(
         })  # fmt: skip
     (tmp_path / "smith.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     params = write_params(tmp_path / "params.yaml", tmp_path / "cache")
+    # one lane: the audit's first kept bug is then the first to run (two lanes may audit both)
+    params.write_text(params.read_text().replace("workers: 2", "workers: 1"))
     imported = run_cli(
         "import-tasks", "--format", "swe-smith", "smith.jsonl", "--source", f"gauge/gauge={path}",
         "--output", "imported", "--params", str(params), cwd=tmp_path,
@@ -307,7 +318,7 @@ def test_swesmith_rows_import_validate_and_check_labels(
         cwd=tmp_path,
     )  # fmt: skip
     assert validated.returncode == 0, validated.stderr
-    assert "labels confirmed: 1 of 4" in validated.stderr
+    assert "labels confirmed: 2 of 5" in validated.stderr
     checks = {
         check.instance_id.split(".")[-1].split("__")[0].removeprefix("func_pm_"): check
         for check in read_records(LabelCheck, str(tmp_path / "val" / "label_check"))
@@ -325,5 +336,15 @@ def test_swesmith_rows_import_validate_and_check_labels(
     assert wrong.reason == "equivalent"
     assert wrong.FAIL_TO_PASS.we_missed == (f"{T}test_clamp_low",)
     assert wrong.FAIL_TO_PASS.why[f"{T}test_clamp_low"] == "our PASS_TO_PASS"  # passes with it
-    tasks = {t.instance_id for t in read_records(TaskInstance, str(tmp_path / "val" / "tasks"))}
-    assert tasks == {row["instance_id"] for row in rows[:3]}  # the dataset's own ids
+    kept = read_records(TaskInstance, str(tmp_path / "val" / "tasks"))
+    assert {t.instance_id for t in kept} == {row["instance_id"] for row in rows[:4]}  # their ids
+    # Imported rows are decided like fresh bugs: the covering tests (and the tests the dataset
+    # names), a full run only for the audit and where coverage cannot place the bug (a new file).
+    plans = {
+        t.instance_id.split("__")[-2].split(".")[-1]: t.provenance["mutant_runs"] for t in kept
+    }
+    assert plans["func_pm_adds_file"] == "full", plans
+    assert plans["func_pm_constant"] == "full", plans  # a module-level line: run at import
+    # the first kept bug of a profile is audited; the other function-body bug is decided by its
+    # covering tests, and its labels are still confirmed
+    assert sorted((plans["func_pm_subprocess"], plans["func_pm_low"])) == ["audit", "covering"]

@@ -7,6 +7,7 @@ validate`` (real Docker) on candidates written here with planted disagreements.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -203,6 +204,25 @@ def test_injected_bug_has_no_gold_run_of_its_own():
     assert check is not None and check.verdict == "differs"
     assert check.FAIL_TO_PASS.we_missed == (F + "q",)
     assert check.FAIL_TO_PASS.why == {F + "q": "FAILED with the bug here; not our FAIL_TO_PASS"}
+
+
+def test_covering_answer_reads_the_tests_it_left_out_as_at_clean():
+    """A bug the covering tests decided ran only those (and the tests the dataset names); a test
+    it left out is read as it ran at clean, as its PASS_TO_PASS is, not as absent."""
+    base = _run("base", 0, {F + "a": "FAILED", F + "b": "PASSED"}, selection=[F + "a", F + "b"])
+    clean = _run("clean", 0, {F + "a": "PASSED", F + "b": "PASSED", F + "e": "ERROR"})
+    task = _task([F + "a"], [F + "b"])
+    task = dataclasses.replace(task, provenance={"mutant_runs": "covering"})
+    result = ValidationResult(task, None, (base,))
+    check = check_labels(_candidate([F + "a"], [F + "b", F + "e"]), result, (clean,))
+    assert check is not None and check.PASS_TO_PASS.we_missed == (F + "e",)
+    assert check.PASS_TO_PASS.why == {F + "e": "ERROR with the bug and ERROR without it here"}
+    # the same row decided by a full run that did not list it: absent from our run at base
+    full = dataclasses.replace(task, provenance={"mutant_runs": "audit"})
+    check = check_labels(
+        _candidate([F + "a"], [F + "b", F + "e"]), ValidationResult(full, None, (base,)), (clean,)
+    )
+    assert check is not None and check.PASS_TO_PASS.not_run_here == (F + "e",)
 
 
 def _sample() -> LabelCheck:

@@ -57,6 +57,10 @@ class _Evidence:
         task = result.task
         self.has_task = task is not None
         if task is not None:
+            if task.provenance.get("mutant_runs") == "covering" and self.base and self.gold:
+                # The covering tests decided: a test the bug's run left out executes no changed
+                # line, so it runs as at clean (the inference its PASS_TO_PASS rests on).
+                self.base = {**self.gold, **self.base}
             self.flaky = set(task.flaky_tests)
             self.ours = {
                 "FAIL_TO_PASS": set(task.FAIL_TO_PASS),

@@ -22,7 +22,10 @@ clean files in the same container and gets ONE pytest process (trajforge's plugi
   sees a failure that only state leaked by earlier tests of the run causes;
 - one fails, ``mutant_mode: full`` (or the profile was switched) -> the same process goes on
   through the rest of the suite; the failures are rerun once in a new process;
-- a row imported from a dataset (its labels are checked test by test) -> a full run, as ``full``;
+- a row imported from a dataset is decided the same way: its run also starts with the FAIL_TO_PASS
+  the dataset names, and the label check reads a test the bug's run left out as it ran at clean
+  (the same inference as PASS_TO_PASS); one whose named tests coverage does not place at all
+  (no covering test) runs the whole suite, as ``full``;
 - a line that runs at import (module and class bodies, decorators, defaults, or a function a
   module body calls, measured at clean), or a bug that adds or deletes a file -> the whole suite
   runs before any verdict, and a kept bug is a full run;
@@ -503,13 +506,15 @@ def _validate_one(
     audited bug) or nothing more (the covering tests decide); then the failures rerun."""
     covering = _covering_tests(baseline, mutation)
     first = _first_tests(baseline, mutation, covering)
-    # A row imported from a dataset gets a full run: its label check reads every test's status.
-    labelled = mutation.candidate.labels is not None
-    measured = mode == COVERING and baseline.coverage is not None and not labelled
+    labels = mutation.candidate.labels
+    measured = mode == COVERING and baseline.coverage is not None
     where = ", ".join(f"{p}:{sorted(ls)[:5]}" for p, ls in sorted(mutation.lines.items()))
     whole = _whole_suite(baseline, mutation)
     blind = measured and not covering and not whole
-    if blind:
+    if blind and labels is not None and labels.FAIL_TO_PASS:
+        # The dataset says tests fail where coverage sees none run: the whole suite decides.
+        plan = FULL
+    elif blind:
         plan = book.plan_blind(profile.profile_id, mutation.candidate.candidate_id)
         if plan == SKIPPED:
             detail = (
