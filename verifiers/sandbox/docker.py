@@ -396,11 +396,13 @@ def _single_file(chunks: Iterator[bytes], cap: int, size: int) -> FileRead:
 
 
 class DockerSandbox:
-    """Fresh containers on demand; ``spares`` per image (default one) are started ahead so
-    nobody waits for them (a reward service keeps one per concurrent request).
+    """Fresh containers on demand; ``spares`` per image (default one; 0: none) are started
+    ahead so nobody waits for them (a reward service keeps one per concurrent request).
 
-    A spare is a container nobody has used: handing it out is the same as starting it then.
-    Used containers are removed in the background. ``close`` removes the spares.
+    A spare is a container nobody has used: handing it out is the same as starting it then. It
+    is handed out once, and every used container is removed (in the background); one is never
+    returned to the pool, since what a patch wrote outside the repository would outlive it
+    (docs/security.md). ``close`` removes the spares, those still starting included.
     """
 
     name = "docker"
@@ -409,7 +411,7 @@ class DockerSandbox:
         self, limits: Limits | None = None, docker_host: str | None = None, spares: int = 1
     ) -> None:
         self.limits = limits or Limits()
-        self.spares_per_image = max(1, spares)
+        self.spares_per_image = max(0, spares)
         self.docker_host = docker_host
         self.client = connect(docker_host)
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
@@ -645,7 +647,7 @@ class DockerSandbox:
         with self.lock:
             if self.closed:
                 return
-            self.closed = True
+            self.closed = True  # from here on no spare is started (``_fresh_container``)
             spares = [f for futures in self.spares.values() for f in futures]
             self.spares.clear()
         for future in spares:
@@ -660,7 +662,7 @@ class DockerSandbox:
         with self.lock:
             queue = self.spares.setdefault(f"{spec.image}\0{spec.grading}", [])
             spare = queue.pop(0) if queue else None
-            while len(queue) < self.spares_per_image:
+            while len(queue) < self.spares_per_image and not self.closed:
                 queue.append(self.background.submit(self._start, spec))
         if spare is not None:
             with contextlib.suppress(Exception):
