@@ -62,7 +62,9 @@ from trajforge.verifiers.grader import js_policy, patch_policy, rules, sentinels
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import (
     SupervisedRun,
+    add_grader,
     image_facts,
+    known_facts,
     run_supervised,
     run_supervised_js,
     ship,
@@ -228,8 +230,10 @@ def _graded_run(
     failing = {test_file(t) for t in task.FAIL_TO_PASS if t in graded}
     graded_files = sorted(failing or {test_file(t) for t in graded})
     with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
-        ship(session)
-        facts = image_facts(session, task.image_name)
+        facts = known_facts(task.image_name)
+        if facts is None:  # the image's first graded run in this process: ship, then probe
+            ship(session)
+            facts = image_facts(session, task.image_name)
         dirs = patch_policy.import_dirs(graded_files, _tree_paths(repo, tree, objects))
         shadowing = [
             w
@@ -240,12 +244,11 @@ def _graded_run(
             return PatchVerdict(
                 False, "forbidden_file", dropped=dropped, log="; ".join(shadowing[:5])
             )
-        session.put_archive(archive(repo, tree, prefix="repo/", env=objects), "/")
         originals = {p: _blob(repo, tree, p, objects) for p in graded_files}
         planted, planted_sentinels = sentinels.plant(
             {p: b for p, b in originals.items() if b is not None}
         )
-        session.put_archive(_tar({f"repo/{p}": data for p, data in planted.items()}), "/")
+        session.put_archive(_graded_archive(repo, tree, objects, planted), "/")
         run_selection = (*selection, *(s.test_id for s in planted_sentinels)) if selection else ()
         run = run_supervised(session, task.test_cmd, facts, run_selection, timeout_s)
         return judge(run, graded, planted_sentinels, dropped)
@@ -336,11 +339,18 @@ def _blob(repo: str, tree: str, path: str, env: Mapping[str, str]) -> bytes | No
         return None
 
 
-def _tar(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for path, data in sorted(files.items()):
-            info = tarfile.TarInfo(path)
+def _graded_archive(
+    repo: str, tree: str, objects: Mapping[str, str], planted: dict[str, bytes]
+) -> bytes:
+    """The tree under repo/, the grader and the graded files with their sentinels, as one copy
+    (each copy is a round trip to the engine and an unpacking process in the container). A
+    planted file comes after the tree's own, and an engine unpacks in order, the later entry
+    replacing the earlier, as a second copy did."""
+    buffer = io.BytesIO(archive(repo, tree, prefix="repo/", env=objects))
+    with tarfile.open(fileobj=buffer, mode="a") as tar:
+        add_grader(tar)
+        for path, data in sorted(planted.items()):
+            info = tarfile.TarInfo(f"repo/{path}")
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()

@@ -2,8 +2,9 @@
 
 For RL trainers that score rollouts from another process or machine (TRL's GRPOTrainer through
 ``rewards.trl_reward_func``, or any framework over HTTP). ``workers`` patches are graded at once,
-each in a fresh container of its task's image (Docker keeps one started container per worker and
-image ready, so a request does not wait for one to start); up to ``queue_size`` more wait.
+each in a fresh container of its task's image (Docker keeps one started, never used container per
+worker and image ready, so a request does not wait for one to start; each serves one patch and is
+removed, docs/security.md); up to ``queue_size`` more wait.
 Nothing is dropped silently: a request beyond that is answered 503 ``queue_full`` at once, one
 that waits past ``request_timeout_s`` is answered 504 ``request_timeout``, and every answer
 (bad request, unknown task, harness error) is counted in ``/stats``.

@@ -118,27 +118,40 @@ def ship(session: Session) -> None:
     """The supervisor, the launcher and the plugins, root's and read-only to everyone else."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for folder, mode in (("", 0o755), ("/plugins", 0o755), ("/out", 0o700)):
-            info = tarfile.TarInfo(f"{ROOT}{folder}".lstrip("/"))
-            info.type, info.mode = tarfile.DIRTYPE, mode
-            tar.addfile(info)
-        for target, name in FILES.items():
-            data = _program(name)
-            info = tarfile.TarInfo(f"{ROOT}/{target}".lstrip("/"))
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-        data = _plugin_options()
-        info = tarfile.TarInfo(f"{ROOT}/plugins/trajforge_pytest.py".lstrip("/"))
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
+        add_grader(tar)
     session.put_archive(buffer.getvalue(), "/")
 
 
-def image_facts(session: Session, image: str) -> ImageFacts:
-    """The image's pytest plugins and importable names (probed once per image and process)."""
+def add_grader(tar: tarfile.TarFile) -> None:
+    """What ``ship`` sends, added to ``tar`` (paths from /), so that a graded run can send the
+    grader, the tree and the sentinels in one copy: each copy into a container is a round trip
+    to the engine and an unpacking process there."""
+    for folder, mode in (("", 0o755), ("/plugins", 0o755), ("/out", 0o700)):
+        info = tarfile.TarInfo(f"{ROOT}{folder}".lstrip("/"))
+        info.type, info.mode = tarfile.DIRTYPE, mode
+        tar.addfile(info)
+    for target, name in FILES.items():
+        data = _program(name)
+        info = tarfile.TarInfo(f"{ROOT}/{target}".lstrip("/"))
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    data = _plugin_options()
+    info = tarfile.TarInfo(f"{ROOT}/plugins/trajforge_pytest.py".lstrip("/"))
+    info.size, info.mode = len(data), 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+def known_facts(image: str) -> ImageFacts | None:
+    """The image's facts when this process probed it already (no container needed)."""
     with _FACTS_LOCK:
-        if image in _FACTS:
-            return _FACTS[image]
+        return _FACTS.get(image)
+
+
+def image_facts(session: Session, image: str) -> ImageFacts:
+    """The image's pytest plugins and importable names (probed once per image and process;
+    the grader must be shipped into ``session`` first)."""
+    if (known := known_facts(image)) is not None:
+        return known
     result = session.exec(
         f"{PYTHON} -I {ROOT}/supervisor.py probe {REPO_DIR}", PROBE_TIMEOUT_S, "/"
     )
