@@ -88,7 +88,7 @@ class Evaluator:
     use_cache: bool = True  # reuse verdicts of exactly this tree (a rerun runs nothing)
     rebuild: bool = True  # build a missing image from the task's recipe
     timeout_s: float | None = None  # the test run's limit (default: validate.test_timeout_s)
-    spares: int = 1  # containers per image started ahead (Docker)
+    spares: int = 1  # never used containers per image started ahead (Docker; 0: none)
     # Rewards: FAIL_TO_PASS alone first, PASS_TO_PASS only when they all pass (verify_patch)
     fail_fast: bool = False
     say: Callable[[str], None] | None = None  # hears one line per row's recipe built here
