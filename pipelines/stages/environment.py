@@ -2,14 +2,15 @@
 
 Shared by validate (candidates) and explore (repository snapshots). Items are keyed by the profile
 detected at their commit (a GroupByKey), so each profile's image is built once, at the oldest
-commit among its items, and shared by all of them. ``prepare_environment`` picks the install set
-that builds, repairs what the suite's collection shows missing and leaves out what still cannot
-collect (generators/environments/prepare.py). A profile is keyed by the source's identity
-(``RepoRef.identity``: its real path or redacted URL), never its display name, so every item of a
-profile comes from one repository and the image's setup commit is a commit of that repository.
-The outcome, failed or not, is cached by the detected profile's id, so a rerun neither builds nor
-probes again; a failed profile's items are rejected with the reason in one line (the raw build
-log stays in ``<cache_dir>/build-logs/``).
+commit among its items, and shared by all of them; ``environment.build_workers`` profiles are
+prepared at once per worker (a release history needs many). ``prepare_environment`` picks the
+install set that builds, repairs what the suite's collection shows missing and leaves out what
+still cannot collect (generators/environments/prepare.py). A profile is keyed by the source's
+identity (``RepoRef.identity``: its real path or redacted URL), never its display name, so every
+item of a profile comes from one repository and the image's setup commit is a commit of that
+repository. The outcome, failed or not, is cached by the detected profile's id, so a rerun
+neither builds nor probes again; a failed profile's items are rejected with the reason in one
+line (the raw build log stays in ``<cache_dir>/build-logs/``).
 
 The language of a site is the registry's answer for its commit's tree
 (``generators/languages/at_commit.py:language_at``): a JavaScript project gets a profile of
@@ -22,17 +23,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import apache_beam as beam
-from trajforge.generators.environments.prepare import Prepared, prepare_environment
+from trajforge.generators.environments.prepare import Count, Prepared, prepare_environment
 from trajforge.generators.environments.profile import detect_profile
 from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
 from trajforge.generators.languages.at_commit import language_at
 from trajforge.generators.languages.js_profile import build_js_profile, js_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime import progress, reach
+from trajforge.pipelines.runtime.pool_work import InFlight, PoolCounts
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, StageFn
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
@@ -40,6 +43,9 @@ from trajforge.schemas.params import Params
 from trajforge.verifiers.sandbox.base import ImageStore, RegistryError
 
 PROFILES = "profiles"
+# Profile groups per batch: a bundle's groups in one batch, so the pool takes the next as soon as
+# a thread is free (a bundle on the in-process runner holds all of them).
+BATCH = 64
 
 
 @dataclass(frozen=True)
@@ -82,30 +88,86 @@ class DetectProfileFn(StageFn):
         yield profile.profile_id, (profile, item)
 
 
+class Built(NamedTuple):
+    """One profile's preparation as its pool thread leaves it for the bundle's thread."""
+
+    prepared: Prepared | None
+    error: UserError | None  # detection's or the sandbox's one line (each item rejected)
+    counts: PoolCounts
+    overlapped: bool  # another profile of this worker was being prepared meanwhile
+
+
 class BuildEnvironmentFn(SandboxFn):
-    """(profile_id, [(profile, item)]) -> (built profile, item) for each item, or rejections."""
+    """A batch of (profile_id, [(profile, item)]) -> (built profile, item) for each item, or
+    rejections; ``environment.build_workers`` profiles prepared at once.
+
+    A release history needs a profile per release or two, and each is a build plus a collection
+    probe: one at a time, the other cores wait. The threads only prepare (build, probe, cache,
+    push); every output, count and reach mark is made here, in the bundle's own thread, so
+    Beam's metrics (kept per thread) see them (``pool_work.py``).
+    """
 
     def __init__(self, params: Params, stage: str, locate: Callable[[Any], Site]) -> None:
         super().__init__(params)
         self.STAGE = stage
         self.locate = locate
 
-    def process(self, element: tuple[str, Iterable[tuple[EnvProfile, Any]]]):
-        _, members = element
-        pairs = sorted(members, key=lambda pair: self.locate(pair[1]).order)
-        profile, first = pairs[0]
-        items = [item for _, item in pairs]
-        sites = [self.locate(item) for item in items]
+    def setup(self) -> None:
+        super().setup()
+        workers = self.params.environment.build_workers
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="profile-build")
+        self.flight = InFlight()
+
+    def teardown(self) -> None:
+        self.pool.shutdown(wait=True)
+        super().teardown()
+
+    def process(self, batch: list[tuple[str, Iterable[tuple[EnvProfile, Any]]]]):
+        groups = [self._group(members) for _, members in batch]
         if self.unavailable is not None:
-            for site in sites:
-                yield self.reject_unavailable(site.input_id)
+            for _, sites in groups:
+                for site in sites:
+                    yield self.reject_unavailable(site.input_id)
             return
-        try:
-            prepared = self._prepare(profile, self.locate(first))
-        except UserError as exc:
-            for site in sites:
-                yield self.reject_error(site.input_id, exc)
-            return
+        futures = {}
+        for pairs, sites in groups:
+            try:  # here, not in the threads: one clone or fetch of a repository at a time
+                repo = open_source(sites[0].source, SourceOptions.from_params(self.params))
+            except UserError as exc:
+                for site in sites:
+                    yield self.reject_error(site.input_id, exc)
+                continue
+            job = self.pool.submit(self._prepare_counted, pairs[0][0], sites[0], repo.path)
+            futures[job] = (pairs, sites)
+        for future in as_completed(futures):  # each profile's items go on as it is ready
+            pairs, sites = futures[future]
+            prepared, error, counts, overlapped = future.result()
+            counts.replay(self.count)
+            if overlapped:
+                self.count("profiles_built_concurrently")
+            if error is not None:
+                for site in sites:
+                    yield self.reject_error(site.input_id, error)
+                continue
+            assert prepared is not None
+            yield from self._outcome(prepared, [item for _, item in pairs], sites)
+
+    def _group(self, members: Iterable[tuple[EnvProfile, Any]]) -> tuple[list, list[Site]]:
+        """A profile's (profile, item) pairs in build order, and where each item comes from."""
+        pairs = sorted(members, key=lambda pair: self.locate(pair[1]).order)
+        return pairs, [self.locate(item) for _, item in pairs]
+
+    def _prepare_counted(self, profile: EnvProfile, first: Site, repo_path: str) -> Built:
+        """In a pool thread: the profile prepared at its first item, its counts kept for later."""
+        counts = PoolCounts()
+        with self.flight.entered() as overlap:
+            try:
+                prepared = self._prepare(profile, first, repo_path, counts.add)
+            except UserError as exc:  # a SandboxBroken too: each item a sandbox_error
+                return Built(None, exc, counts, overlap.seen)
+        return Built(prepared, None, counts, overlap.seen)
+
+    def _outcome(self, prepared: Prepared, items: list[Any], sites: list[Site]):
         built = prepared.profile
         yield beam.pvalue.TaggedOutput(PROFILES, built)
         if self.STAGE == "validate" and built.status == "built":
@@ -126,45 +188,43 @@ class BuildEnvironmentFn(SandboxFn):
         for item in items:
             yield built, item
 
-    def _prepare(self, profile: EnvProfile, first: Site) -> Prepared:
+    def _prepare(self, profile: EnvProfile, first: Site, repo_path: str, count: Count) -> Prepared:
         """The profile's environment: built (or pulled), collected, repaired, cached by its id."""
-        repo = open_source(first.source, SourceOptions.from_params(self.params))
         assert self.sandbox is not None
         env = self.params.environment
         store = self.sandbox if isinstance(self.sandbox, ImageStore) else None
         say = lambda line: progress.say(f"{self.STAGE}: {line}")  # noqa: E731
         if profile.language == "javascript":  # no collection probe: each item's run decides
             prepared = build_js_profile(
-                self.sandbox, profile, repo.path, first.commit, self.params, say
+                self.sandbox, profile, repo_path, first.commit, self.params, say
             )
         else:
             fetch = None
             if store is not None:  # pulled when the registry has it: no build
 
                 def fetch(image: str) -> None:
-                    self._registry(profile, lambda: fetch_image(store, image, env, self.count))
+                    self._registry(profile, lambda: fetch_image(store, image, env, count), count)
 
             prepared = prepare_environment(
-                self.sandbox, profile, repo.path, self.params, count=self.count, fetch=fetch,
-                say=say,
+                self.sandbox, profile, repo_path, self.params, count=count, fetch=fetch, say=say,
             )  # fmt: skip
         built = prepared.profile
         if store is None or built.status != "built":
             return prepared
-        digest = self._registry(profile, lambda: publish_image(store, built.image, env, self.count))
-        digest = digest or image_digest(store, built.image)
+        push = lambda: publish_image(store, built.image, env, count)  # noqa: E731
+        digest = self._registry(profile, push, count) or image_digest(store, built.image)
         return dataclasses.replace(
             prepared, profile=dataclasses.replace(built, image_digest=digest)
         )
 
-    def _registry(self, profile: EnvProfile, step: Callable[[], str]) -> str:
+    def _registry(self, profile: EnvProfile, step: Callable[[], str], count: Count) -> str:
         """A registry step; a registry that is down or refuses is one line and a count, and the
         stage goes on with what it builds here."""
         try:
             return step()
         except RegistryError as exc:
             progress.say(f"{self.STAGE}: profile {profile.profile_id}: {exc}")
-            self.count("registry_errors")
+            count("registry_errors")
             return ""
 
 
@@ -186,6 +246,9 @@ class BuildEnvironments(beam.PTransform):
         envs = (
             profiled.profiled
             | "GroupByProfile" >> beam.GroupByKey()
+            | "SpreadProfiles" >> beam.Reshuffle()
+            # one batch per bundle: the pool keeps build_workers busy while any profile waits
+            | "BatchProfiles" >> beam.BatchElements(min_batch_size=BATCH, max_batch_size=BATCH)
             | "BuildEnvironment"
             >> beam.ParDo(BuildEnvironmentFn(*args)).with_outputs(REJECTED, PROFILES, main="ready")
         )
