@@ -35,9 +35,9 @@ podman-base-image: venv podman base-image
 	$(BIN)/trajforge base-image --sandbox podman --python 3.11
 
 # --durations: every run's log names its slowest tests, so the suite's time is read, not guessed.
-# TEST_WORKERS=2: pytest-xdist workers, each module on one worker (--dist loadfile: a module's
-# builds are made once), the heavy modules first (tests/conftest.py); 0 (the default): one process.
-TEST_WORKERS ?= 0
+# TEST_WORKERS (default 2): pytest-xdist workers, each module on one worker (--dist loadfile: a
+# module's builds are made once), the heavy modules first (tests/conftest.py); 0: one process.
+TEST_WORKERS ?= 2
 XDIST = $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: lint
 	$(BIN)/pytest -q --durations=30 $(XDIST) tests

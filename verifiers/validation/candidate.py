@@ -25,6 +25,7 @@ import dataclasses
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import ClassVar
 
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.env_profile import EnvProfile
@@ -75,6 +76,7 @@ RESET = (
 class TestTree:
     """The exact files of one test run: a content id, and a tar of them under ``repo/``."""
 
+    __test__: ClassVar[bool] = False  # a test module imports it: pytest must not collect it
     tree_id: str
     tar: Callable[[], bytes]  # called only when the verdict is not cached
 
