@@ -266,15 +266,17 @@ def main() -> int:
     timeout = params.validate.test_timeout_s
     sandbox = DockerSandbox(spares=args.workers)
     evaluator = Evaluator(params, sandbox=sandbox, use_cache=False, spares=args.workers)
-    for task in tasks:  # images ready (pulled or present) before either side is timed
-        evaluator.prepare(task)
+    # Images ready (pulled, present or rebuilt from the row's recipe) before any side is timed;
+    # the baselines run in the image the evaluator chose (a rebuilt one when the row's is gone).
+    running = {task.instance_id: evaluator.prepared(task)[1] for task in tasks}
 
     def harness(task: TaskInstance) -> bool:
         bundle = bundles[repos[task.instance_id]]
-        return harness_one(sandbox, task, bundle, params.environment, timeout)
+        return harness_one(sandbox, running[task.instance_id], bundle, params.environment, timeout)
 
     def unsupervised(task: TaskInstance) -> bool:
-        return unsupervised_one(sandbox, task, repos[task.instance_id], timeout)
+        repo = repos[task.instance_id]
+        return unsupervised_one(sandbox, running[task.instance_id], repo, timeout)
 
     def ours(task: TaskInstance) -> bool:
         evaluation = evaluator.evaluate(task, task.patch)
