@@ -189,7 +189,7 @@ def trajforge_side(root: str, params_path: str, cache_dir: str, mine_dir: str, w
         "trajforge", 0, wall, sum(built), sum(r.duration_s for r in runs),
         {t.candidate_id: tuple(sorted(t.FAIL_TO_PASS)) for t in tasks},
         dict(collections.Counter(r.reason for r in rejections)), w,
-        [f"images built: {len(built)} ({', '.join(f'{s:.1f}' for s in built)} s, one at a time); "
+        [f"images built: {len(built)} ({', '.join(f'{s:.1f}' for s in built)} s); "
          f"RUN steps that ran: {ran} of {total}, of the commits' own steps {ran_build} of "
          f"{total_build} (a step that did not run came from Docker's build cache){cold}",
          f"test runs: {len(runs)}"],
