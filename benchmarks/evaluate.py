@@ -130,7 +130,19 @@ def harness_one(
             print(f"{task.instance_id}: not resolved by the harness: {result.output[-600:]}")
         return bool(graded.report["resolved"])
     finally:
-        sandbox.client.images.remove(tag, force=True)
+        remove_instance_image(sandbox, tag)
+
+
+def remove_instance_image(sandbox: DockerSandbox, tag: str, wait_s: float = 30.0) -> None:
+    """The instance image removed once its container is (as SWE-bench's cleanup does, container
+    first): the sandbox removes used containers in the background, and a forced removal while
+    one remains only untags the image, leaving it on disk."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not sandbox.client.containers.list(all=True, filters={"ancestor": tag}):
+            break
+        time.sleep(0.1)
+    sandbox.client.images.remove(tag, force=True)
 
 
 def unsupervised_one(
