@@ -43,8 +43,9 @@ from trajforge.schemas.params import Params
 from trajforge.verifiers.sandbox.base import ImageStore, RegistryError
 
 PROFILES = "profiles"
-# Profile groups per batch: a bundle's groups in one batch, so the pool takes the next as soon as
-# a thread is free (a bundle on the in-process runner holds all of them).
+# Items per batch for a stage's thread pool (profile groups here, candidates in validate): a
+# bundle's items in one batch, so the pool takes the next as soon as a thread is free (a bundle on
+# the in-process runner holds all of them).
 BATCH = 64
 
 

@@ -13,7 +13,7 @@ FAIL_TO_PASS / PASS_TO_PASS against ours, test by test (``verifiers/validation/l
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import apache_beam as beam
 from trajforge.generators.bugs.combiner import combine_bugs
@@ -24,7 +24,7 @@ from trajforge.pipelines.report.data import LABEL_CHECK_COLUMNS, label_figures_o
 from trajforge.pipelines.runtime import reach
 from trajforge.pipelines.runtime.outputs import read_frame, table_files
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn
-from trajforge.pipelines.stages.environment import BuildEnvironments, Site
+from trajforge.pipelines.stages.environment import BATCH, BuildEnvironments, Site
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
@@ -108,7 +108,11 @@ class ValidateFn(SandboxFn):
 
 
 class ValidateBatchFn(ValidateFn):
-    """A batch of (profile, candidate) -> tasks / rejections / test runs, ``workers`` at once."""
+    """A batch of (profile, candidate) -> tasks / rejections / test runs, ``workers`` at once.
+
+    A bundle's candidates come as one batch and each result is taken as it is ready: with
+    small batches every lane waited for the batch's slowest candidate (a hanging one idled the
+    other lane for its whole limit)."""
 
     def setup(self) -> None:
         super().setup()
@@ -123,8 +127,9 @@ class ValidateBatchFn(ValidateFn):
             for _, candidate in batch:
                 yield self.reject_unavailable(candidate.candidate_id)
             return
-        futures = [(c, self.pool.submit(self._validate, p, c)) for p, c in batch]
-        for candidate, future in futures:
+        futures = {self.pool.submit(self._validate, p, c): c for p, c in batch}
+        for future in as_completed(futures):
+            candidate = futures[future]
             try:
                 result = future.result()
             except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
@@ -280,7 +285,6 @@ class ValidateCandidates(beam.PTransform):
 
     def expand(self, candidates):
         params = self.params
-        workers = params.validate.workers
         envs = candidates | "Environments" >> BuildEnvironments(params, STAGE, _site)
         mined = envs["ready"] | "Mined" >> beam.Filter(lambda pc: not _injected(pc[1]))
         injected = envs["ready"] | "Injected" >> beam.Filter(lambda pc: _injected(pc[1]))
@@ -297,7 +301,7 @@ class ValidateCandidates(beam.PTransform):
         validated = (
             mined
             | "SpreadCandidates" >> beam.Reshuffle()
-            | "Batch" >> beam.BatchElements(min_batch_size=workers, max_batch_size=workers * 4)
+            | "Batch" >> beam.BatchElements(min_batch_size=BATCH, max_batch_size=BATCH)
             | "Validate"
             >> beam.ParDo(ValidateBatchFn(params)).with_outputs(
                 REJECTED, RUNS, LABEL_CHECK, main="tasks"
