@@ -70,9 +70,12 @@ class Collection:
     foreign: tuple[str, ...] = ()
 
 
-def collect(session: Session, flags: str = "", timeout_s: float = 300) -> Collection:
-    """Collect the suite in ``session`` (the repository already in /repo)."""
-    session.put_archive(_origin_plugin(), dest="/")
+def collect(
+    session: Session, flags: str = "", timeout_s: float = 300, tree: bytes = b""
+) -> Collection:
+    """Collect the suite in ``session``: the repository already in /repo, or ``tree`` (a tar of
+    it under ``repo/``, as ``git_tree.archive`` makes) put there with the plugin in one copy."""
+    session.put_archive(with_origin_plugin(tree), dest="/")
     command = f"rm -f {ORIGINS}; {COLLECT_CMD} {flags}".strip()
     result = session.exec(f"timeout -k 5 {int(timeout_s)} {command}", timeout_s=timeout_s + 30)
     parsed = parse_collection(result.output)
@@ -88,10 +91,12 @@ def parse_origins(data: bytes) -> tuple[str, ...]:
     return tuple(f"{name} from {where}"[:300] for name, _, where in found)
 
 
-def _origin_plugin() -> bytes:
+def with_origin_plugin(tree: bytes = b"") -> bytes:
+    """``tree`` (a tar, or nothing) with ``origin_plugin.py`` added as a module in ORIGIN_DIR:
+    appended in place of a second copy into the container (one archive call, not two)."""
     text = Path(__file__).with_name("origin_plugin.py").read_bytes()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
+    buffer = io.BytesIO(tree)
+    with tarfile.open(fileobj=buffer, mode="a" if tree else "w") as tar:
         info = tarfile.TarInfo(f"{ORIGIN_DIR.lstrip('/')}/{ORIGIN_PLUGIN}.py")
         info.size, info.mode = len(text), 0o644
         tar.addfile(info, io.BytesIO(text))

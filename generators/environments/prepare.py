@@ -465,9 +465,9 @@ class _Preparation:
 
     def _collect(self, built: EnvProfile, flags: str) -> Collection:
         """The suite collected in the image at the setup commit, with no network."""
+        tree = archive(self.repo_path, built.setup_commit, prefix="repo/")
         with self.sandbox.session(SessionSpec(image=built.image)) as session:
-            session.put_archive(archive(self.repo_path, built.setup_commit, prefix="repo/"))
-            collection = collect(session, flags, timeout_s=self.params.validate.test_timeout_s)
+            collection = collect(session, flags, self.params.validate.test_timeout_s, tree)
         self.last_output = collection.output
         return collection
 

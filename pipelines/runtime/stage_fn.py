@@ -120,11 +120,14 @@ class SandboxFn(StageFn):
                     return value
         return str(element)[:200]
 
+    # containers per image started ahead (Docker): 0 where each image serves one session
+    SPARES = 1
+
     def setup(self) -> None:
         self.sandbox: Sandbox | None = None
         self.unavailable: UserError | None = None
         try:
-            self.sandbox = make_sandbox(self.params, quiet=True)
+            self.sandbox = make_sandbox(self.params, quiet=True, spares=self.SPARES)
         except UserError as exc:
             self.unavailable = exc
 

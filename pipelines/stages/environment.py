@@ -108,6 +108,10 @@ class BuildEnvironmentFn(SandboxFn):
     Beam's metrics (kept per thread) see them (``pool_work.py``).
     """
 
+    # A profile's image serves one collection probe here (validate's runs use their own
+    # sandbox): a spare container per image would be started and removed unused.
+    SPARES = 0
+
     def __init__(self, params: Params, stage: str, locate: Callable[[Any], Site]) -> None:
         super().__init__(params)
         self.STAGE = stage
