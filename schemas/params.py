@@ -61,7 +61,7 @@ class EnvironmentParams:
     ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"  # mounted at build time
     pip_index_url: str | None = None
     build_timeout_s: int = 1200
-    build_workers: int = 1  # profiles prepared at once per Beam worker (environment.py)
+    build_workers: int = 2  # profiles prepared at once per Beam worker (environment.py)
     repair_rounds: int = 3  # collect, repair from the errors, rebuild: at most this many times
     setup_agent: bool = False  # with an llm endpoint: a model proposes installs the rules missed
     agent_rounds: int = 3  # proposals the setup agent may try

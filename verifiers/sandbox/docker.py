@@ -48,6 +48,7 @@ from trajforge.verifiers.sandbox.base import (
     SandboxBroken,
     SessionSpec,
 )
+from trajforge.verifiers.sandbox.build_stream import BuildLines
 from trajforge.verifiers.sandbox.containers import (
     LABEL,
     LIVE,
@@ -446,7 +447,7 @@ class DockerSandbox:
         deadline = time.monotonic() + build.timeout_s
         # The read timeout also bounds a build that prints nothing for that long.
         api = _api_client(self.docker_host, timeout_s=int(build.timeout_s) + 1)
-        lines: list[str] = []
+        lines = BuildLines()  # each stream's pieces joined into its own lines
         state = {"ok": False, "timed_out": False}
 
         def read() -> None:
@@ -460,10 +461,10 @@ class DockerSandbox:
                     },
                 )  # fmt: skip
                 for chunk in stream:
-                    if "stream" in chunk and not _builder_noise(chunk["stream"]):
-                        lines.append(chunk["stream"].rstrip("\n"))
+                    if "stream" in chunk:
+                        lines.add(chunk["stream"])
                     if "error" in chunk:
-                        lines.append(f"error: {chunk['error']}")
+                        lines.say(f"error: {chunk['error']}")
                         state["ok"] = False  # an ID seen before was a stage's, not the image's
                         break
                     if "aux" in chunk and "ID" in chunk["aux"]:
@@ -474,7 +475,7 @@ class DockerSandbox:
             except Exception as exc:  # the engine, or the read timeout of a silent build
                 state["ok"] = False
                 state["timed_out"] = time.monotonic() > deadline
-                lines.append(f"docker build failed: {exc.__class__.__name__}: {str(exc)[:300]}")
+                lines.say(f"docker build failed: {exc.__class__.__name__}: {str(exc)[:300]}")
 
         reader = threading.Thread(target=read, name=f"build {build.tag}", daemon=True)
         reader.start()
@@ -482,7 +483,7 @@ class DockerSandbox:
         if reader.is_alive():  # given up on: the engine may finish it, nobody uses it
             state["ok"], state["timed_out"] = False, True
         api.close()  # a build still running is cancelled when its client goes
-        log = list(lines)
+        log = [line for line in lines.text() if not _builder_noise(line)]
         if state["timed_out"]:
             log.append(f"build timed out after {build.timeout_s:.0f} s")
         ok = bool(state["ok"]) and not state["timed_out"]
