@@ -10,6 +10,7 @@ request holds may crash the run or the service.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
 import re
@@ -32,6 +33,9 @@ from trajforge.pipelines.evaluation.service import RewardService, serve
 from trajforge.pipelines.evaluation.task_rows import load_tasks
 from trajforge.pipelines.release.tables import tasks_schema, tasks_table
 from trajforge.schemas.params import load_params
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.grader.supervised import TEST_UID
+from trajforge.verifiers.sandbox.base import SessionSpec
 from trajforge.verifiers.sandbox.containers import OWNER_LABEL
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 
@@ -425,3 +429,113 @@ def test_the_reward_service_takes_fail_fast_per_request(tasks, evaluator):
     finally:
         server.shutdown()
         service.close()
+
+
+MUL_F2P = "tests/test_ops.py::test_mul"
+STOPPED_LINE = re.compile(
+    r"fail-fast stopped the run at the first failing FAIL_TO_PASS test: (\S+)"
+)
+
+
+def _ops_patch(new_ops: str) -> str:
+    """A patch of calc/ops.py from the tasks' starting text to ``new_ops``."""
+    lines = difflib.unified_diff(
+        OPS_BUGGY.splitlines(True), new_ops.splitlines(True), "a/calc/ops.py", "b/calc/ops.py"
+    )
+    return "".join(lines)
+
+
+# add multiplies, mul is off by one after 5 s: both tests fail, and whichever runs second is
+# still in its call when the stop (milliseconds after the first failure) kills the run
+SLOW_WRONG_MUL = "import time\n    time.sleep(5)\n    return a * b + 1"
+BOTH_WRONG = _ops_patch(
+    OPS_BUGGY.replace("return a * b", SLOW_WRONG_MUL).replace("return a - b", "return a * b")
+)
+HOSTILE = {  # each makes test_add fail, then tries to have the run read as passing
+    "exit_zero": "import atexit, os\n    atexit.register(os._exit, 0)\n",
+    "close_channel": "import os\n    os.close(int(os.environ.get('TRAJFORGE_RESULT_FD', '-1')))\n",
+    "forged_pass": (
+        "import os\n    os.write(int(os.environ['TRAJFORGE_RESULT_FD']), "
+        'b\'{"t":"report","id":"tests/test_ops.py::test_add","when":"call",'
+        '"outcome":"passed","xfail":false,"sub":false}\\n\')\n'
+    ),
+    "kill_pytest": "import os\n    os.kill(os.getpid(), 9)\n",
+}
+
+
+def _two_failing(tasks) -> TaskInstance:
+    """The add task with test_mul as a second FAIL_TO_PASS test (the gold patch passes both)."""
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    return dataclasses.replace(add, FAIL_TO_PASS=(ADD_F2P, MUL_F2P), PASS_TO_PASS=())
+
+
+def test_fail_fast_stops_at_the_first_failing_test_and_never_passes_what_it_cut(tasks, evaluator):
+    """Two FAIL_TO_PASS tests, both broken by the patch: the supervisor ends the run at the
+    first failure it reads on the channel, so the reporter's records hold one outcome and the
+    other test is NOT_RUN (no outcome recorded: it never finished); the run without fail-fast
+    reports both failed. A correct patch gets the
+    full run's verdict either way, with and without PASS_TO_PASS."""
+    two = _two_failing(tasks)
+    quick = evaluator.verdict(two, BOTH_WRONG, fail_fast=True)
+    assert (quick.resolved, quick.reason, quick.trusted) == (False, "tests_failed", True)
+    stopped_at = STOPPED_LINE.search(quick.log)
+    assert stopped_at, quick.log[-2000:]
+    first = stopped_at.group(1)
+    assert first in two.FAIL_TO_PASS and quick.test_report[first] == "FAILED"
+    (other,) = set(two.FAIL_TO_PASS) - {first}
+    assert quick.test_report[other] == "NOT_RUN"  # no outcome in the records: it never ran
+    full = evaluator.verdict(two, BOTH_WRONG)
+    assert full.test_report == {ADD_F2P: "FAILED", MUL_F2P: "FAILED"}
+    assert not STOPPED_LINE.search(full.log)
+    answer = evaluator.evaluate(two, BOTH_WRONG, fail_fast=True)
+    assert (answer.reward, answer.resolved) == (0.0, False)
+    failing = answer.report["tests_status"]["FAIL_TO_PASS"]
+    assert failing == {"success": [], "failure": sorted(two.FAIL_TO_PASS)}
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    for task in (two, add):  # no PASS_TO_PASS: the first run was the full one; with some: both
+        gold_quick = evaluator.verdict(task, task.patch, fail_fast=True)
+        gold_full = evaluator.verdict(task, task.patch)
+        passed = dict.fromkeys((*task.FAIL_TO_PASS, *task.PASS_TO_PASS), "PASSED")
+        said = (gold_quick.resolved, gold_quick.reason, gold_quick.test_report)
+        assert said == (gold_full.resolved, gold_full.reason, gold_full.test_report)
+        assert said == (True, "resolved", passed)
+        assert not STOPPED_LINE.search(gold_quick.log)
+
+
+@pytest.mark.parametrize("trick", sorted(HOSTILE))
+def test_a_patch_cannot_turn_a_stopped_run_into_a_pass(tasks, evaluator, trick):
+    """A patch whose add is wrong and that then exits 0, closes the records' channel, forges a
+    passing record for its failing test or kills pytest: reward 0 under fail-fast, never
+    resolved, and a forged record is caught as forgery."""
+    two = _two_failing(tasks)
+    body = "def add(a, b):\n    " + HOSTILE[trick] + "    return a * b\n"
+    patch = _ops_patch(OPS_BUGGY.replace("def add(a, b):\n    return a - b\n", body))
+    answer = evaluator.evaluate(two, patch, fail_fast=True)
+    assert (answer.reward, answer.resolved, answer.error) == (0.0, False, False), answer.log[-2000:]
+    verdict = evaluator.verdict(two, patch, fail_fast=True)
+    assert not verdict.resolved
+    if trick == "forged_pass":  # its first word stands in the report, and is caught as forgery
+        assert (verdict.reason, verdict.trusted) == ("forged_result", False)
+    else:
+        assert verdict.test_report[ADD_F2P] != "PASSED"
+
+
+def test_the_tests_user_imports_pytest_from_the_images_bytecode(tasks, evaluator):
+    """The recipe compiles what uv installs (UV_COMPILE_BYTECODE), and the grader's
+    unprivileged user, which can write no ``__pycache__``, loads pytest from that bytecode: no
+    module of the image's site-packages is compiled from source at a graded run's start (a
+    stale or unreadable .pyc would be)."""
+    add = next(t for t in tasks.values() if ADD_F2P in t.FAIL_TO_PASS)
+    assert "UV_COMPILE_BYTECODE=1" in add.env_recipe
+    as_user = (
+        f"import os; os.setgroups([]); os.setgid({TEST_UID}); os.setuid({TEST_UID}); "
+        "os.execv('/venv/bin/python', ['python', '-I', '-B', '-v', '-c', 'import pytest'])"
+    )
+    assert evaluator.sandbox is not None
+    with evaluator.sandbox.session(SessionSpec(add.image_name, grading=True)) as session:
+        said = session.exec(f'/venv/bin/python -I -c "{as_user}" 2>&1', timeout_s=60, workdir="/")
+    assert said.exit_code == 0, said.output[-2000:]
+    loaded = re.findall(r"^# code object from '?(\S+?)'?$", said.output, re.MULTILINE)
+    ours = [path for path in loaded if "/site-packages/" in path]
+    assert any("/_pytest/" in path for path in ours), said.output[-2000:]
+    assert [path for path in ours if not path.endswith(".pyc")] == []

@@ -63,6 +63,7 @@ from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import (
     SupervisedRun,
     add_grader,
+    add_stop_list,
     image_facts,
     known_facts,
     run_supervised,
@@ -77,6 +78,7 @@ VERSION = "verify-v4"  # v4: supervised runs, sentinels, the start-up file and s
 PASSED = "PASSED"
 NOT_RUN = "NOT_RUN"  # a graded test a fail-fast verdict did not run (counts as not passed)
 FAIL_FAST = "fail-fast"
+STOPPED = "trajforge: fail-fast stopped the run at the first failing FAIL_TO_PASS test: "
 JAVASCRIPT = "javascript"
 JS_VERSION = "verify-js-v1"  # a JS task's verdicts: supervised jest with the grader's reporter
 MAX_SELECTED = 400  # beyond this many graded tests, run the whole suite and read them from it
@@ -105,9 +107,11 @@ def verify_patch(
     cache: ContentCache | None,
     fail_fast: bool = False,
 ) -> PatchVerdict:
-    """``fail_fast`` (for rewards): FAIL_TO_PASS run alone first; when one of them does not pass,
-    the verdict is that run's and every PASS_TO_PASS test is ``NOT_RUN`` (never passed). When all
-    pass, the full graded run decides, exactly as without it."""
+    """``fail_fast`` (for rewards): FAIL_TO_PASS run alone first, and for a pytest task the
+    supervisor stops that run at the first of them that fails (``STOPPED``); the verdict is then
+    that run's, every graded test it did not reach ``NOT_RUN`` (never passed). When all pass,
+    the full graded run decides, exactly as without it (with no PASS_TO_PASS, the first run
+    was the full run)."""
     if not model_patch.strip():
         return PatchVerdict(False, "empty_patch")
     with scratch_objects(repo_path) as objects:
@@ -156,7 +160,7 @@ def _verify(
     )  # fmt: skip
     if (verdict := _cached(cache, key, dropped)) is not None:
         return verdict
-    if fail_fast and task.FAIL_TO_PASS and task.PASS_TO_PASS:
+    if fail_fast and task.FAIL_TO_PASS:
         failing = tuple(task.FAIL_TO_PASS)
         first_key = content_id(
             VERSION, FAIL_FAST, task.image_name, task.test_cmd, tree, failing, timeout_s,
@@ -165,12 +169,15 @@ def _verify(
         first = _cached(cache, first_key, dropped)
         if first is None:
             first = _graded_run(
-                sandbox, task, repo, tree, objects, new, dropped, failing, timeout_s
+                sandbox, task, repo, tree, objects, new, dropped, failing, timeout_s, stop=True
             )
             _store(cache, first_key, first)
         if not first.resolved:
             not_run = dict.fromkeys(task.PASS_TO_PASS, NOT_RUN)
             return dataclasses.replace(first, test_report={**first.test_report, **not_run})
+        if not task.PASS_TO_PASS:  # it ran every graded test to the end: the full run's verdict
+            _store(cache, key, first)
+            return first
     verdict = _graded_run(sandbox, task, repo, tree, objects, new, dropped, graded, timeout_s)
     _store(cache, key, verdict)
     return verdict
@@ -222,8 +229,11 @@ def _graded_run(
     dropped: tuple[str, ...],
     graded: tuple[str, ...],
     timeout_s: float,
+    stop: bool = False,
 ) -> PatchVerdict:
-    """``graded`` (with sentinels in their files) run once in a fresh grading container."""
+    """``graded`` (with sentinels in their files) run once in a fresh grading container.
+    ``stop`` (fail-fast's first run, pytest only): the sentinels run first, and the supervisor
+    ends the run at the first graded test that fails."""
     if _is_js(task):
         return _graded_js_run(sandbox, task, repo, tree, objects, dropped, graded, timeout_s)
     selection = _selection(graded)
@@ -248,9 +258,15 @@ def _graded_run(
         planted, planted_sentinels = sentinels.plant(
             {p: b for p, b in originals.items() if b is not None}
         )
-        session.put_archive(_graded_archive(repo, tree, objects, planted), "/")
-        run_selection = (*selection, *(s.test_id for s in planted_sentinels)) if selection else ()
-        run = run_supervised(session, task.test_cmd, facts, run_selection, timeout_s)
+        stop_at = graded if stop else ()
+        session.put_archive(_graded_archive(repo, tree, objects, planted, stop_at), "/")
+        planted_ids = tuple(s.test_id for s in planted_sentinels)
+        run_selection = (
+            ((*planted_ids, *selection) if stop else (*selection, *planted_ids))
+            if selection
+            else ()
+        )
+        run = run_supervised(session, task.test_cmd, facts, run_selection, timeout_s, stop)
         return judge(run, graded, planted_sentinels, dropped)
 
 
@@ -309,10 +325,13 @@ def judge(
     evidence = run.evidence
     resolved, reason, trusted = rules.verdict(
         evidence.statuses, evidence.tampering, evidence.finished, run.exit_code, run.timed_out,
-        graded, [(s.test_id, s.expected) for s in planted],
+        graded, [(s.test_id, s.expected) for s in planted], run.stopped,
     )  # fmt: skip
     report = {test_id: evidence.statuses.get(test_id, "MISSING") for test_id in graded}
-    return PatchVerdict(resolved, reason, report, dropped, run.log, trusted)
+    if run.stopped:  # what the stop cut off before its outcome (even mid-test) never ran
+        report = {t: NOT_RUN if s == "MISSING" else s for t, s in report.items()}
+    log = f"{run.log}\n{STOPPED}{run.stopped}\n" if run.stopped else run.log
+    return PatchVerdict(resolved, reason, report, dropped, log, trusted)
 
 
 def _changed_paths(
@@ -340,15 +359,22 @@ def _blob(repo: str, tree: str, path: str, env: Mapping[str, str]) -> bytes | No
 
 
 def _graded_archive(
-    repo: str, tree: str, objects: Mapping[str, str], planted: dict[str, bytes]
+    repo: str,
+    tree: str,
+    objects: Mapping[str, str],
+    planted: dict[str, bytes],
+    stop_at: tuple[str, ...] = (),
 ) -> bytes:
     """The tree under repo/, the grader and the graded files with their sentinels, as one copy
     (each copy is a round trip to the engine and an unpacking process in the container). A
     planted file comes after the tree's own, and an engine unpacks in order, the later entry
-    replacing the earlier, as a second copy did."""
+    replacing the earlier, as a second copy did. ``stop_at``: the tests a fail-fast run stops
+    at, in the grader's own folder."""
     buffer = io.BytesIO(archive(repo, tree, prefix="repo/", env=objects))
     with tarfile.open(fileobj=buffer, mode="a") as tar:
         add_grader(tar)
+        if stop_at:
+            add_stop_list(tar, stop_at)
         for path, data in sorted(planted.items()):
             info = tarfile.TarInfo(f"repo/{path}")
             info.size, info.mode = len(data), 0o644

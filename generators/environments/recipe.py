@@ -140,7 +140,10 @@ INSTALL_PRELUDE = (
     CA_PRELUDE,
     'if [ -n "$PIP_INDEX" ]; then export PIP_INDEX_URL="$PIP_INDEX" '
     'UV_DEFAULT_INDEX="$PIP_INDEX"; fi',
-    "export UV_LINK_MODE=copy UV_NO_PROGRESS=1",
+    # uv writes no bytecode unless told (pip does by default): without it every graded or
+    # validating run compiles pytest, pluggy and the dependencies again, as a user that
+    # cannot write __pycache__ (0.4-0.7 s of each pytest start)
+    "export UV_LINK_MODE=copy UV_NO_PROGRESS=1 UV_COMPILE_BYTECODE=1",
     PIP_THROUGH_UV,
 )
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?")

@@ -17,13 +17,15 @@ def counts_as_passed(status: str | None) -> bool:
     return status == "PASSED"
 
 
-def verdict(statuses, tampering, finished, exit_code, timed_out, graded, planted):
+def verdict(statuses, tampering, finished, exit_code, timed_out, graded, planted, stopped=""):
     """(resolved, reason, trusted) of one supervised run.
 
     ``statuses``: test id -> status from the channel; ``tampering``: the channel's signs of it;
     ``planted``: (test id, expected status) per sentinel. A sentinel is bent when reported
     otherwise than planted, or not reported while tests of its file were (a file that did not
-    collect reports none of them).
+    collect reports none of them). ``stopped``: the test at whose failure the supervisor ended
+    the run (fail-fast): never resolved, whatever else was reported; its sentinels are judged
+    where they ran (one the stop cut off is not missing).
     """
     if timed_out:
         return False, "timed_out", True
@@ -34,8 +36,10 @@ def verdict(statuses, tampering, finished, exit_code, timed_out, graded, planted
         if status is not None:
             if status != expected:
                 return False, "forged_result", False
-        elif any(t.split("::")[0] == test_id.split("::")[0] for t in statuses):
+        elif not stopped and any(t.split("::")[0] == test_id.split("::")[0] for t in statuses):
             return False, "forged_result", False
+    if stopped:
+        return False, "tests_failed", True
     if not statuses:
         return False, "suite_did_not_run", True
     failures = any(s in ("FAILED", "ERROR") for s in statuses.values())

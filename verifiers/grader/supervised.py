@@ -36,6 +36,8 @@ from trajforge.verifiers.sandbox.base import REPO_DIR, SandboxBroken, Session
 
 ROOT = "/tmp/.trajforge-grader"  # the tests' user cannot write it: root's folder in sticky /tmp
 RESULT = f"{ROOT}/out/result.json"
+# The tests whose first failure stops a fail-fast run: root's, in a folder the tests cannot open.
+STOP_AT = f"{ROOT}/out/stop-at.txt"
 PYTHON = "/venv/bin/python"
 TEST_UID = 10001
 PROBE_TIMEOUT_S = 120.0
@@ -108,6 +110,7 @@ class SupervisedRun:
     evidence: Evidence
     log: str
     duration_s: float
+    stopped: str = ""  # the test whose failure stopped the run (fail-fast); "" when it ran out
 
 
 _FACTS: dict[str, ImageFacts] = {}
@@ -138,6 +141,14 @@ def add_grader(tar: tarfile.TarFile) -> None:
     data = _plugin_options()
     info = tarfile.TarInfo(f"{ROOT}/plugins/trajforge_pytest.py".lstrip("/"))
     info.size, info.mode = len(data), 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+def add_stop_list(tar: tarfile.TarFile, tests: tuple[str, ...]) -> None:
+    """The list ``run_supervised(stop=True)`` stops at, into the grader's copy: root's only."""
+    data = "".join(f"{t}\n" for t in tests if "\n" not in t).encode()
+    info = tarfile.TarInfo(STOP_AT.lstrip("/"))
+    info.size, info.mode = len(data), 0o600
     tar.addfile(info, io.BytesIO(data))
 
 
@@ -195,12 +206,20 @@ def pytest_options(test_cmd: str) -> list[str]:
 
 
 def run_supervised(
-    session: Session, test_cmd: str, facts: ImageFacts, selection: tuple[str, ...], timeout_s: float
+    session: Session,
+    test_cmd: str,
+    facts: ImageFacts,
+    selection: tuple[str, ...],
+    timeout_s: float,
+    stop: bool = False,
 ) -> SupervisedRun:
-    """The graded tests, run by the supervisor; raises SandboxBroken when it left no result."""
+    """The graded tests, run by the supervisor; raises SandboxBroken when it left no result.
+    ``stop``: the supervisor ends the run at the first failure of a test in ``STOP_AT`` (put
+    there first, ``add_stop_list``) and says which (``SupervisedRun.stopped``)."""
     args = pytest_args(test_cmd, facts, selection)
-    command = f"{PYTHON} -I {ROOT}/supervisor.py run {TEST_UID} {timeout_s:g} -- " + " ".join(
-        shlex.quote(a) for a in args
+    stop_at = f"{STOP_AT} " if stop else ""
+    command = f"{PYTHON} -I {ROOT}/supervisor.py run {TEST_UID} {timeout_s:g} {stop_at}-- " + (
+        " ".join(shlex.quote(a) for a in args)
     )
     return _supervised(session, command, timeout_s)
 
@@ -445,7 +464,7 @@ def _supervised(session: Session, command: str, timeout_s: float) -> SupervisedR
             )  # fmt: skip
         return SupervisedRun(
             int(said["exit_code"]), bool(said["timed_out"]), bool(said["leftovers"]), evidence,
-            result.output, result.duration_s,
+            result.output, result.duration_s, str(said.get("stopped") or ""),
         )  # fmt: skip
     except (ValueError, KeyError, TypeError) as exc:
         raise SandboxBroken(f"grader: the supervisor's result is unreadable ({exc})") from None

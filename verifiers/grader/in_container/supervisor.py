@@ -11,6 +11,13 @@ is), in the working directory /repo. Two modes:
   records; when pytest exits (or the time is up), kill every process left of that user, read
   the records to the end, and write them to ``out/result.json`` under the grader's root, which
   the tests cannot open.
+- ``run UID TIMEOUT STOP_AT -- ARGS``: the same, stopped at the first failure of a test listed
+  in the file STOP_AT (one id a line, root's, unreadable to the tests): the moment the records
+  say one of them failed or was skipped, every process of the tests' user is killed and the
+  result says which test stopped the run (``stopped``). A stop reads only a failure; it can
+  make a reward lower, never higher (the host never resolves a stopped run), so a record the
+  tests forged to stop early costs them their own reward, and one they hide leaves the run to
+  its end, judged as before.
 - ``exec UID TIMEOUT GUARD -- PROGRAM ARGS``: the same for another language's runner (node's),
   started as PROGRAM (found in the system's folders, never the repository's). The repository
   paths listed in the file GUARD (its tests and the runner's configuration) stay read-only, and
@@ -181,8 +188,10 @@ def _kill_user(uid):
     return os.WEXITSTATUS(status) == 1
 
 
-def _pump(source, sink, cap, store):
-    """Read ``source`` to its end; forward to ``sink`` or keep up to ``cap`` bytes in ``store``."""
+def _pump(source, sink, cap, store, watch=None):
+    """Read ``source`` to its end; forward to ``sink`` or keep up to ``cap`` bytes in ``store``.
+    ``watch``: called with each whole line kept (the records' stop rule)."""
+    scanned = 0
     while True:
         try:
             chunk = os.read(source, 65536)
@@ -195,14 +204,51 @@ def _pump(source, sink, cap, store):
             sink.flush()
         elif len(store["data"]) + len(chunk) <= cap:
             store["data"] += chunk
+            if watch is not None:
+                end = store["data"].rfind(b"\n") + 1
+                for line in store["data"][scanned:end].split(b"\n"):
+                    watch(line)
+                scanned = max(scanned, end)
         else:
             store["overflow"] = True
     os.close(source)
 
 
-def run(uid, timeout_s, args):
+def _stop_rule(stop_at, store, stop):
+    """A watcher that sets ``stop`` at the first record saying a test of ``stop_at`` did not pass
+    (failed in any phase, or skipped), and keeps that test's id in ``store``. Anything that is
+    not such a record is passed over: the host reads the records as before."""
+
+    def watch(line):
+        if stop.is_set() or not line:
+            return
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(record, dict) or record.get("t") != "report":
+            return
+        test_id, outcome = record.get("id"), record.get("outcome")
+        if not isinstance(test_id, str) or test_id not in stop_at:
+            return
+        if outcome == "failed" or (outcome == "skipped" and record.get("sub") is False):
+            store["stopped"] = test_id
+            stop.set()
+
+    return watch
+
+
+def _stop_list(path):
+    """The test ids of the file ``path`` (one a line); none when no path is given."""
+    if path is None:
+        return frozenset()
+    with open(path, encoding="utf-8") as handle:
+        return frozenset(line for line in handle.read().split("\n") if line)
+
+
+def run(uid, timeout_s, args, stop_at=frozenset()):
     """pytest through ``launch.py``. ``uid`` -1: stay who we are (a sandbox with no users to
-    change to: no isolation)."""
+    change to: no isolation). ``stop_at``: the tests whose first failure ends the run."""
     repo = os.getcwd()
     privileged = os.geteuid() == 0 and uid >= 0
     if privileged:
@@ -212,7 +258,7 @@ def run(uid, timeout_s, args):
     env.pop("PYTEST_PLUGINS", None)
     env.pop("PYTEST_ADDOPTS", None)
     argv = [sys.executable, "-I", "-B", LAUNCH, repo, *list(args)]
-    _supervise(uid, timeout_s, argv, env, privileged, None)
+    _supervise(uid, timeout_s, argv, env, privileged, None, stop_at=stop_at)
 
 
 def exec_runner(uid, timeout_s, guard_file, program, args):
@@ -233,10 +279,11 @@ def exec_runner(uid, timeout_s, guard_file, program, args):
     _supervise(uid, timeout_s, argv, env, privileged, key, workdir)
 
 
-def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None):
+def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None, stop_at=frozenset()):
     """Start ``argv`` as ``uid`` in ``workdir`` (default: the repository), drain its output
     and records, kill what it leaves, write the result. ``key``: the records' key, handed over
-    on a pipe of its own (None: pytest's)."""
+    on a pipe of its own (None: pytest's). ``stop_at``: tests whose first failure stops the run
+    (pytest's records only: a keyed run's are read as they are)."""
     repo = os.getcwd()
     if privileged:
         os.chmod(tempfile.gettempdir(), 0o1777)
@@ -272,9 +319,11 @@ def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None):
     os.close(output_w)
     if key_r is not None:
         os.close(key_r)
-    store: dict = {"data": b"", "overflow": False}
+    store: dict = {"data": b"", "overflow": False, "stopped": ""}
+    stop = threading.Event()
+    watch = _stop_rule(stop_at, store, stop) if stop_at and key is None else None
     out = threading.Thread(target=_pump, args=(output_r, sys.stdout.buffer, 0, None))
-    rec = threading.Thread(target=_pump, args=(records_r, None, RECORDS_CAP, store))
+    rec = threading.Thread(target=_pump, args=(records_r, None, RECORDS_CAP, store, watch))
     out.start()
     rec.start()
     deadline = time.monotonic() + timeout_s
@@ -284,15 +333,15 @@ def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None):
         done, raw = os.waitpid(pid, os.WNOHANG)
         if done:
             status = raw
-        elif time.monotonic() > deadline:
-            timed_out = True
+        elif stop.is_set() or time.monotonic() > deadline:
+            timed_out = not stop.is_set()
             if privileged:
                 _kill_user(uid)
             else:
                 os.kill(pid, 9)
             _, status = os.waitpid(pid, 0)
         else:
-            time.sleep(0.02)
+            stop.wait(0.02)
     leftovers = _kill_user(uid) if privileged else False
     rec.join(30)
     out.join(30)
@@ -303,6 +352,7 @@ def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None):
         "leftovers": leftovers,
         "privileged": privileged,
         "records_overflow": store["overflow"] or rec.is_alive(),
+        "stopped": store["stopped"] if stop.is_set() else "",
         "records": (store["data"] if key is None else _keyed(store["data"], key)).decode(
             "utf-8", "replace"
         ),
@@ -319,10 +369,12 @@ if __name__ == "__main__":
         probe(sys.argv[2])
     elif sys.argv[1:2] == ["run"] and sys.argv[4:5] == ["--"]:
         run(int(sys.argv[2]), float(sys.argv[3]), sys.argv[5:])
+    elif sys.argv[1:2] == ["run"] and sys.argv[5:6] == ["--"]:
+        run(int(sys.argv[2]), float(sys.argv[3]), sys.argv[6:], _stop_list(sys.argv[4]))
     elif sys.argv[1:2] == ["exec"] and sys.argv[5:6] == ["--"] and len(sys.argv) > 6:
         exec_runner(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[6], sys.argv[7:])
     else:
         sys.exit(
-            "usage: supervisor.py probe REPO | run UID TIMEOUT_S -- PYTEST_ARGS"
+            "usage: supervisor.py probe REPO | run UID TIMEOUT_S [STOP_AT] -- PYTEST_ARGS"
             " | exec UID TIMEOUT_S GUARD -- PROGRAM ARGS"
         )
