@@ -69,6 +69,7 @@ from trajforge.verifiers.grader.supervised import (
     run_supervised,
     run_supervised_js,
     ship,
+    unpadded,
 )
 from trajforge.verifiers.reports.ids import test_file as js_test_file
 from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
@@ -379,7 +380,7 @@ def _graded_archive(
             info = tarfile.TarInfo(f"repo/{path}")
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+    return unpadded(buffer.getvalue(), tar)
 
 
 def _overlay(
