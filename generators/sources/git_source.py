@@ -41,6 +41,13 @@ def local_git_repo(path: str) -> str:
             f"{path}: not a git repository; run `git init` there or pass a clone URL",
             reason="not_a_git_repo",
         )
+    inside = git(absolute, "rev-parse", "--show-prefix").decode().strip().rstrip("/")
+    if inside:  # a folder of a checkout: its paths would be read against the wrong root
+        top = absolute[: -len(inside)].rstrip(os.sep) if absolute.endswith(inside) else "its top"
+        raise SourceError(
+            f"{path}: a folder ({inside}) inside the git checkout {top}; pass the checkout's top",
+            reason="not_a_repo_root",
+        )
     return absolute
 
 
