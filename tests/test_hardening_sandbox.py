@@ -285,6 +285,19 @@ def test_a_huge_junit_file_is_never_read_whole(sandbox):
     assert chunks.pulled <= 1024 * 1024 + 64 * 1024 + 256 * 1024
 
 
+def test_a_padded_archive_past_one_pipe_read_arrives_whole(sandbox):
+    """tarfile pads an archive to a whole 10 KiB record after its end blocks. podman's copy from
+    a pipe stops reading at those blocks and failed ("read/write on closed pipe") when the
+    padding ran past a 32 KiB read: here the end blocks close at 31,744 bytes, the padding runs
+    to 40,960. Every caller sends tarfile's bytes as they are; the backend copes."""
+    data = tar_of({"repo/big.bin": b"x" * 30_000})
+    assert len(data) == 40_960 and data[31_744 - 1024 :] == bytes(40_960 - 31_744 + 1024)
+    with sandbox.session(SessionSpec(IMAGE)) as session:
+        session.put_archive(data)
+        run = session.exec("wc -c < big.bin", timeout_s=30)
+    assert run.exit_code == 0 and run.output.strip() == "30000", run.output
+
+
 def test_a_disk_filler_hits_the_tmpfs_not_the_host(backend):
     box = backend.sandbox(Limits(tmp_size="64m"))
     try:

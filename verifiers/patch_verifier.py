@@ -69,7 +69,6 @@ from trajforge.verifiers.grader.supervised import (
     run_supervised,
     run_supervised_js,
     ship,
-    unpadded,
 )
 from trajforge.verifiers.reports.ids import test_file as js_test_file
 from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
@@ -380,7 +379,7 @@ def _graded_archive(
             info = tarfile.TarInfo(f"repo/{path}")
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
-    return unpadded(buffer.getvalue(), tar)
+    return buffer.getvalue()
 
 
 def _overlay(

@@ -122,15 +122,7 @@ def ship(session: Session) -> None:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         add_grader(tar)
-    session.put_archive(unpadded(buffer.getvalue(), tar), "/")
-
-
-def unpadded(data: bytes, tar: tarfile.TarFile) -> bytes:
-    """A closed ``tar``'s bytes ending at its two end-of-archive blocks, without the padding to
-    a whole record after them: podman's copy from a pipe stops reading at the end blocks and
-    fails on bytes still coming ("read/write on closed pipe") once an archive outgrows one
-    32 KiB read."""
-    return data[: tar.offset]  # closed: the offset is past the end-of-archive blocks
+    session.put_archive(buffer.getvalue(), "/")
 
 
 def add_grader(tar: tarfile.TarFile) -> None:
@@ -336,7 +328,7 @@ def _run_vitest(
                 link = tarfile.TarInfo(f"{LINKS}/{name}".lstrip("/"))
                 link.type, link.linkname = tarfile.SYMTYPE, f"{REPO_DIR}/{name}"
                 tar.addfile(link)
-        session.put_archive(unpadded(buffer.getvalue(), tar), "/")
+        session.put_archive(buffer.getvalue(), "/")
     config = f"{LINKS}/{links[0]}" if links else ""
     per_test_s = _per_test_s(timeout_s)
     program = _runner_file(session, "vitest", ("vitest",))
@@ -417,7 +409,7 @@ def _put_files(session: Session, files: dict[str, bytes]) -> None:
             info = tarfile.TarInfo(path.lstrip("/"))
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
-    session.put_archive(unpadded(buffer.getvalue(), tar), "/")
+    session.put_archive(buffer.getvalue(), "/")
 
 
 def _runner_file(

@@ -214,7 +214,7 @@ class PodmanSession:
 
     def put_archive(self, tar_bytes: bytes, dest: str = "/") -> None:
         """``podman cp`` from the host: needs no tar in the image and sees the /tmp tmpfs."""
-        proc = podman("cp", "-", f"{self.cid}:{dest}", stdin=tar_bytes)
+        proc = podman("cp", "-", f"{self.cid}:{dest}", stdin=unpadded(tar_bytes))
         if proc.returncode != 0:
             self._broken("copying files into the container", proc.stderr)
 
@@ -678,3 +678,17 @@ def _registry_call(doing: str, image: str, args: list[str], timeout_s: float) ->
         else "check that the registry answers and accepts it (environment.registry)"
     )
     raise RegistryError(f"registry: {doing} {image} failed ({error}); {hint}")
+
+
+def unpadded(tar_bytes: bytes) -> bytes:
+    """``tar_bytes`` ending at its two end-of-archive blocks, without the padding to a whole
+    record after them: ``podman cp`` from a pipe stops reading at the end blocks and fails on
+    bytes still coming ("read/write on closed pipe") once an archive outgrows one 32 KiB read.
+    An archive that does not parse is sent as it is (podman then names the fault)."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+            tar.getmembers()  # reads up to the end blocks: the offset stops at the first of them
+            end = tar.offset + 2 * tarfile.BLOCKSIZE
+    except tarfile.TarError:
+        return tar_bytes
+    return tar_bytes[:end]
