@@ -153,6 +153,14 @@ def test_uv_installs_and_pip_takes_over_a_step_uv_refuses(versioned):
     assert "trajforge: uv installed: pytest<9" in log
     assert "trajforge: uv failed, pip installs: --prefer-binary iniconfig" in log
     assert "trajforge: pip installed: --prefer-binary iniconfig" in log
+    # In the order the step ran, whatever the load: uv's refusal, the marker, pip's install.
+    # Both installers write into the markers' stream; across the two streams the engine's order
+    # is the load's, and a cause read after the marker was uv's in one run and pip's in another.
+    marker = log.index("trajforge: uv failed, pip installs: --prefer-binary iniconfig")
+    done = log.index("trajforge: pip installed: --prefer-binary iniconfig")
+    uv_said = log[:marker].rsplit("trajforge: uv installed", 1)[-1]
+    assert "error: unexpected argument '--prefer-binary'" in uv_said
+    assert "Requirement already satisfied: iniconfig" in log[marker:done]
 
 
 def test_the_scm_version_file_is_carried_and_pkg_info_is_not(versioned):

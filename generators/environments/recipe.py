@@ -120,15 +120,18 @@ RELINK_SKIP = (
     'echo "trajforge: relink skipped, /repo is installed editable: $*"; return 0; fi; '
 )
 # Every `pip install` goes to uv first, then to pip when uv refuses it (another resolver, an
-# option uv does not know); other pip commands go to pip. The log names the installer.
+# option uv does not know); other pip commands go to pip. The log names the installer. Both
+# installers write their errors into stdout, the stream of the markers: the engine reads a
+# build's two streams side by side, so across streams the log's order is the load's
+# (uv's error after the fallback marker made a build's cause uv's in one run, pip's in another).
 PIP_THROUGH_UV = (
     "pip() { "
     'if [ "$1" != install ]; then /venv/bin/pip "$@"; return; fi; shift; '
     f"{RELINK_SKIP}"
-    f'if [ -x {UV} ] && {UV} pip install --python /venv/bin/python "$@"; then '
+    f'if [ -x {UV} ] && {UV} pip install --python /venv/bin/python "$@" 2>&1; then '
     'echo "trajforge: uv installed: $*"; return 0; fi; '
     f'[ -x {UV} ] && echo "trajforge: uv failed, pip installs: $*"; '
-    '/venv/bin/pip install "$@"; echo "trajforge: pip installed: $*"; }'
+    '/venv/bin/pip install "$@" 2>&1; echo "trajforge: pip installed: $*"; }'
 )
 # The install sees the CA bundle only when one was given, and the index only when one is named
 # (pip's and uv's variables: uv reads neither PIP_INDEX_URL nor PIP_CERT).
