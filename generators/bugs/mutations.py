@@ -29,7 +29,8 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState  # printing a node under enclosing indentation
 from trajforge.generators.bugs.operators import OPERATORS, Edit, Operator, Parents
 from trajforge.generators.bugs.sampling import Site, draw_sites, text_digest
-from trajforge.schemas.errors import ParamsError, UserError
+from trajforge.generators.bugs.targets import FunctionTarget, MutationSourceError
+from trajforge.schemas.errors import ParamsError
 from trajforge.schemas.records import content_id
 
 __all__ = [
@@ -46,19 +47,6 @@ __all__ = [
 ]
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # how libcst counts lines, so offsets agree with positions
-
-
-class MutationSourceError(UserError):
-    reason = "unparsable_file"
-
-
-@dataclass(frozen=True)
-class FunctionTarget:
-    path: str  # repo-relative file path
-    qualname: str  # "Stack.push", "parse", "outer.inner"
-    start_line: int  # 1-based, inclusive: the def line (after decorators)
-    end_line: int
-    complexity: int  # cyclomatic complexity, radon's rules, nested defs not counted
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from trajforge.generators.bugs.operators import OPERATORS
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.generators.environments.profile import JUNIT_PATH, TEST_CMD, detect_profile
 from trajforge.generators.environments.recipe import render_dockerfile
@@ -73,4 +72,7 @@ class Python(Language):
         return is_test_path(path)
 
     def bug_operators(self) -> Mapping[str, object]:
+        # here, not at the top: libcst is for injecting, and every stage asks the registry
+        from trajforge.generators.bugs.operators import OPERATORS
+
         return OPERATORS

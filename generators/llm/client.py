@@ -18,7 +18,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import openai
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import LLMParams
 from trajforge.schemas.records import content_id
@@ -68,6 +67,8 @@ class LLMClient:
         self.model: str = params.model
         self.cache = ContentCache(cache_dir, "llm") if params.cache else None
         self.slots = _slots(params.base_url, params.concurrency)
+        import openai  # here, not at the top: a stage that never asks a model skips its 0.6 s
+
         self.client = openai.OpenAI(
             base_url=params.base_url,
             api_key=os.environ.get(params.api_key_env) or "not-needed",
@@ -116,6 +117,8 @@ class LLMClient:
         return result
 
     def _call(self, request: dict[str, Any]) -> ChatResult:
+        import openai  # loaded by __init__ already
+
         with self.slots:
             try:
                 response = self.client.chat.completions.create(**request)
