@@ -24,17 +24,19 @@ from forge_routes import (
     ALWAYS_PASS,
     F2P,
     FIX,
+    NOISE,
     P2P,
     ROUTES,
     model_patch,
 )
+from repo_factory import RepoBuilder
 from scripted_llm import ScriptedLLM, tool_call, turn
 from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.pipelines.evaluation.rewards import RewardClient, reward
 from trajforge.pipelines.evaluation.service import RewardService, serve
 from trajforge.schemas.params import load_params
-from trajforge.verifiers.grader import sentinels
+from trajforge.verifiers.grader import patch_policy, rules, sentinels
 from trajforge.verifiers.grader.channel import read_records as read_channel
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import SupervisedRun
@@ -333,3 +335,98 @@ def test_sentinels_are_new_ordinary_tests_with_both_outcomes():
         assert outcome == sentinel.expected
     again = sentinels.plant({"tests/test_ops.py": source})[1]
     assert {s.test_id for s in again} != {s.test_id for s in made}  # new every run
+
+
+def test_twins_copy_a_graded_test_and_must_go_as_it_goes():
+    """A twin is the graded test under a new name: a patch right only for the graded id (or a
+    report bent by id) leaves the twin failing where the original passed."""
+    source = b"from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    planted, made = sentinels.plant({"tests/test_ops.py": source}, (F2P,))
+    (twin,) = [s for s in made if s.expected.startswith(sentinels.SAME)]
+    assert twin.expected == sentinels.SAME + F2P == rules.SAME + F2P
+    name = twin.test_id.split("::")[1]
+    assert f"def {name}():\n    assert add(2, 3) == 5\n" in planted["tests/test_ops.py"].decode()
+    others = [s for s in made if s is not twin]
+    honest = [_report(F2P), _report(P2P), _report(twin.test_id)] + [
+        _report(s.test_id, "passed" if s.expected == "PASSED" else "failed") for s in others
+    ]
+    assert judge(_run(1, honest), (F2P, P2P), made).reason == "resolved"
+    by_id = [_report(twin.test_id, "failed") if r["id"] == twin.test_id else r for r in honest]
+    assert judge(_run(1, by_id), (F2P, P2P), made).reason == "forged_result"
+    # Both failing is an honest wrong patch, not a forgery.
+    both = [_report(r["id"], "failed") if r["id"] in (F2P, twin.test_id) else r for r in honest]
+    assert judge(_run(1, both), (F2P, P2P), made).reason == "tests_failed"
+    # A test that asks for a fixture, or lives in a class, is not copied (its name may matter).
+    fixture = b"def test_add(tmp_path):\n    assert tmp_path\n"
+    assert not [
+        s
+        for s in sentinels.plant({"tests/test_ops.py": fixture}, (F2P,))[1]
+        if s.expected.startswith(sentinels.SAME)
+    ]
+    params = b"import pytest\n\n@pytest.mark.parametrize('a', [1, 2])\ndef test_add(a):\n    pass\n"
+    made = sentinels.plant({"tests/test_ops.py": params}, (F2P + "[1]",))[1]
+    (twin,) = [s for s in made if s.expected.startswith(sentinels.SAME)]
+    assert twin.test_id.endswith("[1]") and "@pytest.mark.parametrize('a', [1, 2])" in twin.source
+
+
+def test_a_new_top_level_module_is_allowed_only_where_the_tree_has_that_name():
+    tree = ["calc/__init__.py", "calc/ops.py", "tests/test_ops.py", "src/pkg/__init__.py", "x.md"]
+    names = patch_policy.top_level_names(
+        tree, patch_policy.import_dirs(["tests/test_ops.py"], tree)
+    )
+    refused = {
+        path: patch_policy.new_top_level_module(path, names)
+        for path in ("org/__init__.py", "org/python/core.py", "msvcrt.py", "tests/helper.py",
+                     "src/org/__init__.py", "pytest.py", "calc_rt.cpython-311-x86_64-linux-gnu.so")
+    }  # fmt: skip
+    assert all(refused.values()), refused
+    assert "org" in str(refused["org/__init__.py"]) and "repository root" in str(
+        refused["org/__init__.py"]
+    )
+    allowed = ("calc/new.py", "calc/sub/__init__.py", "src/pkg/more.py", "NOTES.md", "changes.d/1")
+    assert not [p for p in allowed if patch_policy.new_top_level_module(p, names)]
+
+
+def test_the_seal_speaks_on_the_channel():
+    records = [*HONEST, {"t": "tamper", "why": "tracing (sys.settrace)"}]
+    evidence = read_channel("\n".join(json.dumps(r) for r in [*records, {"t": "finish"}]))
+    assert evidence.tampering == ("the seal: tracing (sys.settrace)",)
+    assert judge(_run(1, records), (F2P, P2P), SENTINELS).reason == "forged_result"
+
+
+DJANGO_TESTS = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+# The package rewrites its own graded ``tests.py`` (no test_ name, not under tests/) before pytest
+# reads it: the grader's list keeps it read-only, whatever its name.
+REWRITE_TESTS_ON_DISK = """\
+import os
+
+_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests.py")
+try:
+    _text = open(_path).read()
+    with open(_path, "w") as _handle:
+        _handle.write(_text.replace("assert ", "assert True or "))
+except OSError:
+    pass
+"""
+
+
+def test_a_django_layout_graded_file_is_read_only_by_the_list(calc_task, tmp_path, evaluator):
+    """calc/tests.py (Django's layout) graded: the fix resolves; rewriting it from source fails."""
+    import dataclasses
+
+    task, repo, _ = calc_task
+    clone = tmp_path / "django"
+    subprocess.run(["git", "clone", "-q", repo, str(clone)], check=True)
+    builder = RepoBuilder(clone)
+    builder.git("checkout", "-q", task.base_commit)
+    base = builder.commit("Django-style tests", {"calc/tests.py": DJANGO_TESTS})
+    django = dataclasses.replace(
+        task, source=str(clone), base_commit=base, bug_patch="", test_patch="",
+        FAIL_TO_PASS=("calc/tests.py::test_add",), PASS_TO_PASS=(),
+    )  # fmt: skip
+    fix = model_patch(django, str(clone), tmp_path / "fix", FIX)
+    rewrite = {**NOISE, "calc/__init__.py": REWRITE_TESTS_ON_DISK}
+    forger = model_patch(django, str(clone), tmp_path / "forger", rewrite)
+    assert evaluator.evaluate(django, fix).reason == "resolved"
+    forged = evaluator.evaluate(django, forger)
+    assert (forged.resolved, forged.reason) == (False, "tests_failed"), forged.log[-2000:]

@@ -63,9 +63,10 @@ from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import (
     SupervisedRun,
     add_grader,
-    add_stop_list,
+    add_run_spec,
     image_facts,
     known_facts,
+    pytest_args,
     run_supervised,
     run_supervised_js,
     ship,
@@ -150,6 +151,9 @@ def _verify(
     if not kept:
         return PatchVerdict(False, "no_source_changes", dropped=dropped)
     new = set(_changed_paths(repo, start, changed, objects, added_only=True)) & set(kept)
+    if not _is_js(task) and (new_modules := _new_modules(task, repo, clean, new, objects)):
+        log = "; ".join(new_modules[:5])
+        return PatchVerdict(False, "forbidden_file", dropped=dropped, log=log)
     try:
         tree = _overlay(repo, clean, changed, kept, objects)
     except UserError:  # git's own errors (GitError) are UserErrors too
@@ -169,7 +173,7 @@ def _verify(
         first = _cached(cache, first_key, dropped)
         if first is None:
             first = _graded_run(
-                sandbox, task, repo, tree, objects, new, dropped, failing, timeout_s, stop=True
+                sandbox, task, repo, tree, objects, dropped, failing, timeout_s, stop=True
             )
             _store(cache, first_key, first)
         if not first.resolved:
@@ -178,7 +182,7 @@ def _verify(
         if not task.PASS_TO_PASS:  # it ran every graded test to the end: the full run's verdict
             _store(cache, key, first)
             return first
-    verdict = _graded_run(sandbox, task, repo, tree, objects, new, dropped, graded, timeout_s)
+    verdict = _graded_run(sandbox, task, repo, tree, objects, dropped, graded, timeout_s)
     _store(cache, key, verdict)
     return verdict
 
@@ -214,6 +218,18 @@ def _js_grading_files(repo: str, tree: str, objects: Mapping[str, str]) -> set[s
     )
 
 
+def _new_modules(
+    task: TaskInstance, repo: str, clean: str, new: set[str], objects: Mapping[str, str]
+) -> list[str]:
+    """Why each new file adds a top-level module the task's tree does not have (patch_policy)."""
+    if not new:
+        return []
+    paths = _tree_paths(repo, clean, objects)
+    graded_files = {test_file(t) for t in (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)}
+    names = patch_policy.top_level_names(paths, patch_policy.import_dirs(graded_files, paths))
+    return [w for p in sorted(new) if (w := patch_policy.new_top_level_module(p, names))]
+
+
 def _selection(graded: tuple[str, ...]) -> tuple[str, ...]:
     """The tests named to pytest: the graded ones, or none (the whole suite) when too many."""
     return graded if len(graded) <= MAX_SELECTED else ()
@@ -225,7 +241,6 @@ def _graded_run(
     repo: str,
     tree: str,
     objects: Mapping[str, str],
-    new: set[str],
     dropped: tuple[str, ...],
     graded: tuple[str, ...],
     timeout_s: float,
@@ -244,30 +259,36 @@ def _graded_run(
         if facts is None:  # the image's first graded run in this process: ship, then probe
             ship(session)
             facts = image_facts(session, task.image_name)
-        dirs = patch_policy.import_dirs(graded_files, _tree_paths(repo, tree, objects))
-        shadowing = [
-            w
-            for p in sorted(new)
-            if (w := patch_policy.shadowing_module(p, dirs, facts.importable))
-        ]
-        if shadowing:
-            return PatchVerdict(
-                False, "forbidden_file", dropped=dropped, log="; ".join(shadowing[:5])
-            )
         originals = {p: _blob(repo, tree, p, objects) for p in graded_files}
         planted, planted_sentinels = sentinels.plant(
-            {p: b for p, b in originals.items() if b is not None}
+            {p: b for p, b in originals.items() if b is not None},
+            tuple(t for t in task.FAIL_TO_PASS if t in graded),  # the ones a forger aims at
         )
-        stop_at = graded if stop else ()
-        session.put_archive(_graded_archive(repo, tree, objects, planted, stop_at), "/")
         planted_ids = tuple(s.test_id for s in planted_sentinels)
         run_selection = (
             ((*planted_ids, *selection) if stop else (*selection, *planted_ids))
             if selection
             else ()
         )
-        run = run_supervised(session, task.test_cmd, facts, run_selection, timeout_s, stop)
+        spec = RunSpec(
+            pytest_args(task.test_cmd, facts, run_selection),
+            (*graded, *planted_ids),
+            _guarded(task, graded, planted),
+            graded if stop else (),
+        )
+        session.put_archive(_graded_archive(repo, tree, objects, planted, spec), "/")
+        run = run_supervised(session, timeout_s)
         return judge(run, graded, planted_sentinels, dropped)
+
+
+def _guarded(
+    task: TaskInstance, graded: tuple[str, ...], planted: Mapping[str, bytes]
+) -> tuple[str, ...]:
+    """The files the graded run collects from, read-only to the tests whatever their names:
+    the graded tests' files (a Django ``tests.py``, a doctest's module), the task's test patch
+    and every file a sentinel sits in."""
+    files = {test_file(t) for t in graded} | parse_patch(task.test_patch).files | set(planted)
+    return tuple(sorted(files))
 
 
 def _graded_js_run(
@@ -358,23 +379,27 @@ def _blob(repo: str, tree: str, path: str, env: Mapping[str, str]) -> bytes | No
         return None
 
 
+@dataclass(frozen=True)
+class RunSpec:
+    """What one graded pytest run runs (``supervised.add_run_spec``)."""
+
+    args: list[str]
+    graded: tuple[str, ...]  # the ids the seal checks before and after they run
+    guard: tuple[str, ...]  # repository files the tests may not write
+    stop_at: tuple[str, ...]  # a fail-fast run's stops
+
+
 def _graded_archive(
-    repo: str,
-    tree: str,
-    objects: Mapping[str, str],
-    planted: dict[str, bytes],
-    stop_at: tuple[str, ...] = (),
+    repo: str, tree: str, objects: Mapping[str, str], planted: dict[str, bytes], spec: RunSpec
 ) -> bytes:
-    """The tree under repo/, the grader and the graded files with their sentinels, as one copy
-    (each copy is a round trip to the engine and an unpacking process in the container). A
-    planted file comes after the tree's own, and an engine unpacks in order, the later entry
-    replacing the earlier, as a second copy did. ``stop_at``: the tests a fail-fast run stops
-    at, in the grader's own folder."""
+    """The tree under repo/, the grader, what it runs and the graded files with their
+    sentinels, as one copy (each copy is a round trip to the engine and an unpacking process in
+    the container). A planted file comes after the tree's own, and an engine unpacks in order,
+    the later entry replacing the earlier, as a second copy did."""
     buffer = io.BytesIO(archive(repo, tree, prefix="repo/", env=objects))
     with tarfile.open(fileobj=buffer, mode="a") as tar:
         add_grader(tar)
-        if stop_at:
-            add_stop_list(tar, stop_at)
+        add_run_spec(tar, spec.args, spec.graded, spec.guard, spec.stop_at)
         for path, data in sorted(planted.items()):
             info = tarfile.TarInfo(f"repo/{path}")
             info.size, info.mode = len(data), 0o644

@@ -84,6 +84,7 @@ PROGRAMS = (  # (package, file, name under tests/trajforge/)
     ("trajforge.verifiers.grader.in_container", "harbor_grade.py", "harbor_grade.py"),
     ("trajforge.verifiers.grader.in_container", "supervisor.py", "supervisor.py"),
     ("trajforge.verifiers.grader.in_container", "launch.py", "launch.py"),
+    ("trajforge.verifiers.grader.in_container", "seal.py", "seal.py"),
     ("trajforge.verifiers.grader.in_container", "trajforge_reporter.py", "trajforge_reporter.py"),
     ("trajforge.verifiers.validation", "pytest_plugin.py", "trajforge_pytest.py"),
     ("trajforge.verifiers.grader", "channel.py", "channel.py"),
@@ -215,10 +216,10 @@ def write_task(task: TaskInstance, root: str, params: Params, image: str) -> tup
     if not by_digest and RECIPE_REPO_LINE not in task.env_recipe.splitlines():
         raise LeftOut("recipe_format", f"the recipe has no line {RECIPE_REPO_LINE!r}")
     try:
-        args = supervised.pytest_args(task.test_cmd, ImageFacts((), frozenset()), ())
+        args = supervised.pytest_args(task.test_cmd, ImageFacts(()), ())
     except UnsupportedTestCommand as exc:
         raise LeftOut("unsupported_test_cmd", str(exc)) from None
-    own_len = len(supervised.pytest_args("pytest", ImageFacts((), frozenset()), ()))
+    own_len = len(supervised.pytest_args("pytest", ImageFacts(()), ()))
     options, own = args[: len(args) - own_len], args[len(args) - own_len :]
     try:
         repo = open_source(task.source, SourceOptions.from_params(params)).path

@@ -45,7 +45,9 @@ def read_records(text: str) -> Evidence:
             tampering.append(f"record {number} came after the session finished")
             continue
         kind = record["t"]
-        if kind == "finish":
+        if kind == "tamper":  # the seal refused something the tests did (in_container/seal.py)
+            tampering.append(f"the seal: {record['why']}")
+        elif kind == "finish":
             finished = True
         elif kind == "collect_error":
             errors[record["id"]] = None
@@ -79,6 +81,8 @@ def _record(line: str) -> dict | None:
     kind = record.get("t")
     if kind == "finish":
         return record if set(record) == {"t"} else None
+    if kind == "tamper":
+        return record if set(record) == {"t", "why"} and isinstance(record["why"], str) else None
     if kind == "collect_error":
         return record if set(record) == {"t", "id"} and isinstance(record["id"], str) else None
     if kind == "tap":

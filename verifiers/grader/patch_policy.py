@@ -5,11 +5,13 @@ Two classes, each decided by what the file is, not by a list of known tricks:
 - **start-up and metadata files**, anywhere in the tree: distribution metadata (``*.dist-info``,
   ``*.egg-info``: entry points are how pytest plugins and console scripts load), ``*.pth`` files,
   ``sitecustomize``/``usercustomize``. No fix of a project's code needs one.
-- **a new top-level module whose name the image can already import** (the standard library, the
-  image's site-packages, the interpreter's built-ins), placed where pytest may put a folder ahead
-  of them on ``sys.path`` (the repository root, the folders of test files and conftest modules):
-  it would stand in for the real one. The names come from the task's image itself
-  (``supervisor.py probe``), so a new dependency of a project is covered without a list.
+- **a new top-level module the task's own tree does not have**, in a folder that Python or pytest
+  puts on ``sys.path`` (the repository root, the folders of test files and conftest modules, a
+  source root such as ``src/``): any name there can be imported by something that only *tries* an
+  import (the standard library's ``copy`` looks for ``org.python.core``; 3.9 has no list of its
+  own names), and would run before or beside the tests. Allowed by the tree, not denied by a list
+  of what the image can import: a fix adds code inside the project's packages, next to code of
+  the same name, never a new importable name beside them.
 
 Test files, conftest modules and test configuration are not refused but reset to the task's own
 (``schemas.test_ids.is_grading_path``), so a fix that also edits tests is judged on the fix.
@@ -40,24 +42,55 @@ def startup_file(path: str) -> str | None:
     return None
 
 
-def shadowing_module(
-    path: str, import_dirs: Iterable[str], importable: frozenset[str]
-) -> str | None:
-    """Why the new file ``path`` would shadow an importable module, or None."""
-    for folder in import_dirs:
-        prefix = f"{folder}/" if folder else ""
-        if not path.startswith(prefix):
-            continue
-        head = path[len(prefix) :].split("/", 1)[0]
-        module = head.split(".", 1)[0]
-        if module in importable:
+# A file Python can import as a module (a folder is one too: a namespace package).
+MODULE_SUFFIXES = ("py", "pyc", "pyw", "pyd", "so")
+
+
+def top_level_names(tree_paths: Iterable[str], folders: Iterable[str]) -> dict[str, set[str]]:
+    """The module names the tree has directly in each of ``folders`` (files and folders)."""
+    names: dict[str, set[str]] = {folder: set() for folder in folders}
+    for path in tree_paths:
+        for folder, taken in names.items():
+            name = _module_name(path, folder)
+            if name:
+                taken.add(name)
+    return names
+
+
+def new_top_level_module(path: str, names: dict[str, set[str]]) -> str | None:
+    """Why the new file ``path`` adds an importable name the tree does not have, or None."""
+    for folder, taken in sorted(names.items()):
+        name = _module_name(path, folder)
+        if name and name not in taken:
             where = folder or "the repository root"
-            return f"{path}: a new module {module!r} in {where} would stand in for the image's"
+            return (
+                f"{path}: a new top-level module {name!r} in {where}, where the task's tree has "
+                "none of that name (anything that tries an import would load it); put new code "
+                "inside the project's package"
+            )
     return None
 
 
+def _module_name(path: str, folder: str) -> str:
+    """The top-level module ``path`` makes importable from ``folder`` ("" for none)."""
+    prefix = f"{folder}/" if folder else ""
+    if not path.startswith(prefix):
+        return ""
+    head, _, rest = path[len(prefix) :].partition("/")
+    if rest:  # a folder: a package or a namespace package
+        return head if head.isidentifier() else ""
+    stem, _, suffix = head.partition(".")
+    if not stem.isidentifier() or suffix.rsplit(".", 1)[-1] not in MODULE_SUFFIXES:
+        return ""
+    return stem
+
+
 def import_dirs(graded_files: Iterable[str], tree_paths: Iterable[str]) -> set[str]:
-    """Folders pytest may put ahead of site-packages: the root, graded tests' and conftests'."""
+    """Folders on the tests' ``sys.path``: the root, graded tests' and conftests' folders (pytest
+    puts them there), and each source root: the folder above a top-level package (``src/``)."""
+    paths = list(tree_paths)
     dirs = {""} | {posixpath.dirname(p) for p in graded_files}
-    dirs |= {posixpath.dirname(p) for p in tree_paths if p.rsplit("/", 1)[-1] == "conftest.py"}
+    dirs |= {posixpath.dirname(p) for p in paths if p.rsplit("/", 1)[-1] == "conftest.py"}
+    packages = {posixpath.dirname(p) for p in paths if p.rsplit("/", 1)[-1] == "__init__.py"}
+    dirs |= {posixpath.dirname(p) for p in packages if posixpath.dirname(p) not in packages}
     return dirs

@@ -9,6 +9,7 @@ Standard library only and Python 3.9, because the same file runs inside a Harbor
 from __future__ import annotations
 
 SUITE_RAN_EXIT_CODES = (0, 1)
+SAME = "SAME AS "  # a twin sentinel's expected status: its original's (sentinels.py)
 
 
 def counts_as_passed(status: str | None) -> bool:
@@ -21,9 +22,10 @@ def verdict(statuses, tampering, finished, exit_code, timed_out, graded, planted
     """(resolved, reason, trusted) of one supervised run.
 
     ``statuses``: test id -> status from the channel; ``tampering``: the channel's signs of it;
-    ``planted``: (test id, expected status) per sentinel. A sentinel is bent when reported
-    otherwise than planted, or not reported while tests of its file were (a file that did not
-    collect reports none of them). ``stopped``: the test at whose failure the supervisor ended
+    ``planted``: (test id, expected status) per sentinel, ``SAME`` + an id for a twin. A
+    sentinel is bent when reported otherwise than planted (a twin: passed where its original did
+    not, or the other way round), or not reported while tests of its file were (a file that did
+    not collect reports none of them). ``stopped``: the test at whose failure the supervisor ended
     the run (fail-fast): never resolved, whatever else was reported; its sentinels are judged
     where they ran (one the stop cut off is not missing).
     """
@@ -33,7 +35,11 @@ def verdict(statuses, tampering, finished, exit_code, timed_out, graded, planted
         return False, "forged_result", False
     for test_id, expected in planted:
         status = statuses.get(test_id)
-        if status is not None:
+        if status is not None and expected.startswith(SAME):  # a twin: as its original went
+            original = statuses.get(expected[len(SAME) :])
+            if original is not None and counts_as_passed(original) != counts_as_passed(status):
+                return False, "forged_result", False
+        elif status is not None:
             if status != expected:
                 return False, "forged_result", False
         elif not stopped and any(t.split("::")[0] == test_id.split("::")[0] for t in statuses):

@@ -6,17 +6,27 @@ process that bends outcomes wholesale (every report "passed", every failure skip
 rewritten) bends a sentinel too, and any sentinel with the wrong outcome marks the run forged.
 They are appended to the graded test files, so they share their module, imports and fixtures.
 
+**Twins** are sentinels shaped like the graded tests themselves: a copy of a graded test function
+(its decorators too, so a parametrized test keeps its parameters) under a new name drawn the same
+way. Nobody knows a twin's outcome in advance, but it must be the original's: in-process code that
+bends a graded test by its id, or makes the code right only for that id, leaves its twin failing
+(``SAME``: the verdict rule compares the two). Only a test whose arguments are all its own
+parameters is twinned; one that asks for a fixture may depend on its own name (snapshots).
+
 Standard library only, Python 3.9 and up: Harbor's ``tests/test.sh`` plants them inside the task's
 container (``in_container/harbor_grade.py``).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import secrets
 from dataclasses import dataclass
 
 PASS, FAIL = "PASSED", "FAILED"
+SAME = "SAME AS "  # a twin's expected status: that of the graded test it copies
+MAX_TWINS = 2
 _RANDOM = secrets.SystemRandom()
 _WORDS = ("value", "result", "items", "empty", "order", "basic", "round", "simple", "check", "case")
 
@@ -70,9 +80,72 @@ def _names(source: str, count: int) -> list[str]:
     return names
 
 
-def plant(files: dict[str, bytes]) -> tuple[dict[str, bytes], tuple[Sentinel, ...]]:
+def plant(
+    files: dict[str, bytes], graded: tuple[str, ...] = ()
+) -> tuple[dict[str, bytes], tuple[Sentinel, ...]]:
     """The graded test files with sentinels appended (at least one that must pass and one that
-    must fail in all), and the sentinels."""
+    must fail in all, and up to ``MAX_TWINS`` twins of the ``graded`` tests of these files),
+    and the sentinels."""
+    planted, made = _plant(files)
+    twins: list[Sentinel] = []
+    for test_id in _RANDOM.sample(list(graded), len(graded)):
+        path = test_id.split("::")[0]
+        if len(twins) == MAX_TWINS or path not in files:
+            continue
+        twin = _twin(planted.get(path, files[path]), test_id)
+        if twin is not None:
+            twins.append(twin)
+            planted[path] = planted.get(path, files[path]) + ("\n\n" + twin.source).encode()
+    return planted, (*made, *twins)
+
+
+def _twin(text: bytes, test_id: str) -> Sentinel | None:
+    """A copy of the module-level test ``test_id`` under a new name, or None where it cannot be
+    copied safely (a class's method, a fixture argument, source that does not parse)."""
+    parts = test_id.split("::")
+    if len(parts) != 2:
+        return None
+    name, bracket, params = parts[1].partition("[")
+    source = text.decode("utf-8", "replace")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    if len(found) != 1 or not _own_arguments(found[0]):
+        return None
+    node = found[0]
+    lines = source.splitlines()
+    first = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
+    copy = "\n".join(lines[first : node.end_lineno])
+    new = _names(source, 1)[0]
+    copy = re.sub(rf"\bdef {re.escape(name)}\(", f"def {new}(", copy, count=1)
+    twin_id = f"{parts[0]}::{new}{bracket}{params}"
+    return Sentinel(twin_id, SAME + test_id, copy + "\n")
+
+
+def _own_arguments(node: ast.FunctionDef) -> bool:
+    """Every argument of the test is a parameter its own ``parametrize`` marks give."""
+    given: set[str] = set()
+    for decorator in node.decorator_list:
+        if not isinstance(decorator, ast.Call) or not _parametrize(decorator.func):
+            return False
+        first = decorator.args[0] if decorator.args else None
+        if not isinstance(first, ast.Constant) or not isinstance(first.value, str):
+            return False
+        given |= {n.strip() for n in first.value.split(",") if n.strip()}
+    wanted = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+    return not node.args.vararg and not node.args.kwarg and set(wanted) <= given
+
+
+def _parametrize(func: ast.expr) -> bool:
+    """``func`` is ``<anything>.mark.parametrize``."""
+    if not isinstance(func, ast.Attribute) or func.attr != "parametrize":
+        return False
+    return isinstance(func.value, ast.Attribute) and func.value.attr == "mark"
+
+
+def _plant(files: dict[str, bytes]) -> tuple[dict[str, bytes], tuple[Sentinel, ...]]:
     paths = sorted(files)
     if not paths:
         return {}, ()

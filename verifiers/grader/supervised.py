@@ -4,8 +4,8 @@ The session must be a grading session (``SessionSpec(grading=True)``: root may c
 nothing else). The supervisor starts pytest as ``TEST_UID`` with plugin autoload off and the
 image's own plugins named with ``-p`` (a JS task: node's jest or mocha with the grader's
 reporter, ``run_supervised_js``), and the reporter's records come back in a file only root can
-read; the run's log is the supervisor's output. What the image offers (its plugins and every
-importable name) is probed once per image and process.
+read; the run's log is the supervisor's output. What the image offers (its pytest plugins) is
+probed once per image and process.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ from trajforge.verifiers.sandbox.base import REPO_DIR, SandboxBroken, Session
 
 ROOT = "/tmp/.trajforge-grader"  # the tests' user cannot write it: root's folder in sticky /tmp
 RESULT = f"{ROOT}/out/result.json"
-# The tests whose first failure stops a fail-fast run: root's, in a folder the tests cannot open.
-STOP_AT = f"{ROOT}/out/stop-at.txt"
+# What a graded run runs (pytest's arguments, the graded ids, the files kept read-only, the tests
+# a fail-fast run stops at): root's, in a folder the tests cannot open.
+RUN_SPEC = f"{ROOT}/out/run.json"
 PYTHON = "/venv/bin/python"
 TEST_UID = 10001
 PROBE_TIMEOUT_S = 120.0
@@ -53,6 +54,7 @@ MAXFAIL = 2**31 - 1
 FILES = {
     "supervisor.py": "supervisor.py",
     "launch.py": "launch.py",
+    "seal.py": "seal.py",
     "plugins/trajforge_reporter.py": "trajforge_reporter.py",
 }
 # A JS run's own programs, shipped beside them by ``run_supervised_js`` (a pytest run's
@@ -99,7 +101,6 @@ class UnsupportedTestCommand(UserError):
 @dataclass(frozen=True)
 class ImageFacts:
     plugins: tuple[tuple[str, str], ...]  # (entry point name, module) of the image's pytest11
-    importable: frozenset[str]  # every top-level name the image can import
 
 
 @dataclass(frozen=True)
@@ -144,10 +145,19 @@ def add_grader(tar: tarfile.TarFile) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def add_stop_list(tar: tarfile.TarFile, tests: tuple[str, ...]) -> None:
-    """The list ``run_supervised(stop=True)`` stops at, into the grader's copy: root's only."""
-    data = "".join(f"{t}\n" for t in tests if "\n" not in t).encode()
-    info = tarfile.TarInfo(STOP_AT.lstrip("/"))
+def add_run_spec(
+    tar: tarfile.TarFile,
+    args: list[str],
+    graded: tuple[str, ...],
+    guard: tuple[str, ...] = (),
+    stop_at: tuple[str, ...] = (),
+) -> None:
+    """What ``run_supervised`` runs (supervisor.py's SPEC), into the grader's copy: root's only.
+    ``graded``: the ids the seal checks before and after they run; ``guard``: repository files
+    the tests may not write; ``stop_at``: the tests whose first failure ends the run."""
+    spec = {"args": args, "graded": list(graded), "guard": list(guard), "stop_at": list(stop_at)}
+    data = json.dumps(spec).encode()
+    info = tarfile.TarInfo(RUN_SPEC.lstrip("/"))
     info.size, info.mode = len(data), 0o600
     tar.addfile(info, io.BytesIO(data))
 
@@ -159,7 +169,7 @@ def known_facts(image: str) -> ImageFacts | None:
 
 
 def image_facts(session: Session, image: str) -> ImageFacts:
-    """The image's pytest plugins and importable names (probed once per image and process;
+    """The image's pytest plugins (probed once per image and process;
     the grader must be shipped into ``session`` first)."""
     if (known := known_facts(image)) is not None:
         return known
@@ -169,9 +179,7 @@ def image_facts(session: Session, image: str) -> ImageFacts:
     last = (result.output.strip().splitlines() or [""])[-1]
     try:
         said = json.loads(last)
-        facts = ImageFacts(
-            tuple((str(n), str(m)) for n, m in said["plugins"]), frozenset(said["importable"])
-        )
+        facts = ImageFacts(tuple((str(n), str(m)) for n, m in said["plugins"]))
     except (ValueError, KeyError, TypeError):
         raise SandboxBroken(
             f"grader: probing {image} failed (exit {result.exit_code}): {last[:200]}"
@@ -185,7 +193,7 @@ def pytest_args(test_cmd: str, facts: ImageFacts, selection: tuple[str, ...]) ->
     """The task's pytest options, less its report files, with the image's plugins named."""
     options = [w for w in pytest_options(test_cmd) if not w.startswith(DROPPED_OPTIONS)]
     # Every graded test runs: a project's -x or --maxfail would stop at a failing sentinel.
-    own = ["-p", "trajforge_pytest", "-p", "trajforge_reporter", f"--maxfail={MAXFAIL}"]
+    own = ["-p", "trajforge_pytest", f"--maxfail={MAXFAIL}"]  # the reporter: launch.py's
     return rules.pytest_args(options, own, BLOCKED_PLUGINS, facts.plugins, selection)
 
 
@@ -205,22 +213,11 @@ def pytest_options(test_cmd: str) -> list[str]:
     return words[len(runner) :]
 
 
-def run_supervised(
-    session: Session,
-    test_cmd: str,
-    facts: ImageFacts,
-    selection: tuple[str, ...],
-    timeout_s: float,
-    stop: bool = False,
-) -> SupervisedRun:
-    """The graded tests, run by the supervisor; raises SandboxBroken when it left no result.
-    ``stop``: the supervisor ends the run at the first failure of a test in ``STOP_AT`` (put
-    there first, ``add_stop_list``) and says which (``SupervisedRun.stopped``)."""
-    args = pytest_args(test_cmd, facts, selection)
-    stop_at = f"{STOP_AT} " if stop else ""
-    command = f"{PYTHON} -I {ROOT}/supervisor.py run {TEST_UID} {timeout_s:g} {stop_at}-- " + (
-        " ".join(shlex.quote(a) for a in args)
-    )
+def run_supervised(session: Session, timeout_s: float) -> SupervisedRun:
+    """The graded tests, run by the supervisor as ``add_run_spec`` put them in the session
+    (a fail-fast run says which test stopped it: ``SupervisedRun.stopped``); raises
+    SandboxBroken when it left no result."""
+    command = f"{PYTHON} -I {ROOT}/supervisor.py run {TEST_UID} {timeout_s:g} {RUN_SPEC}"
     return _supervised(session, command, timeout_s)
 
 

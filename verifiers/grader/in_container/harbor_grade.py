@@ -44,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = {  # file here -> where it goes under the grader's root
     "supervisor.py": "supervisor.py",
     "launch.py": "launch.py",
+    "seal.py": "seal.py",
     "trajforge_reporter.py": "plugins/trajforge_reporter.py",
     "trajforge_pytest.py": "plugins/trajforge_pytest.py",
 }
@@ -330,15 +331,17 @@ def grade(config: dict) -> tuple:
     clean = tar_contents(clean_tar, set(resets))
     for path in sorted(resets, key=lambda p: p in clean):
         place(repo, path, clean.get(path))
-    tree_paths = [p for p in walk_index(repo, skip={".pytest_cache"})]
-    dirs = patch_policy.import_dirs(config["graded_files"], tree_paths)
-    importable = frozenset(facts["importable"])
+    task_paths = sorted(set(start) | set(config["test_patch_paths"]))  # the task's own tree
+    dirs = patch_policy.import_dirs(config["graded_files"], task_paths)
+    names = patch_policy.top_level_names(task_paths, dirs)
     new = sorted(set(added) & set(kept))
-    shadowing = [w for p in new if (w := patch_policy.shadowing_module(p, dirs, importable))]
-    if shadowing:
-        return {**base, "resolved": False, "reason": "forbidden_file", "detail": shadowing[:5]}, ""
+    refused = [w for p in new if (w := patch_policy.new_top_level_module(p, names))]
+    if refused:
+        return {**base, "resolved": False, "reason": "forbidden_file", "detail": refused[:5]}, ""
     originals = file_contents(repo, config["graded_files"])
-    planted, planted_sentinels = sentinels.plant({p: b for p, (_, b) in originals.items()})
+    planted, planted_sentinels = sentinels.plant(
+        {p: b for p, (_, b) in originals.items()}, tuple(config["FAIL_TO_PASS"])
+    )
     for path, data in planted.items():
         place(repo, path, (originals[path][0], data))
     selection = config["selection"]
@@ -348,8 +351,13 @@ def grade(config: dict) -> tuple:
         [tuple(p) for p in facts["plugins"]], run_selection,
     )  # fmt: skip
     timeout_s = config["timeout_s"]
+    spec_path = os.path.join(root, "out", "run.json")  # root's: the ids never on a command line
+    guard = sorted({test_ids.test_file(t) for t in graded} | set(config["test_patch_paths"]))
+    spec = {"args": args, "graded": [*graded, *(s.test_id for s in planted_sentinels)]}
+    with open(spec_path, "w", encoding="utf-8") as handle:
+        json.dump({**spec, "guard": sorted(set(guard) | set(planted)), "stop_at": []}, handle)
     command = [python, "-I", os.path.join(root, "supervisor.py"), "run", str(config["uid"])]
-    command += [f"{timeout_s:g}", "--", *args]
+    command += [f"{timeout_s:g}", spec_path]
     started = time.monotonic()
     try:
         ran = subprocess.run(

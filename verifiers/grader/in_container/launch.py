@@ -1,21 +1,94 @@
-"""Starts pytest for the grader, in the tests' own (unprivileged) process.
+"""Starts pytest for the grader, in the tests' own (unprivileged) process, sealed.
 
-Run as ``python -I -B launch.py REPO ARGS``: no working directory, PYTHONPATH or user site on
-``sys.path``, so pytest, its plugins and the standard library load from the image before anything
-in the repository can. The repository comes last (the project's editable install usually puts it
-there already); the grader's plugins come first, from a folder only root can write.
+Run as ``python -I -B launch.py`` by the supervisor: no working directory, PYTHONPATH or user
+site on ``sys.path``. In order, before any file of the repository can load:
+
+1. what to run comes from a one-shot pipe (``TRAJFORGE_LAUNCH_FD``, drained and closed): the
+   pytest arguments (the selected test ids among them: never in ``argv`` or the environment),
+   the records' key and the records' pipe;
+2. pytest, every module of ``_pytest`` and pluggy and the standard library modules they load
+   lazily are imported, from the image (the image's plugins, named with ``-p``, load from its
+   site-packages, ahead of the repository);
+3. the reporter is made (loaded by path, kept out of ``sys.modules``) and the seal installed
+   (``seal.py``: an audit hook that cannot be removed, and the machinery's fixed state);
+4. only then does the repository join ``sys.path``, last, and pytest runs.
 """
 
 import os
 import sys
 
-PLUGINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
-REPO = sys.argv[1]
 
-sys.path.insert(0, PLUGINS)
-if REPO not in sys.path:
-    sys.path.append(REPO)
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    plugins = os.path.join(here, "plugins")
+    spec = _spec(int(os.environ.pop("TRAJFORGE_LAUNCH_FD")))
+    args = list(spec["args"])
+    sys.argv[1:] = []
+    sys.path.insert(0, plugins)
+    _preload()
+    seal = _load(os.path.join(here, "seal.py"))
+    integrity = seal["Integrity"]()
+    reporter, tamper = _load(os.path.join(plugins, "trajforge_reporter.py"))["make"](
+        int(spec["records_fd"]), spec["key"], integrity, frozenset(spec["graded"])
+    )
+    seal["install"](tamper)
+    if spec["repo"] not in sys.path:
+        sys.path.append(spec["repo"])
+    import pytest
 
-import pytest  # noqa: E402
+    return int(pytest.main(args, plugins=[reporter]))
 
-sys.exit(int(pytest.main(sys.argv[2:])))
+
+def _spec(fd):
+    import json
+
+    data = b""
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(fd)
+    return json.loads(data.decode("utf-8"))
+
+
+# Standard library modules pytest and its plugins import on first use; loaded here, an import
+# that only tries a name (copy's ``org.python.core``) is over before the repository is reachable.
+LAZY = (
+    "ast", "bdb", "cmd", "code", "codeop", "copy", "difflib", "doctest", "fnmatch",
+    "importlib.util", "inspect", "json", "pdb", "pprint", "shlex", "tempfile", "textwrap",
+    "tokenize", "traceback", "unittest", "unittest.mock", "warnings", "xml.etree.ElementTree",
+)  # fmt: skip
+
+
+def _preload():
+    import importlib
+    import pkgutil
+
+    import _pytest
+    import pytest  # noqa: F401
+
+    for name in LAZY:
+        _try_import(importlib, name)
+    for module in pkgutil.walk_packages(_pytest.__path__, "_pytest."):
+        _try_import(importlib, module.name)
+
+
+def _try_import(importlib, name):
+    import contextlib
+
+    with contextlib.suppress(Exception):  # an optional module the image lacks: pytest says so
+        importlib.import_module(name)
+
+
+def _load(path):
+    """The names a file of the grader's defines, executed in a namespace of its own."""
+    with open(path, encoding="utf-8") as handle:
+        code = compile(handle.read(), path, "exec", dont_inherit=True)
+    namespace = {"__name__": "trajforge_" + os.path.basename(path)[:-3], "__file__": path}
+    exec(code, namespace)
+    return namespace
+
+
+if __name__ == "__main__":
+    sys.exit(main())

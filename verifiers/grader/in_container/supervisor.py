@@ -4,20 +4,22 @@ Runs as root (with CAP_SETUID/CAP_SETGID only, every other capability dropped) u
 ``python -I``, from a folder only root can write (the grader's root, given by where this file
 is), in the working directory /repo. Two modes:
 
-- ``probe REPO``: what the image offers, read from its site-packages and standard library
-  only (never REPO): the pytest plugins its distributions declare, every importable name.
-- ``run UID TIMEOUT -- ARGS``: make /repo writable for the tests, start pytest as ``uid`` with
-  its output on a pipe (forwarded to our stdout) and a second pipe for the reporter plugin's
-  records; when pytest exits (or the time is up), kill every process left of that user, read
-  the records to the end, and write them to ``out/result.json`` under the grader's root, which
-  the tests cannot open.
-- ``run UID TIMEOUT STOP_AT -- ARGS``: the same, stopped at the first failure of a test listed
-  in the file STOP_AT (one id a line, root's, unreadable to the tests): the moment the records
-  say one of them failed or was skipped, every process of the tests' user is killed and the
-  result says which test stopped the run (``stopped``). A stop reads only a failure; it can
-  make a reward lower, never higher (the host never resolves a stopped run), so a record the
-  tests forged to stop early costs them their own reward, and one they hide leaves the run to
-  its end, judged as before.
+- ``probe REPO``: what the image offers, read from its site-packages only (never REPO): the
+  pytest plugins its distributions declare.
+- ``run UID TIMEOUT SPEC``: make /repo writable for the tests except what decides them, start
+  pytest (``launch.py``) as ``uid`` with its output on a pipe (forwarded to our stdout), hand it
+  what to run on a one-shot pipe, read its keyed records on a second pipe; when pytest exits (or
+  the time is up), kill every process left of that user, read the records to the end, and write
+  them to ``out/result.json`` under the grader's root, which the tests cannot open. SPEC is a
+  JSON file of root's (unreadable to the tests): ``args`` (pytest's, the selected ids among
+  them: never on a command line, where ``ps`` shows them), ``graded`` (the ids the seal checks),
+  ``guard`` (repository files the tests' user may not write, beyond the names pytest imports
+  by: every file the graded run collects from) and ``stop_at``: the tests whose first failure
+  or skip ends the run at once (fail-fast): every process of the tests' user is killed and the
+  result says which test stopped it (``stopped``). A stop reads only a failure; it can make a
+  reward lower, never higher (the host never resolves a stopped run), so a record the tests
+  forged to stop early costs them their own reward, and one they hide leaves the run to its
+  end, judged as before.
 - ``exec UID TIMEOUT GUARD -- PROGRAM ARGS``: the same for another language's runner (node's),
   started as PROGRAM (found in the system's folders, never the repository's). The repository
   paths listed in the file GUARD (its tests and the runner's configuration) stay read-only, and
@@ -33,7 +35,6 @@ Standard library only; runs on Python 3.9.
 
 import json
 import os
-import pkgutil
 import sys
 import tempfile
 import threading
@@ -47,7 +48,6 @@ RECORDS_CAP = 64 * 1024 * 1024
 
 def probe(repo):
     import importlib.metadata
-    import sysconfig
 
     outside = (repo, ROOT)
     paths = [p for p in sys.path if p and not p.startswith(outside) and os.path.isdir(p)]
@@ -56,12 +56,7 @@ def probe(repo):
         for entry in dist.entry_points:
             if entry.group == "pytest11":
                 plugins.add((entry.name, entry.value.split(":", 1)[0]))
-    names = set(sys.builtin_module_names)
-    names |= set(getattr(sys, "stdlib_module_names", ()))
-    stdlib = [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")]
-    for module in pkgutil.iter_modules(paths + stdlib):
-        names.add(module.name)
-    json.dump({"plugins": sorted(plugins), "importable": sorted(names)}, sys.stdout)
+    json.dump({"plugins": sorted(plugins)}, sys.stdout)
 
 
 TEST_DIRS = ("test", "tests", "testing", "__tests__")
@@ -76,13 +71,14 @@ def _test_module(folder, name):
     return suffix == ".py" and (is_test or in_tests)
 
 
-def _open_up(path):
+def _open_up(path, guard=frozenset()):
     """Let the tests' user write the tree, except what decides the tests.
 
     Root owns the tree (the engine put it there) and may change its modes. Test modules,
-    conftests and pytest's configuration stay read-only, and so do the folders that hold test
-    modules or conftests: nothing can be added beside one (a compiled module that an import by
-    name would load in its place).
+    conftests and pytest's configuration stay read-only, by name and by the grader's list
+    (``guard``: every file the graded run collects from, a Django-style ``tests.py`` or a
+    doctest's module too), and so do the folders that hold them: nothing can be added beside
+    one (a compiled module that an import by name would load in its place).
     Every other folder is writable and sticky, so nobody removes or renames what root owns, and
     gets a ``__pycache__`` only root can write (bytecode is never written, and none can be
     planted).
@@ -94,7 +90,7 @@ def _open_up(path):
             full = os.path.join(folder, name)
             if os.path.islink(full):
                 continue
-            if _test_module(folder, name):
+            if _test_module(folder, name) or os.path.relpath(full, path) in guard:
                 guarded = True
                 os.chmod(full, 0o644)
             elif name in CONFIG_FILES:
@@ -165,6 +161,17 @@ def _keyed(data, key):
     return b"".join(line + b"\n" for line in lines)
 
 
+def _feed(fd, data):
+    """Write ``data`` to the pipe ``fd`` and close it (in a thread: the reader starts later)."""
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _as_user(uid):
     os.setgroups([])
     os.setgid(uid)
@@ -214,16 +221,17 @@ def _pump(source, sink, cap, store, watch=None):
     os.close(source)
 
 
-def _stop_rule(stop_at, store, stop):
-    """A watcher that sets ``stop`` at the first record saying a test of ``stop_at`` did not pass
-    (failed in any phase, or skipped), and keeps that test's id in ``store``. Anything that is
-    not such a record is passed over: the host reads the records as before."""
+def _stop_rule(stop_at, store, stop, key):
+    """A watcher that sets ``stop`` at the first keyed record saying a test of ``stop_at`` did
+    not pass (failed in any phase, or skipped), and keeps that test's id in ``store``. Anything
+    that is not such a record is passed over: the host reads the records as before."""
+    prefix = (key + " ").encode()
 
     def watch(line):
-        if stop.is_set() or not line:
+        if stop.is_set() or not line.startswith(prefix):
             return
         try:
-            record = json.loads(line)
+            record = json.loads(line[len(prefix) :])
         except ValueError:
             return
         if not isinstance(record, dict) or record.get("t") != "report":
@@ -238,27 +246,31 @@ def _stop_rule(stop_at, store, stop):
     return watch
 
 
-def _stop_list(path):
-    """The test ids of the file ``path`` (one a line); none when no path is given."""
-    if path is None:
-        return frozenset()
+def _read_spec(path):
     with open(path, encoding="utf-8") as handle:
-        return frozenset(line for line in handle.read().split("\n") if line)
+        return json.load(handle)
 
 
-def run(uid, timeout_s, args, stop_at=frozenset()):
-    """pytest through ``launch.py``. ``uid`` -1: stay who we are (a sandbox with no users to
-    change to: no isolation). ``stop_at``: the tests whose first failure ends the run."""
+def run(uid, timeout_s, spec):
+    """pytest through ``launch.py``, sealed. ``uid`` -1: stay who we are (a sandbox with no users
+    to change to: no isolation)."""
     repo = os.getcwd()
     privileged = os.geteuid() == 0 and uid >= 0
     if privileged:
-        _open_up(repo)
+        _open_up(repo, frozenset(spec.get("guard", ())))
     env = dict(os.environ)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env.pop("PYTEST_PLUGINS", None)
     env.pop("PYTEST_ADDOPTS", None)
-    argv = [sys.executable, "-I", "-B", LAUNCH, repo, *list(args)]
-    _supervise(uid, timeout_s, argv, env, privileged, None, stop_at=stop_at)
+    key = os.urandom(16).hex()
+    told = {"args": spec["args"], "graded": spec.get("graded", []), "key": key, "repo": repo}
+
+    def launch(records_fd):
+        return json.dumps({**told, "records_fd": records_fd}).encode()
+
+    argv = [sys.executable, "-I", "-B", LAUNCH]
+    stop_at = frozenset(spec.get("stop_at", ()))
+    _supervise(uid, timeout_s, argv, env, privileged, key, stop_at=stop_at, launch=launch)
 
 
 def exec_runner(uid, timeout_s, guard_file, program, args):
@@ -279,19 +291,27 @@ def exec_runner(uid, timeout_s, guard_file, program, args):
     _supervise(uid, timeout_s, argv, env, privileged, key, workdir)
 
 
-def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None, stop_at=frozenset()):
+def _supervise(
+    uid, timeout_s, argv, env, privileged, key, workdir=None, stop_at=frozenset(), launch=None
+):
     """Start ``argv`` as ``uid`` in ``workdir`` (default: the repository), drain its output
     and records, kill what it leaves, write the result. ``key``: the records' key, handed over
-    on a pipe of its own (None: pytest's). ``stop_at``: tests whose first failure stops the run
-    (pytest's records only: a keyed run's are read as they are)."""
+    on a pipe of its own, or inside ``launch(records_fd)``'s bytes, which go on a one-shot pipe
+    named by ``TRAJFORGE_LAUNCH_FD`` (pytest's launcher). ``stop_at``: tests whose first failure
+    stops the run (pytest's records)."""
     repo = os.getcwd()
     if privileged:
         os.chmod(tempfile.gettempdir(), 0o1777)
     records_r, records_w = os.pipe()
     output_r, output_w = os.pipe()
-    env["TRAJFORGE_RESULT_FD"] = str(records_w)
-    key_r = None
-    if key is not None:
+    key_r = launch_r = None
+    if launch is not None:
+        launch_r, launch_w = os.pipe()
+        threading.Thread(target=_feed, args=(launch_w, launch(records_w)), daemon=True).start()
+        env["TRAJFORGE_LAUNCH_FD"] = str(launch_r)
+    else:
+        env["TRAJFORGE_RESULT_FD"] = str(records_w)
+    if key is not None and launch is None:
         key_r, key_w = os.pipe()
         os.write(key_w, key.encode())
         os.close(key_w)
@@ -301,8 +321,9 @@ def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None, stop_at
         try:
             os.close(records_r)
             os.close(output_r)
-            if key_r is not None:
-                os.set_inheritable(key_r, True)
+            for handed in (key_r, launch_r):
+                if handed is not None:
+                    os.set_inheritable(handed, True)
             if privileged:
                 _as_user(uid)
             devnull = os.open(os.devnull, os.O_RDONLY)
@@ -317,11 +338,12 @@ def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None, stop_at
         os._exit(127)
     os.close(records_w)
     os.close(output_w)
-    if key_r is not None:
-        os.close(key_r)
+    for handed in (key_r, launch_r):
+        if handed is not None:
+            os.close(handed)
     store: dict = {"data": b"", "overflow": False, "stopped": ""}
     stop = threading.Event()
-    watch = _stop_rule(stop_at, store, stop) if stop_at and key is None else None
+    watch = _stop_rule(stop_at, store, stop, key) if stop_at else None
     out = threading.Thread(target=_pump, args=(output_r, sys.stdout.buffer, 0, None))
     rec = threading.Thread(target=_pump, args=(records_r, None, RECORDS_CAP, store, watch))
     out.start()
@@ -353,9 +375,7 @@ def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None, stop_at
         "privileged": privileged,
         "records_overflow": store["overflow"] or rec.is_alive(),
         "stopped": store["stopped"] if stop.is_set() else "",
-        "records": (store["data"] if key is None else _keyed(store["data"], key)).decode(
-            "utf-8", "replace"
-        ),
+        "records": _keyed(store["data"], key).decode("utf-8", "replace"),
     }
     os.makedirs(OUT, mode=0o700, exist_ok=True)
     temp = OUT + "/result.json.tmp"
@@ -367,14 +387,12 @@ def _supervise(uid, timeout_s, argv, env, privileged, key, workdir=None, stop_at
 if __name__ == "__main__":
     if sys.argv[1:2] == ["probe"] and len(sys.argv) == 3:
         probe(sys.argv[2])
-    elif sys.argv[1:2] == ["run"] and sys.argv[4:5] == ["--"]:
-        run(int(sys.argv[2]), float(sys.argv[3]), sys.argv[5:])
-    elif sys.argv[1:2] == ["run"] and sys.argv[5:6] == ["--"]:
-        run(int(sys.argv[2]), float(sys.argv[3]), sys.argv[6:], _stop_list(sys.argv[4]))
+    elif sys.argv[1:2] == ["run"] and len(sys.argv) == 5:
+        run(int(sys.argv[2]), float(sys.argv[3]), _read_spec(sys.argv[4]))
     elif sys.argv[1:2] == ["exec"] and sys.argv[5:6] == ["--"] and len(sys.argv) > 6:
         exec_runner(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[6], sys.argv[7:])
     else:
         sys.exit(
-            "usage: supervisor.py probe REPO | run UID TIMEOUT_S [STOP_AT] -- PYTEST_ARGS"
+            "usage: supervisor.py probe REPO | run UID TIMEOUT_S SPEC_JSON"
             " | exec UID TIMEOUT_S GUARD -- PROGRAM ARGS"
         )

@@ -1,0 +1,221 @@
+"""The seal: what code under test may no longer do once the grader's machinery is loaded.
+
+``launch.py`` loads pytest, its plugins and the reporter, then calls ``install`` before the
+repository enters ``sys.path``: from then on nothing of the patch has run, and nothing it runs
+can undo what is set here.
+
+- **An audit hook (PEP 578)**, which cannot be removed, turns the general tools of in-process
+  forgery into a ``tamper`` record and refuses them: tracing and profiling (``sys.settrace``,
+  ``sys.setprofile``, ``sys.monitoring``), a function's code swapped (``__code__``), other
+  threads' frames, the garbage collector's object lists, raw memory and the interpreter's C API
+  through ``ctypes``, ``/proc/*/mem``, and a second audit hook. No fix needs any of them while
+  its tests run; a project whose own tests do is not gradable (validate's ``gold_runs`` says so).
+- **The machinery's integrity**, checked before each graded test runs and at each of its
+  reports: the functions and classes of pytest and pluggy are the ones they were when pytest
+  had patched its own (``legacypath``) and before the first conftest of the repository loaded,
+  the plugins and hook implementations are those registered when collection ended, no instance
+  attribute of a test item stands in for its class's method, and the test function runs the
+  code its own file compiles to (plain or with pytest's assertion rewriting): a module loaded
+  through another finder, with its asserts turned into ``pass``, is told apart.
+
+What it does not close is said in docs/security.md: in-process code that walks frames to
+pytest's objects (frames are everyday Python: logging walks them) and rebinds what it finds.
+
+Standard library and pytest only; Python 3.9 and up. Loaded by path into a namespace of its own,
+never into ``sys.modules``.
+"""
+
+import ast
+import os
+import re
+import sys
+
+# Audit events no graded run needs, and why each is refused.
+REFUSED = {
+    "sys.settrace": "tracing (sys.settrace)",
+    "sys.setprofile": "profiling (sys.setprofile)",
+    "sys._current_frames": "other threads' frames (sys._current_frames)",
+    "sys.addaudithook": "a second audit hook",
+    "gc.get_objects": "the garbage collector's object list (gc.get_objects)",
+    "gc.get_referrers": "the garbage collector's referrers (gc.get_referrers)",
+    "gc.get_referents": "the garbage collector's referents (gc.get_referents)",
+    "ctypes.PyObj_FromPtr": "an object from a raw address (ctypes)",
+    "ctypes.cdata": "memory at a raw address (ctypes)",
+    "sys.monitoring.register_callback": "execution monitoring (sys.monitoring)",
+    "sys.monitoring.set_events": "execution monitoring (sys.monitoring)",
+    "sys.monitoring.set_local_events": "execution monitoring (sys.monitoring)",
+}
+FUNCTION = type(lambda: None)
+PROC_MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/mem$")
+MACHINERY = ("pytest", "_pytest", "pluggy")
+# The hooks through which a test's outcome travels: their implementations are fixed at the end
+# of collection (a plugin registered later, or an implementation swapped, is tampering).
+HOOKS = (
+    "pytest_runtestloop", "pytest_runtest_protocol", "pytest_runtest_setup",
+    "pytest_runtest_call", "pytest_pyfunc_call", "pytest_runtest_teardown",
+    "pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_report_teststatus",
+)  # fmt: skip
+
+
+def install(send):
+    """The audit hook; ``send(why)`` records tampering on the grader's channel."""
+
+    def hook(event, args):
+        why = REFUSED.get(event)
+        if why is None:
+            if event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
+                why = "a function's code swapped (__code__)"
+            elif event == "open" and args and _proc_memory(args[0]):
+                why = f"process memory opened ({args[0]!r})"
+            elif event == "ctypes.dlsym" and len(args) > 1 and _c_api(args[1]):
+                why = f"the interpreter's C API through ctypes ({args[1]!r})"
+            else:
+                return
+        send(why)
+        raise RuntimeError(f"trajforge grader: {why} is refused while graded tests run")
+
+    sys.addaudithook(hook)
+
+
+def _proc_memory(path):
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "replace")
+    return isinstance(path, str) and bool(PROC_MEMORY.match(os.path.normpath(path)))
+
+
+def _c_api(name):
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "replace")
+    return isinstance(name, str) and name.lstrip("_").startswith("Py")
+
+
+class Integrity:
+    """What the seal fixed, and the checks against it (each returns a reason or "")."""
+
+    def __init__(self):
+        self.machinery = []  # fixed before the first conftest loads (pytest patches its own first)
+        self.hooks = None  # fixed when collection ends
+        self.codes = {}  # test file -> the code objects it compiles to
+
+    def fix_machinery(self):
+        self.machinery = _machinery()
+
+    def fix_hooks(self, config):
+        self.hooks = _hook_state(config)
+
+    def check(self, item):
+        """Why the run that is about to grade ``item`` (or just did) cannot be trusted."""
+        for holder, name, value in self.machinery:
+            if getattr(holder, "__dict__", {}).get(name) is not value:
+                return f"pytest's machinery was changed ({_name(holder)}.{name})"
+        if self.hooks is not None and _hook_state(item.config) != self.hooks:
+            return "a plugin or hook implementation was added or changed after collection"
+        for name in vars(item):
+            if _method(type(item), name):
+                return f"the test item's {name} was replaced"
+        return self._code(item)
+
+    def _code(self, item):
+        path = str(getattr(item, "path", None) or getattr(item, "fspath", ""))
+        function = getattr(item, "obj", None)
+        function = getattr(function, "__func__", function)
+        inner, defined_here = function, None
+        for _ in range(32):  # the decorators' chain (functools.wraps keeps __wrapped__)
+            code = getattr(inner, "__code__", None)
+            if code is not None and code.co_filename == path:
+                defined_here = code
+            following = getattr(inner, "__wrapped__", None)
+            if following is None:
+                break
+            inner = following
+        if not path.endswith(".py") or not os.path.isfile(path):
+            return ""
+        if path not in self.codes:
+            self.codes[path] = _compiled(path, item.config)
+        expected, undecorated = self.codes[path]
+        if defined_here is not None:
+            return "" if defined_here in expected else f"{item.nodeid} does not run its file's code"
+        name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
+        if name in undecorated:
+            return f"{item.nodeid} does not run its file's code"
+        return ""
+
+
+def _compiled(path, config):
+    """(every code object ``path`` compiles to, plain and rewritten; the names of the
+    functions it defines with no decorator)."""
+    with open(path, "rb") as handle:
+        source = handle.read()
+    codes: set = set()
+    undecorated: set = set()
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError:
+        return codes, undecorated
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.decorator_list:
+            undecorated.add(node.name)
+    _walk(compile(source, path, "exec", dont_inherit=True), codes)
+    try:
+        from _pytest.assertion.rewrite import rewrite_asserts
+
+        rewritten = ast.parse(source, filename=path)
+        rewrite_asserts(rewritten, source, path, config)
+        _walk(compile(rewritten, path, "exec", dont_inherit=True), codes)
+    except Exception:  # an older pytest's signature: the plain code still counts
+        pass
+    return codes, undecorated
+
+
+def _walk(code, into):
+    into.add(code)
+    for const in code.co_consts:
+        if isinstance(const, type(code)):
+            _walk(const, into)
+
+
+def _machinery():
+    """(holder, name, value) of every function and class of pytest and pluggy, and of each
+    method their classes define."""
+    fixed: list = []
+    for module_name, module in list(sys.modules.items()):
+        if module is None or module_name.split(".", 1)[0] not in MACHINERY:
+            continue
+        for name, value in list(vars(module).items()):
+            owner = str(getattr(value, "__module__", "") or "")
+            if not isinstance(value, (type, FUNCTION)) or owner.split(".")[0] not in MACHINERY:
+                continue  # what pytest rebinds while it runs (None until then) is not fixed
+            fixed.append((module, name, value))
+            if isinstance(value, type) and owner == module_name:
+                for attr, member in list(vars(value).items()):
+                    if _is_method(member):
+                        fixed.append((value, attr, member))
+    return fixed
+
+
+def _hook_state(config):
+    manager = config.pluginmanager
+    state: list = [frozenset(id(p) for p in manager.get_plugins())]
+    for name in HOOKS:
+        caller = getattr(manager.hook, name, None)
+        impls = caller.get_hookimpls() if caller is not None else []
+        state.append(tuple((id(i), id(i.function)) for i in impls))
+    state.append(id(config.hook))
+    return state
+
+
+def _method(cls, name):
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return _is_method(vars(klass)[name])
+    return False
+
+
+def _is_method(member):
+    return isinstance(member, (staticmethod, classmethod, property)) or (
+        callable(member) and not isinstance(member, type)
+    )
+
+
+def _name(holder):
+    return getattr(holder, "__name__", type(holder).__name__)
