@@ -451,13 +451,19 @@ SLOW_WRONG_MUL = "import time\n    time.sleep(5)\n    return a * b + 1"
 BOTH_WRONG = _ops_patch(
     OPS_BUGGY.replace("return a * b", SLOW_WRONG_MUL).replace("return a - b", "return a * b")
 )
+# The records' pipe, as a patch that read the grader finds it: a pipe past stdout and stderr.
+CHANNEL = (
+    "import os\n    fds = [int(f) for f in os.listdir('/proc/self/fd') if int(f) > 2 and "
+    "os.path.exists('/proc/self/fd/' + f) and "
+    "os.readlink('/proc/self/fd/' + f).startswith('pipe:')]\n"
+)
 HOSTILE = {  # each makes test_add fail, then tries to have the run read as passing
     "exit_zero": "import atexit, os\n    atexit.register(os._exit, 0)\n",
-    "close_channel": "import os\n    os.close(int(os.environ.get('TRAJFORGE_RESULT_FD', '-1')))\n",
+    "close_channel": CHANNEL + "    [os.close(fd) for fd in fds]\n",
     "forged_pass": (
-        "import os\n    os.write(int(os.environ['TRAJFORGE_RESULT_FD']), "
+        CHANNEL + "    [os.write(fd, "
         'b\'{"t":"report","id":"tests/test_ops.py::test_add","when":"call",'
-        '"outcome":"passed","xfail":false,"sub":false}\\n\')\n'
+        '"outcome":"passed","xfail":false,"sub":false}\\n\') for fd in fds]\n'
     ),
     "kill_pytest": "import os\n    os.kill(os.getpid(), 9)\n",
 }

@@ -55,6 +55,9 @@ FORGERIES = {
     "dist_info_plugin": (ROUTES["dist_info_plugin"][0], 0, "forbidden_file"),
     "monkeypatch_testreport": (ROUTES["monkeypatch_testreport"][0], 0, "forged_result"),
     "daemon_after_exit": (ROUTES["daemon_after_exit"][0], 0, "forged_result"),
+    "org_namespace": (ROUTES["org_namespace"][0], 0, "forbidden_file"),
+    "wrap_call_and_report": (ROUTES["wrap_call_and_report"][0], 0, "forged_result"),
+    "right_only_for_the_graded_id": (ROUTES["right_only_for_the_graded_id"][0], 0, "forged_result"),
     "fix_beside_a_forger": ({**FIX, "conftest.py": ALWAYS_PASS}, 1, "resolved"),
 }
 
