@@ -146,16 +146,16 @@ DAEMON = (
     + _CHANNEL_FDS
     + """
 _fds = _channel_fds()
-_fd = _fds[-1] if _fds else None
-if _fd and os.fork() == 0:
+if _fds and os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         for _ in range(3000):
-            try:
-                os.write(int(_fd), _lines.encode())
-                open("/tmp/trajforge-junit.xml", "w").write("<testsuite/>")
-            except OSError:
-                pass
+            for _fd in _fds:
+                try:
+                    os.write(_fd, _lines.encode())
+                    open("/tmp/trajforge-junit.xml", "w").write("<testsuite/>")
+                except OSError:
+                    pass
             time.sleep(0.01)
     os._exit(0)
 """
@@ -178,10 +178,9 @@ import sys
 """
     + _CHANNEL_FDS
     + """
-_fds = _channel_fds()
-if _fds:
-    faulthandler.dump_traceback(file=_fds[-1])
-    faulthandler.dump_traceback_later(0.01, repeat=True, file=_fds[-1])
+for _fd in _channel_fds():
+    faulthandler.dump_traceback(file=_fd)
+faulthandler.dump_traceback_later(0.01, repeat=True, file=max(_channel_fds() or [2]))
 signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
 """
 )

@@ -424,6 +424,8 @@ def test_a_django_layout_graded_file_is_read_only_by_the_list(calc_task, tmp_pat
         task, source=str(clone), base_commit=base, bug_patch="", test_patch="",
         FAIL_TO_PASS=("calc/tests.py::test_add",), PASS_TO_PASS=(),
     )  # fmt: skip
+    (tmp_path / "fix").mkdir()
+    (tmp_path / "forger").mkdir()
     fix = model_patch(django, str(clone), tmp_path / "fix", FIX)
     rewrite = {**NOISE, "calc/__init__.py": REWRITE_TESTS_ON_DISK}
     forger = model_patch(django, str(clone), tmp_path / "forger", rewrite)
