@@ -176,7 +176,16 @@ def test_reward_service_binary_and_partial(calc_task, patches, graded, evaluator
         server.server_close()
 
 
-@pytest.mark.parametrize("route", ["dist_info_plugin", "exit_forgery", "skip_from_source"])
+@pytest.mark.parametrize(
+    "route",
+    [
+        "dist_info_plugin",
+        "exit_forgery",
+        "skip_from_source",
+        "org_namespace",
+        "wrap_call_and_report",
+    ],
+)
 def test_evaluate_command_reports_the_route_unresolved(calc_task, patches, graded, tmp_path, route):
     """SWE-bench's predictions format holds one prediction per instance: one file per route."""
     task, _, work = calc_task

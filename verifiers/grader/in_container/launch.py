@@ -31,7 +31,8 @@ def main():
     reporter, tamper = _load(os.path.join(plugins, "trajforge_reporter.py"))["make"](
         int(spec["records_fd"]), spec["key"], integrity, frozenset(spec["graded"])
     )
-    seal["install"](tamper)
+    graded_files = {os.path.join(spec["repo"], t.split("::")[0]) for t in spec["graded"]}
+    seal["install"](tamper, frozenset(graded_files))
     if spec["repo"] not in sys.path:
         sys.path.append(spec["repo"])
     import pytest

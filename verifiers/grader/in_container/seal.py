@@ -6,10 +6,11 @@ can undo what is set here.
 
 - **An audit hook (PEP 578)**, which cannot be removed, turns the general tools of in-process
   forgery into a ``tamper`` record and refuses them: tracing and profiling (``sys.settrace``,
-  ``sys.setprofile``, ``sys.monitoring``), a function's code swapped (``__code__``), other
-  threads' frames, the garbage collector's object lists, raw memory and the interpreter's C API
-  through ``ctypes``, ``/proc/*/mem``, and a second audit hook. No fix needs any of them while
-  its tests run; a project whose own tests do is not gradable (validate's ``gold_runs`` says so).
+  ``sys.setprofile``, ``sys.monitoring``), a graded test's or pytest's code swapped
+  (``__code__``), other threads' frames, the garbage collector's object lists, raw memory and
+  the interpreter's C API through ``ctypes``, ``/proc/*/mem``, and a second audit hook. No fix
+  needs any of them while its tests run; a project whose own tests do is not gradable
+  (validate's ``gold_runs`` says so).
 - **The machinery's integrity**, checked before each graded test runs and at each of its
   reports: the functions and classes of pytest and pluggy are the ones they were when pytest
   had patched its own (``legacypath``) and before the first conftest of the repository loaded,
@@ -57,14 +58,23 @@ HOOKS = (
 )  # fmt: skip
 
 
-def install(send):
-    """The audit hook; ``send(why)`` records tampering on the grader's channel."""
+def install(send, protected):
+    """The audit hook; ``send(why)`` records tampering on the grader's channel. ``protected``:
+    the graded test files (absolute paths), whose functions' code may not be swapped, nor
+    pytest's or pluggy's (a project's own decorators may swap its own code: typeguard does)."""
+    files = [str(getattr(sys.modules.get(name), "__file__", "") or "") for name in MACHINERY]
+    folders = tuple(os.path.dirname(os.path.abspath(f)) + os.sep for f in files if f)
+
+    def swapped(function):
+        code = getattr(function, "__code__", None)
+        where = getattr(code, "co_filename", "")
+        return where in protected or where.startswith(folders)
 
     def hook(event, args):
         why = REFUSED.get(event)
         if why is None:
-            if event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__":
-                why = "a function's code swapped (__code__)"
+            if event == "object.__setattr__" and args[1:2] == ("__code__",) and swapped(args[0]):
+                why = "a test's or pytest's code swapped (__code__)"
             elif event == "open" and args and _proc_memory(args[0]):
                 why = f"process memory opened ({args[0]!r})"
             elif event == "ctypes.dlsym" and len(args) > 1 and _c_api(args[1]):
