@@ -105,7 +105,8 @@ def test_trl_reward_func_gives_every_correct_fix_its_reward_while_the_queue_is_f
     client = RewardClient(url, attempts=400, total_s=600, base_s=0.05, max_delay_s=1.0)
     rewards = trl_reward_func(url, client=client, concurrency=20)
     completion = f"The fix:\n```diff\n{task.patch}```\n"
-    values = rewards(prompts=[""] * 20, completions=[completion] * 20, instance_id=[task.instance_id] * 20)  # fmt: skip
+    ids = [task.instance_id] * 20
+    values = rewards(prompts=[""] * 20, completions=[completion] * 20, instance_id=ids)
     stats = _stats(url)
     print(f"trl burst: 20 completions, retries {dict(client.retries)},",
           f"/stats {json.dumps(stats['connections'])} {json.dumps(stats['counts'])}")  # fmt: skip

@@ -120,17 +120,17 @@ def test_a_refusal_is_retried_never_read_as_a_reward():
     ],
 )
 def test_an_answer_not_of_the_graders_shape_is_no_reward(body):
-    with scripted([(200, body)]) as (url, received):
-        with pytest.raises(RewardServiceError, match="answered 200 malformed_answer"):
-            RewardClient(url, base_s=0.001).score("calc-1", FIX)
+    refused = pytest.raises(RewardServiceError, match="answered 200 malformed_answer")
+    with scripted([(200, body)]) as (url, received), refused:
+        RewardClient(url, base_s=0.001).score("calc-1", FIX)
     assert len(received) == 1
 
 
 def test_a_request_refused_for_its_own_fault_is_raised_at_once():
     unknown = {"error": True, "reason": "unknown_instance", "detail": "no task"}
-    with scripted([(404, unknown)]) as (url, received):
-        with pytest.raises(RewardServiceError, match="404 unknown_instance") as refused:
-            RewardClient(url, base_s=0.001).score("nope", FIX)
+    raised = pytest.raises(RewardServiceError, match="404 unknown_instance")
+    with scripted([(404, unknown)]) as (url, received), raised as refused:
+        RewardClient(url, base_s=0.001).score("nope", FIX)
     assert (refused.value.status, refused.value.attempts, len(received)) == (404, 1, 1)
 
 
