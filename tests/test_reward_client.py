@@ -2,8 +2,9 @@
 
 No Docker: the client is pointed at a port with nothing listening, and at a real HTTP server on
 127.0.0.1 that answers as a hostile or broken service would (a refusal that carries a ``reward``
-of 0.0 like the service once sent, a harness failure, answers of the wrong shape). The real
-service under a burst is ``test_reward_burst.py``.
+of 0.0 like the service once sent, a harness failure, answers of the wrong shape), and the real
+service's door under a burst of empty patches (answered without a container). The real service
+grading a burst in Docker is ``test_reward_burst.py``.
 """
 
 from __future__ import annotations
@@ -11,16 +12,23 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from curated_factory import make_task
+from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.pipelines.evaluation.reward_client import (
     RewardClient,
     RewardServiceError,
     trl_reward_func,
 )
+from trajforge.pipelines.evaluation.service import RewardService, serve
+from trajforge.schemas.params import load_params
 
 GRADED = {"reward": 1.0, "resolved": True, "reason": "resolved", "error": False, "report": {}}
 # What serve-rewards answered a full queue with before issue 41: a body with a reward in it.
@@ -149,3 +157,45 @@ def test_a_harness_failure_is_retried_and_never_a_reward():
         with pytest.raises(RewardServiceError, match="last: 200 harness_error:sandbox_error"):
             client.reward_value("calc-1", FIX)
     assert len(received) == 7
+
+
+def test_a_burst_is_answered_not_reset_and_every_connection_counted(tmp_path):
+    """50 clients at once: with Python's default listen backlog (5) the kernel reset 154 of 250
+    such connections before the service saw them; each must now get an answer, counted."""
+    params = tmp_path / "params.yaml"
+    params.write_text(f"cache_dir: {tmp_path / 'cache'}\nsandbox:\n  kind: local\n")
+    evaluator = Evaluator(load_params(str(params)), use_cache=False)
+    task = make_task("acme/alpha", 1)
+    service = RewardService(evaluator, {task.instance_id: task}, workers=1, queue_size=1)
+    server = serve(service, port=0)
+    assert server.request_queue_size >= 128
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    body = json.dumps({"instance_id": task.instance_id, "patch": None}).encode()
+    start = threading.Barrier(50)
+
+    def client(_: int) -> int | str:
+        start.wait()
+        request = urllib.request.Request(f"{url}/reward", body)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                return answer.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    try:
+        with ThreadPoolExecutor(max_workers=50) as pool:
+            said = list(pool.map(client, range(50)))
+        assert [s for s in said if not isinstance(s, int)] == []  # none reset
+        assert set(said) <= {200, 503}
+        stats = service.stats()
+    finally:
+        server.shutdown()
+        server.server_close()
+        service.close()
+        evaluator.close()
+    assert stats["connections"] == {"accepted": 50, "unanswered": 0}
+    assert stats["counts"]["requests"] == 50
+    assert stats["counts"].get("refused:queue_full", 0) == said.count(503)
