@@ -159,19 +159,33 @@ def test_a_harness_failure_is_retried_and_never_a_reward():
     assert len(received) == 7
 
 
-def test_a_burst_is_answered_not_reset_and_every_connection_counted(tmp_path):
-    """50 clients at once: with Python's default listen backlog (5) the kernel reset 154 of 250
-    such connections before the service saw them; each must now get an answer, counted."""
+@pytest.fixture
+def door(tmp_path) -> Iterator[tuple[str, RewardService, str]]:
+    """(url, service, instance id): the real service, one worker and a queue of one, with an
+    Evaluator on the local sandbox; only what needs no container is asked of it here."""
     params = tmp_path / "params.yaml"
     params.write_text(f"cache_dir: {tmp_path / 'cache'}\nsandbox:\n  kind: local\n")
     evaluator = Evaluator(load_params(str(params)), use_cache=False)
     task = make_task("acme/alpha", 1)
-    service = RewardService(evaluator, {task.instance_id: task}, workers=1, queue_size=1)
+    tasks = {task.instance_id: task}
+    service = RewardService(evaluator, tasks, workers=1, queue_size=1, max_patch_bytes=10_000)
     server = serve(service, port=0)
-    assert server.request_queue_size >= 128
+    assert server.request_queue_size >= 128  # not Python's 5
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    body = json.dumps({"instance_id": task.instance_id, "patch": None}).encode()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", service, task.instance_id
+    finally:
+        server.shutdown()
+        server.server_close()
+        service.close()
+        evaluator.close()
+
+
+def test_a_burst_is_answered_not_reset_and_every_connection_counted(door):
+    """50 clients at once: with Python's default listen backlog (5) the kernel reset 154 of 250
+    such connections before the service saw them; each must now get an answer, counted."""
+    url, service, instance_id = door
+    body = json.dumps({"instance_id": instance_id, "patch": None}).encode()
     start = threading.Barrier(50)
 
     def client(_: int) -> int | str:
@@ -185,17 +199,26 @@ def test_a_burst_is_answered_not_reset_and_every_connection_counted(tmp_path):
         except OSError as exc:
             return f"{type(exc).__name__}: {exc}"
 
-    try:
-        with ThreadPoolExecutor(max_workers=50) as pool:
-            said = list(pool.map(client, range(50)))
-        assert [s for s in said if not isinstance(s, int)] == []  # none reset
-        assert set(said) <= {200, 503}
-        stats = service.stats()
-    finally:
-        server.shutdown()
-        server.server_close()
-        service.close()
-        evaluator.close()
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        said = list(pool.map(client, range(50)))
+    assert [s for s in said if not isinstance(s, int)] == []  # none reset
+    assert set(said) <= {200, 503}
+    stats = service.stats()
     assert stats["connections"] == {"accepted": 50, "unanswered": 0}
     assert stats["counts"]["requests"] == 50
     assert stats["counts"].get("refused:queue_full", 0) == said.count(503)
+
+
+def test_a_completion_cannot_stop_training_with_what_the_service_refuses(door):
+    """A policy that writes a patch over the size limit, or one that is not Unicode text, gets
+    its verdict (0.0), not an exception that would stop the training step; a request the service
+    refuses for another reason (an unknown id: the dataset's fault) still raises."""
+    url, _, instance_id = door
+    rewards = trl_reward_func(url, client=RewardClient(url, base_s=0.001))
+    huge = FIX + "+" + "x" * 20_000 + "\n"
+    surrogate = FIX.replace("+b", "+\ud800")
+    completions = [f"```diff\n{huge}```", f"```diff\n{surrogate}```", "no patch"]
+    ids = [instance_id] * 3
+    assert rewards(prompts=[""] * 3, completions=completions, instance_id=ids) == [0.0] * 3
+    with pytest.raises(RewardServiceError, match="404 unknown_instance"):
+        rewards(prompts=[""], completions=[FIX], instance_id=["no-such-task"])

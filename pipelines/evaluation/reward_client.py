@@ -212,16 +212,25 @@ def trl_reward_func(
     for it. TRL's GRPOTrainer turns ``None`` into NaN and sums the reward functions with
     ``nansum``: with other reward functions the row is scored by them alone, but when this is the
     only one the row's reward becomes 0.0 (with a warning), the very signal a refusal must not
-    give; hence ``"raise"`` by default."""
+    give; hence ``"raise"`` by default.
+
+    What the completion itself is refused for is its verdict, 0.0, never an error a policy could
+    stop training with: a patch over the service's size limit (413 ``patch_too_large``), or one
+    that is not Unicode text (a lone surrogate: no file holds it, and the service refuses it)."""
     check_partial(partial)
     if on_failure not in ("raise", "none"):
         raise ValueError(f"on_failure must be 'raise' or 'none', not {on_failure!r}")
     asker = client or RewardClient(url)
 
     def one(task_id: str, completion: Any) -> float | None:
+        patch = patch_from_completion(completion)
+        if patch is not None and not _is_text(patch):
+            return 0.0
         try:
-            return asker.reward_value(task_id, patch_from_completion(completion), partial)
+            return asker.reward_value(task_id, patch, partial)
         except RewardServiceError as exc:
+            if exc.reason == "patch_too_large":
+                return 0.0
             if on_failure == "raise":
                 raise
             print(f"trl_reward_func: None for {task_id!r}: {exc}", file=sys.stderr)
@@ -233,6 +242,14 @@ def trl_reward_func(
             return list(pool.map(lambda job: one(*job), jobs))
 
     return trajforge_reward
+
+
+def _is_text(patch: str) -> bool:
+    try:
+        patch.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_partial(partial: object) -> None:
