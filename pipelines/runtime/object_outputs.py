@@ -44,8 +44,8 @@ def check_output(stage: str, output: str, inputs: Sequence[str] = ()) -> None:
     names = files_under(root)
     if not names or exists(join(root, MARKER)):
         return
-    if all(_inside_staging(root, path) for path in names):
-        return  # only a run cut off before its marker: trajforge's, and replaceable
+    if any(_inside_staging(root, path) for path in names):
+        return  # a run cut off before its marker: trajforge's, and replaceable
     raise UserError(
         f"{stage}: --output {output} holds files trajforge did not write; pass a new location "
         "(or remove them yourself)"
