@@ -30,10 +30,14 @@ from trajforge.pipelines.evaluation.reward_client import (
 from trajforge.pipelines.evaluation.service import RewardService, serve
 from trajforge.schemas.params import load_params
 
-GRADED = {"reward": 1.0, "resolved": True, "reason": "resolved", "error": False, "report": {}}
+GRADED = {
+    "instance_id": "calc-1", "reward": 1.0, "resolved": True, "reason": "resolved", "error": False,
+    "report": {},
+}  # fmt: skip
 # What serve-rewards answered a full queue with before issue 41: a body with a reward in it.
 OLD_QUEUE_FULL = {"error": True, "reason": "queue_full", "reward": 0.0, "resolved": False}
-HARNESS_ERROR = {"reward": 0.0, "resolved": False, "reason": "sandbox_error", "error": True}
+HARNESS_ERROR = {**GRADED, "error": True, "reward": 0.0, "resolved": False}
+HARNESS_ERROR["reason"] = "sandbox_error"  # the sandbox broke: no verdict
 FIX = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
 
 
@@ -123,6 +127,7 @@ def test_a_refusal_is_retried_never_read_as_a_reward():
         {**GRADED, "reward": True},  # a bool is no number
         {**GRADED, "reward": 7.0},  # out of [0, 1]
         {"reward": 1.0},  # no resolved, reason, error
+        {**GRADED, "instance_id": "calc-2"},  # another task's answer
         [1.0],
         b"1.0 not json",
     ],

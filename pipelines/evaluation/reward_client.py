@@ -125,7 +125,7 @@ class RewardClient:
         body = json.dumps(said).encode()
         deadline = time.monotonic() + self.total_s
         for attempt in range(1, self.attempts + 1):
-            status, reason, answer = self._post(body)
+            status, reason, answer = self._post(body, instance_id)
             if answer is not None and not (retry_harness and answer["error"]):
                 return answer
             if status is not None and status not in RETRYABLE_STATUS and answer is None:
@@ -144,7 +144,7 @@ class RewardClient:
         )
         raise RewardServiceError(why, status, reason, attempt)
 
-    def _post(self, body: bytes) -> tuple[int | None, str, dict | None]:
+    def _post(self, body: bytes, instance_id: str) -> tuple[int | None, str, dict | None]:
         """(status, reason, the grader's answer or None): None when there is no answer of the
         grader's shape, so a refusal's body is never read as a reward."""
         request = urllib.request.Request(
@@ -162,15 +162,16 @@ class RewardClient:
         except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
             cause = exc.reason if isinstance(exc, urllib.error.URLError) else exc
             return None, f"unreachable: {type(cause).__name__}: {cause}"[:200], None
-        answer = _graded(data) if status == 200 else None
+        answer = _graded(data, instance_id) if status == 200 else None
         if answer is None:  # a 200 not of the grader's shape, or another 2xx/3xx: no reward
             return status, "malformed_answer", None
         return status, "harness_error:" + answer["reason"] if answer["error"] else "", answer
 
 
-def _graded(data: bytes) -> dict | None:
-    """``data`` when it is the grader's answer: a JSON object whose ``reward`` is a number in
-    [0, 1], ``resolved`` and ``error`` booleans, ``reason`` text; else None."""
+def _graded(data: bytes, instance_id: str) -> dict | None:
+    """``data`` when it is the grader's answer for ``instance_id``: a JSON object whose
+    ``reward`` is a number in [0, 1], ``resolved`` and ``error`` booleans, ``reason`` text; else
+    None."""
     try:
         answer = json.loads(data)
     except ValueError:
@@ -182,7 +183,7 @@ def _graded(data: bytes) -> dict | None:
         return None
     if not isinstance(answer.get("resolved"), bool) or not isinstance(answer.get("error"), bool):
         return None
-    if not isinstance(answer.get("reason"), str):
+    if not isinstance(answer.get("reason"), str) or answer.get("instance_id") != instance_id:
         return None
     return answer
 
