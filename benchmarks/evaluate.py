@@ -55,7 +55,7 @@ from trajforge.generators.environments.profile import JUNIT_PATH  # noqa: E402
 from trajforge.generators.environments.recipe import CA_FILE  # noqa: E402
 from trajforge.generators.sources.specs import SourceOptions, open_source  # noqa: E402
 from trajforge.pipelines.evaluation.evaluator import Evaluator  # noqa: E402
-from trajforge.pipelines.evaluation.rewards import RewardClient  # noqa: E402
+from trajforge.pipelines.evaluation.rewards import RewardClient, RewardServiceError  # noqa: E402
 from trajforge.pipelines.evaluation.service import RewardService, serve  # noqa: E402
 from trajforge.pipelines.evaluation.task_rows import load_tasks  # noqa: E402
 from trajforge.schemas.diff import parse_patch  # noqa: E402
@@ -232,7 +232,10 @@ def load(
             gold = k % 2 == 0 and not only_wrong
             patch = task.patch if gold else wrong[task.instance_id]
             started = time.monotonic()
-            answer = client.score(task.instance_id, patch, fail_fast=fail_fast)
+            try:  # refusals are retried by the client; one that outlasts its tries is no answer
+                answer = client.score(task.instance_id, patch, fail_fast=fail_fast)
+            except RewardServiceError as exc:
+                answer = {"error": True, "reason": exc.reason}
             with lock:
                 latencies.append(time.monotonic() - started)
                 answers.append(answer)

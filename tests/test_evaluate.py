@@ -32,6 +32,7 @@ from trajforge.pipelines.evaluation.rewards import RewardClient, patch_from_comp
 from trajforge.pipelines.evaluation.service import RewardService, serve
 from trajforge.pipelines.evaluation.task_rows import load_tasks
 from trajforge.pipelines.release.tables import tasks_schema, tasks_table
+from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import load_params
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.grader.supervised import TEST_UID
@@ -196,6 +197,13 @@ def test_an_exported_tasks_config_reads_back_as_the_same_tasks(tasks, tmp_path):
     assert load_tasks([str(tmp_path / "dataset")]) == tasks
     moved = load_tasks([str(tmp_path / "dataset")], {rows[0].repo: "/srv/calc"})
     assert {t.source for t in moved.values()} == {"/srv/calc"}
+    # One path alone (str or PathLike; a folder or one Parquet file) is a path, never its letters.
+    assert load_tasks(str(tmp_path / "dataset")) == tasks == load_tasks(tmp_path / "dataset")
+    assert load_tasks(folder / "train-00000-of-00001.parquet") == tasks
+    with pytest.raises(UserError, match=r"load_tasks: 42 is not a path; pass a stage output"):
+        load_tasks(42)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"load_tasks: b'x' in the list is not a path"):
+        load_tasks([b"x"])  # type: ignore[list-item]
 
 
 def test_reward_api_binary_and_partial(tasks, evaluator):
@@ -316,6 +324,7 @@ def test_a_full_queue_and_a_slow_request_are_answered_not_dropped(tasks, evaluat
         assert statuses == [503, 504]  # one waited past its deadline, the other found no room
         reasons = {first.body["reason"], second.body["reason"]}
         assert reasons == {"queue_full", "request_timeout"}
+        assert "reward" not in first.body and "reward" not in second.body  # no verdict in them
     finally:
         service.close()  # waits for the timed-out grading to finish
     assert service.stats()["counts"]["refused:queue_full"] == 1

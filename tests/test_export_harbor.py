@@ -214,8 +214,15 @@ def test_the_folders_are_harbor_tasks_with_no_path_to_the_fix(exported):
     assert {t["name"]: t["digest"] for t in manifest["tasks"]} == {
         f"trajforge/{t.name}": content_digest(str(t)) for t in tasks
     }
+    readme = (exported / "README.md").read_text()
+    # The shared verifier mode is forgeable (a planted .pth writes reward.txt 1): said loudly.
+    assert '## WARNING: keep environment_mode = "separate"' in readme
+    assert ".pth" in readme and "tests_failed" in readme and "forgeable" in readme
     for task in tasks:
-        config = tomllib.loads((task / "task.toml").read_text())
+        text = (task / "task.toml").read_text()
+        assert '# WARNING: keep environment_mode = "separate"' in text
+        assert "forgeable" in text and ".pth" in text
+        config = tomllib.loads(text)
         assert config["schema_version"] == TASK_SCHEMA
         assert config["environment"]["network_mode"] == "no-network"
         assert (config["environment"]["cpus"], config["environment"]["memory_mb"]) == (1.0, 2048)

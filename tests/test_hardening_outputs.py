@@ -88,6 +88,15 @@ def test_output_is_replaced_only_when_trajforge_wrote_it(tmp_path, calc_repo):
     proc = run_cli(*mine, "--output", "legacy", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (legacy / MARKER).is_file()
+    # A user's folder that has an older output's names alone (a README.md and a summary.json of
+    # its own) is not one: refused in one line, the README kept.
+    mine_own = tmp_path / "d"
+    mine_own.mkdir()
+    (mine_own / "README.md").write_text("# my notes\n")
+    (mine_own / "summary.json").write_text(json.dumps({"title": "my summary"}))
+    line = _one_line(run_cli(*mine, "--output", "d", cwd=tmp_path), 2, "trajforge:")
+    assert "--output d exists and was not written by trajforge; pass a new directory" in line
+    assert (mine_own / "README.md").read_text() == "# my notes\n"
 
     # export and report follow the same rule.
     curated = write_curated(tmp_path / "curated", [make_task("acme/alpha", 1)])

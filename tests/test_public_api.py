@@ -183,6 +183,7 @@ def test_tasks_load_and_rewards_answer_without_docker(tmp_path):
         Evaluator,
         RewardClient,
         RewardService,
+        RewardServiceError,
         load_params,
         load_tasks,
         patch_from_completion,
@@ -221,8 +222,11 @@ def test_tasks_load_and_rewards_answer_without_docker(tmp_path):
             completions = ["no diff here", [{"role": "assistant", "content": "nor here"}]]
             ids = [task.instance_id] * 2
             assert func(prompts=["", ""], completions=completions, instance_id=ids) == [0.0, 0.0]
-            unknown = RewardClient(url).score("no-such-task", task.patch)
-            assert (unknown["reason"], unknown["reward"]) == ("unknown_instance", 0.0)
+            # A refusal is no reward: it is raised, at once (the request's fault, not a busy
+            # service), and its body carries none to misread.
+            with pytest.raises(RewardServiceError, match="404 unknown_instance") as refused:
+                RewardClient(url).score("no-such-task", task.patch)
+            assert (refused.value.status, refused.value.attempts) == (404, 1)
             assert sum(service.stats()["counts"].values()) >= 3  # every answer counted
         finally:
             server.shutdown()

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from trajforge.pipelines.evaluation.evaluator import Evaluation, Evaluator
     from trajforge.pipelines.evaluation.reward_client import (
         RewardClient,
+        RewardServiceError,
         patch_from_completion,
         trl_reward_func,
     )
@@ -45,6 +46,7 @@ _EXPORTS = {
     "reward": "trajforge.pipelines.evaluation.rewards",
     "patch_from_completion": "trajforge.pipelines.evaluation.reward_client",
     "RewardClient": "trajforge.pipelines.evaluation.reward_client",
+    "RewardServiceError": "trajforge.pipelines.evaluation.reward_client",
     "trl_reward_func": "trajforge.pipelines.evaluation.reward_client",
     "RewardService": "trajforge.pipelines.evaluation.service",
     "serve": "trajforge.pipelines.evaluation.service",
@@ -66,6 +68,7 @@ __all__ = [
     "PatchVerdict",
     "RewardClient",
     "RewardService",
+    "RewardServiceError",
     "StepOutcome",
     "TaskEnv",
     "TaskInstance",

@@ -14,6 +14,9 @@ from trajforge.pipelines.evaluation.evaluator import Evaluation, Evaluator
 from trajforge.pipelines.evaluation.reward_client import (  # re-exported: the HTTP side
     RewardClient as RewardClient,
 )
+from trajforge.pipelines.evaluation.reward_client import (
+    RewardServiceError as RewardServiceError,
+)
 from trajforge.pipelines.evaluation.reward_client import check_partial
 from trajforge.pipelines.evaluation.reward_client import (
     patch_from_completion as patch_from_completion,

@@ -7,7 +7,11 @@ worker and image ready, so a request does not wait for one to start; each serves
 removed, docs/security.md); up to ``queue_size`` more wait.
 Nothing is dropped silently: a request beyond that is answered 503 ``queue_full`` at once, one
 that waits past ``request_timeout_s`` is answered 504 ``request_timeout``, and every answer
-(bad request, unknown task, harness error) is counted in ``/stats``.
+(bad request, unknown task, harness error) is counted in ``/stats``, as is every connection
+accepted and every one closed without an answer (``connections``). The
+listen backlog holds a burst of ``workers + queue_size`` clients (at least ``MIN_BACKLOG``), so
+the kernel does not reset them before they are counted. A refusal carries ``error`` and
+``reason`` and no ``reward``: it is no verdict, and a client must not read one from it.
 
 Endpoints: ``POST /reward`` ``{"instance_id", "patch", "partial": false, "fail_fast": null}``
 (``fail_fast`` null: the server's ``--fail-fast``); ``GET /health``;
@@ -34,6 +38,7 @@ from trajforge.schemas import json_rows
 from trajforge.schemas.task_instance import TaskInstance
 
 MAX_PATCH_BYTES = 1_000_000
+MIN_BACKLOG = 128  # connections the kernel holds for accept(); Python's default is 5
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,8 @@ class RewardService:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reward")
         self.slots = threading.BoundedSemaphore(workers + queue_size)
         self.lock = threading.Lock()
-        self.counts: Counter = Counter()
+        self.counts: Counter = Counter()  # answers: resolved, not:<reason>, refused:<reason>
+        self.connections: Counter = Counter()  # accepted, unanswered
         self.in_flight = 0
         self.latencies: list[float] = []
 
@@ -136,6 +142,10 @@ class RewardService:
                 self.counts[f"refused:{reason}"] += 1
         return answer
 
+    def connection(self, what: str) -> None:
+        with self.lock:
+            self.connections[what] += 1
+
     def health(self) -> dict[str, Any]:
         with self.lock:
             return {
@@ -151,6 +161,7 @@ class RewardService:
             ordered = sorted(self.latencies)
             return {
                 "counts": dict(sorted(self.counts.items())),
+                "connections": {k: self.connections[k] for k in ("accepted", "unanswered")},
                 "in_flight": self.in_flight,
                 "p50_s": _quantile(ordered, 0.5),
                 "p95_s": _quantile(ordered, 0.95),
@@ -161,7 +172,7 @@ class RewardService:
 
 
 def _error(status: int, reason: str, why: str, instance_id: str = "") -> Answer:
-    body = {"error": True, "reason": reason, "detail": why, "reward": 0.0, "resolved": False}
+    body: dict[str, Any] = {"error": True, "reason": reason, "detail": why}  # no reward: no verdict
     if instance_id:
         body["instance_id"] = instance_id
     return Answer(status, body)
@@ -189,6 +200,12 @@ READ_TIMEOUT_S = 30.0  # receiving one request: its line, headers and body (or a
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a request still grading never holds the process at shutdown
+    service: RewardService
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Every connection accepted is counted, before anything can go wrong with it."""
+        self.service.connection("accepted")
+        super().process_request(request, client_address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """One line, never a traceback: the request is lost, the service goes on."""
@@ -218,6 +235,14 @@ def serve(
         timeout = read_timeout_s  # every read and write on the socket (StreamRequestHandler)
         watchdog: threading.Timer | None = None
         cut = False  # the watchdog shut the socket: the request did not arrive in time
+        answers = 0  # responses sent on this connection
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            finally:
+                if not self.answers:  # closed, cut or failed before any answer: counted
+                    service.connection("unanswered")
 
         def handle_one_request(self) -> None:
             self.watchdog = threading.Timer(read_timeout_s, self._cut)
@@ -312,10 +337,16 @@ def serve(
                     self.send_header("Connection", "close")
                 self.end_headers()
                 self.wfile.write(data)
+                self.answers += 1
             except OSError:  # the client left (or was cut): nobody to answer
                 self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: requests are counted in /stats, and patches never reach a log."""
 
-    return _Server((host, port), Handler)
+    class Server(_Server):
+        request_queue_size = max(MIN_BACKLOG, service.workers + service.queue_size)
+
+    server = Server((host, port), Handler)
+    server.service = service
+    return server

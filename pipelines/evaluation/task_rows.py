@@ -10,6 +10,7 @@ says where that repository is now.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Iterable, Mapping
 
@@ -18,6 +19,7 @@ import pyarrow.parquet as pq
 from trajforge.pipelines.runtime import outputs
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import from_row
+from trajforge.schemas.storage import is_local
 from trajforge.schemas.task_instance import TaskInstance
 
 # A task cannot be run without these (the rest of TaskInstance has defaults or may be empty).
@@ -32,14 +34,19 @@ REQUIRED = (
 TYPES = pa.schema([f for f in TaskInstance.ARROW_SCHEMA if f.name not in ("scores", "provenance")])
 
 
-def load_tasks(directories: Iterable[str], sources: Mapping[str, str] | None = None) -> dict:
-    """instance_id -> TaskInstance over every directory (the first row of an id wins), with
-    ``source`` replaced where ``sources`` names the task's repo. A file that cannot be read (or
-    holds a column of another type) is one line on stderr and left out; a directory that holds
-    no readable tasks is one UserError line."""
+TaskPaths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
+
+
+def load_tasks(directories: TaskPaths, sources: Mapping[str, str] | None = None) -> dict:
+    """instance_id -> TaskInstance over every path (the first row of an id wins), with
+    ``source`` replaced where ``sources`` names the task's repo. A path is a stage output or an
+    export (a folder or an object store prefix) or one tasks Parquet file; one path alone need
+    not be in a list (a string is never read as its characters). A file that cannot be read (or
+    holds a column of another type) is one line on stderr and left out; a path that holds no
+    readable tasks is one UserError line."""
     tasks: dict[str, TaskInstance] = {}
-    for directory in directories:
-        files = outputs.table_files(directory, "tasks")
+    for directory in _paths(directories):
+        files = [directory] if _is_table(directory) else outputs.table_files(directory, "tasks")
         if not files:
             raise UserError(
                 f"evaluate: {directory} holds no tasks (no tasks/ Parquet files); pass the output "
@@ -58,6 +65,26 @@ def load_tasks(directories: Iterable[str], sources: Mapping[str, str] | None = N
                 task = task_of(row, sources or {})
                 tasks.setdefault(task.instance_id, task)
     return tasks
+
+
+def _paths(given: object) -> list[str]:
+    if isinstance(given, str | os.PathLike):
+        return [os.fspath(given)]
+    if isinstance(given, bytes) or not isinstance(given, Iterable):
+        raise UserError(
+            f"load_tasks: {given!r} is not a path; pass a stage output or an export (a str or "
+            "os.PathLike), or a list of them"
+        )
+    paths = list(given)
+    for path in paths:
+        if not isinstance(path, str | os.PathLike):
+            raise UserError(f"load_tasks: {path!r} in the list is not a path (a str or PathLike)")
+    return [os.fspath(path) for path in paths]
+
+
+def _is_table(path: str) -> bool:
+    """One Parquet file given by itself (local: a file; remote: by its name)."""
+    return os.path.isfile(path) if is_local(path) else path.endswith(".parquet")
 
 
 def task_of(row: dict, sources: Mapping[str, str]) -> TaskInstance:

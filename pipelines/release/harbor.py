@@ -2,6 +2,7 @@
 
 Harbor (``pip install harbor``; its ``harbor.models.task``) reads a task as a folder::
 
+    OUTPUT/README.md                          what the folders are, and the warning below
     OUTPUT/dataset.toml                       the dataset manifest (schema 1.0): every task by
                                               name and content digest (Harbor's own algorithm)
     OUTPUT/<task>/task.toml                   schema 1.4: [task] name, [metadata] (trajforge's
@@ -28,6 +29,11 @@ outputs, read the same way: ``scan.check_inputs``); each task's repository is op
 (no recipe, no problem statement, a test command the grader cannot run, a patch that does not
 apply, a source that cannot be opened). The output is written to a staging folder and swapped in
 whole, like every stage's.
+
+The grade is only as good as the container it runs in: with ``environment_mode = "shared"`` the
+verifier runs where the agent ran, and what the agent left there (a ``.pth`` file that Python
+runs at start-up) can write ``reward.txt`` 1 while ``grading.json`` says ``tests_failed``. Every
+task.toml says ``"separate"``; the README and each task.toml say, loudly, not to change it.
 """
 
 from __future__ import annotations
@@ -181,6 +187,7 @@ def export_harbor(
             digests += by_digest
             written[folder] = content_digest(os.path.join(staging, folder))
         _write_dataset(staging, written, params)
+        _write_readme(staging, list(written))
         publish(staging, output)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -385,6 +392,7 @@ def task_toml(task: TaskInstance, name: str, params: Params, by_digest: bool) ->
         "",
         "# The verifier runs in a fresh container of the same environment: the agent's /repo",
         "# arrives as a tar (the collect hook), never its processes or its changes elsewhere.",
+        *(f"# {line}" for line in SHARED_MODE_WARNING),
         "[verifier]",
         f"timeout_sec = {float(verifier_s)}",
         'environment_mode = "separate"',
@@ -467,6 +475,32 @@ def content_digest(task_dir: str) -> str:
             inner = hashlib.sha256(handle.read()).hexdigest()
         outer.update(f"{rel}\0{inner}\n".encode())
     return f"sha256:{outer.hexdigest()}"
+
+
+# Said in the README and in every task.toml: a Harbor user may flip the mode without reading code.
+SHARED_MODE_WARNING = (
+    'WARNING: keep environment_mode = "separate". In Harbor\'s "shared" verifier mode the',
+    "grader runs in the agent's own container, where the agent can plant code that runs first",
+    "(a .pth file in site-packages): reward.txt then says 1 while grading.json says",
+    "tests_failed. A shared-mode reward from these tasks is forgeable; do not train on one.",
+)
+
+
+def _write_readme(root: str, tasks: Sequence[str]) -> None:
+    """``README.md``: what the folders are, and the warning no user of them may miss."""
+    lines = [
+        "# trajforge tasks for Harbor",
+        "",
+        f"{len(tasks)} task folders in Harbor's task schema {TASK_SCHEMA}, listed with their",
+        "content digests in `dataset.toml`. Each grades the agent's `/repo` with trajforge's",
+        "grader in a fresh container of the task's environment (`tests/test.sh`).",
+        "",
+        "## " + SHARED_MODE_WARNING[0].split(".")[0],
+        "",
+        *(f"> {line}" for line in SHARED_MODE_WARNING),
+        "",
+    ]
+    _write(os.path.join(root, "README.md"), "\n".join(lines).encode())
 
 
 def _write_dataset(root: str, tasks: dict[str, str], params: Params) -> None:

@@ -15,6 +15,7 @@ one, the working directory or a parent of it, and a directory that is or holds a
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -78,8 +79,11 @@ def _shard(key: str, shards: int) -> int:
 
 
 # What an output of an older trajforge (written before the marker) holds besides table folders of
-# Parquet files; such a directory with a summary.json or version.json is replaced like a marked one.
+# Parquet files; such a directory is replaced like a marked one when its summary.json or
+# version.json reads as trajforge's (a user's folder with a README.md and a summary.json of its
+# own is not: its README would be deleted).
 LEGACY_FILES = {"summary.json", "version.json", "README.md", "data_docs"}
+LEGACY_KEYS = {"summary.json": {"stage", "inputs", "kept"}, "version.json": {"version", "files"}}
 
 
 def check_output(stage: str, output: str, inputs: Sequence[str] = ()) -> None:
@@ -117,9 +121,20 @@ def replaceable(directory: str) -> bool:
     names = os.listdir(directory)
     if not names or MARKER in names:
         return True
-    if not {"summary.json", "version.json"} & set(names):
+    ours = [n for n in LEGACY_KEYS if n in names]
+    if not ours or not all(_written_by_us(os.path.join(directory, n)) for n in ours):
         return False
     return all(n in LEGACY_FILES or _only_parquet(os.path.join(directory, n)) for n in names)
+
+
+def _written_by_us(path: str) -> bool:
+    """``path`` (summary.json or version.json) is a JSON object with the keys trajforge writes."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read(1_000_000))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and LEGACY_KEYS[os.path.basename(path)] <= set(data)
 
 
 def _only_parquet(path: str) -> bool:
