@@ -7,14 +7,26 @@ its added lines are read back by ``added_lines``, as the grader reads git's diff
 # ruff: noqa: E501  (each case is one line: its file after the patch)
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
+import apache_beam as beam
+import polars as pl
 import pytest
-from curated_factory import make_task
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to, is_empty
+from conftest import run_cli, write_params
+from curated_factory import curated_tasks, make_task, make_trajectory, write_curated
 from repo_factory import RepoBuilder
+from trajforge.pipelines.stages.curate import Curate
 from trajforge.schemas.diff import added_lines, unified_diff
+from trajforge.schemas.params import CurateParams
 from trajforge.verifiers.grader.suspicious import suspicious_reason
 from trajforge.verifiers.patch_verifier import _suspicious
 from trajforge.verifiers.sandbox.git_tree import scratch_objects
 
+FLAGGED = "calc/ops.py:3: frame introspection (sys._getframe)"
 PY_BASE = "import os\nimport sys\n\n\ndef add(a, b):\n    return a - b\n"
 JS_BASE = "'use strict';\n\nfunction add(a, b) {\n  return a - b;\n}\nmodule.exports = { add };\n"
 
@@ -643,3 +655,46 @@ def test_the_grader_reads_git_diff_of_the_trees_not_the_patch(tmp_path) -> None:
         assert "reaches into the test runner" in _suspicious(
             task, str(repo.path), quoted, (), objects
         )
+
+
+def test_curate_drops_suspicious_runs(tmp_path) -> None:
+    """The real CLI curate on a rollout-shaped output: a run whose patch the grader flagged
+    leaves the trajectories (so no SFT row) as a rejection ``suspicious_patch`` that says why."""
+    tasks = curated_tasks()
+    task = tasks[0].instance_id
+    runs = [
+        make_trajectory(task, 0, True),
+        replace(make_trajectory(task, 1, True), suspicious_patch=FLAGGED),
+    ]
+    write_curated(tmp_path / "rollout", tasks, runs)
+    params = write_params(tmp_path / "params.yaml", tmp_path / "cache")
+    done = run_cli(
+        "curate", "--params", str(params), "--input", "rollout", "--output", "curate",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    kept = pl.read_parquet(tmp_path / "curate/trajectories/*.parquet")
+    assert kept.get_column("trajectory_id").to_list() == [runs[0].trajectory_id]
+    rejected = pl.read_parquet(tmp_path / "curate/rejections/*.parquet").filter(
+        pl.col("reason") == "suspicious_patch"
+    )
+    assert rejected.get_column("input").to_list() == [runs[1].trajectory_id]
+    assert FLAGGED in rejected.get_column("detail")[0]
+    summary = json.loads((tmp_path / "curate/summary.json").read_text())
+    assert summary["rejected"]["suspicious_patch"] == 1
+
+
+def test_curate_keeps_suspicious_runs_when_asked() -> None:
+    """``curate.keep_suspicious: true``: the flagged run stays, its flag with it (the curate
+    composite in process: the CLI's params reach it as above)."""
+    run = replace(make_trajectory("t-1", 0, True), suspicious_patch=FLAGGED)
+    with BeamTestPipeline(runner=FnApiRunner()) as p:
+        tables = {
+            "tasks": p | "Tasks" >> beam.Create([]),
+            "explore_tasks": p | "Explore" >> beam.Create([]),
+            "trajectories": p | "Runs" >> beam.Create([run]),
+            "transitions": p | "Steps" >> beam.Create([]),
+        }
+        out = tables | Curate(CurateParams(keep_suspicious=True))
+        assert_that(out["trajectories"], equal_to([run]), label="trajectories")
+        assert_that(out["rejections"], is_empty(), label="rejections")

@@ -278,15 +278,18 @@ class _Scan:
 
     def findings(self) -> Iterator[Finding]:
         reads = False
-        test_paths: list[ast.Constant] = []
+        test_paths: list[tuple[ast.Constant, str]] = []
         for node in ast.walk(self.tree):
             first = getattr(node, "lineno", None)
-            if first is None or not spans_added(first, node.end_lineno or first, self.added):
+            if first is None:
+                continue
+            last = getattr(node, "end_lineno", None) or first
+            if not spans_added(first, last, self.added):
                 continue
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if id(node) not in self.docstrings:
                     if names_test_path(node.value):
-                        test_paths.append(node)
+                        test_paths.append((node, node.value))
                     if node.value.startswith("/proc/"):
                         yield self.at(node, TEST_RUNNER, repr(node.value[:40]))
                 continue
@@ -297,8 +300,8 @@ class _Scan:
                 yield from self.call(node, func, name)
             yield from self.node(node)
         if reads:
-            for constant in test_paths:
-                yield self.at(constant, READS_TESTS, repr(constant.value[:60]))
+            for constant, text in test_paths:
+                yield self.at(constant, READS_TESTS, repr(text[:60]))
 
     def at(self, node: ast.AST, kind: str, what: str) -> Finding:
         return Finding(self.path, getattr(node, "lineno", 0), kind, what)
