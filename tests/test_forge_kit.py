@@ -152,7 +152,7 @@ def test_a_caller_inspecting_patch_resolves_but_scores_zero_strict(
     patch = model_patch(task, repo, tmp_path, {"calc/ops.py": CALLER_INSPECTING})
     lenient = evaluator.evaluate(task, patch, partial=True)
     assert (lenient.resolved, lenient.reward, lenient.reason) == (True, 1.0, "resolved")
-    flag = "calc/ops.py:6: frame introspection (sys._getframe)"
+    flag = "calc/ops.py:5: frame introspection (sys._getframe)"
     assert lenient.suspicious_patch == flag
     strict = reward(task, patch, partial=True, evaluator=evaluator, strict=True)
     assert (strict.resolved, strict.reward, strict.partial_credit) == (False, 0.0, 0.0)

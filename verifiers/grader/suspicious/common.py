@@ -4,7 +4,8 @@ test file's path looks like."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,6 +21,7 @@ DYNAMIC = "dynamic code"
 FRAMEWORK_GLOBALS = "replaces test framework globals"
 ASSERTIONS = "replaces assertion functions"
 TEST_OUTPUT = "replaces test output"
+UNREADABLE = "unreadable source"  # the reader itself failed on the file: flagged, never passed
 
 MAX_SOURCE_BYTES = 2_000_000  # above this a file is not parsed: its added lines are read as text
 
@@ -56,11 +58,11 @@ def names_test_path(text: str) -> bool:
     return bool(TEST_PATH.search(text))
 
 
-def spans_added(first: int, last: int, added: set[int]) -> bool:
-    """Whether any line of ``first..last`` (1-based, inclusive) is one the patch added."""
-    if last - first < 64:
-        return any(n in added for n in range(first, last + 1))
-    return any(first <= n <= last for n in added)
+def spans_added(first: int, last: int, added: Sequence[int]) -> bool:
+    """Whether any line of ``first..last`` (1-based, inclusive) is one the patch added
+    (``added`` sorted)."""
+    at = bisect_left(added, first)
+    return at < len(added) and added[at] <= last
 
 
 def text_findings(

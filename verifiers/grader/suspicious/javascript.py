@@ -144,10 +144,15 @@ def _runner_text(text: str) -> bool:
     )
 
 
-def _nodes(root: Any) -> Iterator[Any]:
+def _nodes(root: Any, added: list[int] | None = None) -> Iterator[Any]:
+    """Every named node; with ``added`` (sorted), only those on added lines, never entering a
+    node elsewhere."""
     stack = [root]
     while stack:
         node = stack.pop()
+        first, last = node.start_point[0] + 1, node.end_point[0] + 1
+        if added is not None and not spans_added(first, last, added):
+            continue
         yield node
         stack.extend(reversed(node.named_children))
 
@@ -156,7 +161,7 @@ class _Scan:
     def __init__(self, path: str, root: Any, added: set[int]) -> None:
         self.path = path
         self.root = root
-        self.added = added
+        self.added = sorted(added)
         self.aliases: dict[str, str] = {}
         self.declared: set[str] = set()
         self.errors: set[str] = set()  # names bound to ``new Error(...)``
@@ -271,6 +276,8 @@ class _Scan:
         kind = node.type
         if kind in ("identifier", "this", "shorthand_property_identifier"):
             name = self.text(node)
+            if name in GLOBAL_ROOTS and name in self.declared:  # a local named ``self``
+                return f"local.{name}"
             return self.aliases.get(name, name)
         if kind == "member_expression":
             base = self.dotted(node.child_by_field_name("object"), depth + 1)
@@ -306,10 +313,7 @@ class _Scan:
     def run(self) -> Iterator[Finding]:
         reads = False
         test_paths: list[Any] = []
-        for node in _nodes(self.root):
-            first, last = node.start_point[0] + 1, node.end_point[0] + 1
-            if not spans_added(first, last, self.added):
-                continue
+        for node in _nodes(self.root, self.added):
             kind = node.type
             if kind in ("string", "template_string"):
                 value = self.string(node)
@@ -321,6 +325,8 @@ class _Scan:
                 name = self.dotted(node.child_by_field_name("function")) or ""
                 reads = reads or name.rsplit(".", 1)[-1] in READ_CALLS
                 yield from self.call(node, name)
+            elif kind == "identifier" and self.text(node) == "eval":
+                yield self.at(node, DYNAMIC, "eval")
             elif kind == "new_expression":
                 if self.dotted(node.child_by_field_name("constructor")) == "Function":
                     yield self.at(node, DYNAMIC, "new Function(...)")

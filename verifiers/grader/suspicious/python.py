@@ -34,7 +34,8 @@ FRAME_NAMES = (
     "sys._getframe", "sys._getframemodulename", "sys._current_frames", "sys._current_exceptions",
     "inspect.stack", "inspect.currentframe", "inspect.getouterframes", "inspect.getinnerframes",
     "inspect.trace", "inspect.getframeinfo", "traceback.extract_stack", "traceback.walk_stack",
-    "traceback.format_stack", "traceback.StackSummary",
+    "traceback.format_stack", "traceback.StackSummary", "traceback.walk_tb",
+    "logging.currentframe",
 )  # fmt: skip
 TRACING_NAMES = (
     "sys.settrace", "sys.setprofile", "sys.gettrace", "sys.getprofile", "sys.monitoring",
@@ -59,6 +60,14 @@ FRAME_ATTRS = frozenset(
     ("f_back", "f_globals", "f_locals", "f_code", "f_builtins", "f_lasti", "f_trace", "tb_frame",
      "gi_frame", "cr_frame", "ag_frame")
 )  # fmt: skip
+# A string naming one of these is the name of what it looks up (attrgetter, __getattribute__...).
+NAMED_BY_STRING = {
+    **{name.rsplit(".", 1)[1]: FRAMES for name in FRAME_NAMES if name.startswith("sys.")},
+    **dict.fromkeys(("currentframe", "findCaller", *FRAME_ATTRS), FRAMES),
+    **dict.fromkeys(("settrace", "setprofile", "gettrace"), TRACING),
+    **dict.fromkeys(("meta_path", "get_referrers", "get_objects", "get_referents"), TEST_RUNNER),
+    "__code__": CODE_SWAP,
+}
 # Modules whose attributes looked up by a computed name are themselves suspicious.
 WATCHED = frozenset(
     ("sys", "builtins", "inspect", "gc", "ctypes", "traceback", "threading", "importlib", "os",
@@ -126,6 +135,20 @@ def _names(finding: Finding) -> int:
     return ("." in finding.what) + ("(" in finding.what)
 
 
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every statement (and the module), never entering an expression: where imports,
+    assignments and docstrings are."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(
+            child
+            for child in ast.iter_child_nodes(node)
+            if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case)
+        )
+
+
 def _known(name: str) -> str | None:
     """The kind of using ``name`` (itself or a prefix of it listed in ``NAMES``)."""
     parts = name.split(".")
@@ -141,7 +164,6 @@ def _runner_text(text: str) -> bool:
     low = text.lower()
     return (
         any(word in low for word in ("pytest", "pluggy", "xdist"))
-        or text == "__main__"
         or text == "unittest"
         or text.startswith("unittest.")
     )
@@ -196,7 +218,7 @@ class _Scan:
     def __init__(self, path: str, tree: ast.AST, added: set[int]) -> None:
         self.path = path
         self.tree = tree
-        self.added = added
+        self.added = sorted(added)
         self.aliases: dict[str, str] = {"__builtins__": "builtins"}
         self.imported: set[str] = set()  # names bound by an import statement
         self.docstrings: set[int] = set()
@@ -206,7 +228,7 @@ class _Scan:
 
     def _bind(self) -> None:
         assigns: list[tuple[str, ast.expr]] = []
-        for node in ast.walk(self.tree):
+        for node in _statements(self.tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     bound = alias.asname or alias.name.split(".")[0]
@@ -278,21 +300,14 @@ class _Scan:
 
     def findings(self) -> Iterator[Finding]:
         reads = False
-        test_paths: list[tuple[ast.Constant, str]] = []
-        for node in ast.walk(self.tree):
-            first = getattr(node, "lineno", None)
-            if first is None:
-                continue
-            last = getattr(node, "end_lineno", None) or first
-            if not spans_added(first, last, self.added):
-                continue
+        test_paths: list[tuple[ast.AST, str]] = []
+        for node in self.touched():
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if id(node) not in self.docstrings:
-                    if names_test_path(node.value):
-                        test_paths.append((node, node.value))
-                    if node.value.startswith("/proc/"):
-                        yield self.at(node, TEST_RUNNER, repr(node.value[:40]))
+                    yield from self.text(node, node.value, test_paths)
                 continue
+            if isinstance(node, ast.BinOp | ast.JoinedStr) and (built := _folded(node)):
+                yield from self.text(node, built, test_paths)
             if isinstance(node, ast.Call):
                 func = self.qualname(node.func) or ""
                 name = func.rsplit(".", 1)[-1] or getattr(node.func, "attr", "")
@@ -302,6 +317,32 @@ class _Scan:
         if reads:
             for constant, text in test_paths:
                 yield self.at(constant, READS_TESTS, repr(text[:60]))
+
+    def text(
+        self, node: ast.AST, text: str, test_paths: list[tuple[ast.AST, str]]
+    ) -> Iterator[Finding]:
+        """A string in the added code: a test path (read when the code reads files), a path
+        under /proc, or the name of what it looks up."""
+        if names_test_path(text):
+            test_paths.append((node, text))
+        if text.startswith("/proc/"):
+            yield self.at(node, TEST_RUNNER, repr(text[:40]))
+        if (kind := NAMED_BY_STRING.get(text)) is not None:
+            yield self.at(node, kind, repr(text))
+
+    def touched(self) -> Iterator[ast.AST]:
+        """The nodes on lines the patch added: a walk that never enters a node elsewhere, so a
+        short patch of a long file reads few nodes."""
+        stack: list[ast.AST] = [self.tree]
+        while stack:
+            node = stack.pop()
+            first = getattr(node, "lineno", None)
+            if first is not None:
+                last = getattr(node, "end_lineno", None) or first
+                if not spans_added(first, last, self.added):
+                    continue
+                yield node
+            stack.extend(ast.iter_child_nodes(node))
 
     def at(self, node: ast.AST, kind: str, what: str) -> Finding:
         return Finding(self.path, getattr(node, "lineno", 0), kind, what)
@@ -324,7 +365,13 @@ class _Scan:
             qual = self.qualname(node)
             if base and base.endswith(".__dict__") and qual and (kind := _known(qual)):
                 yield self.at(node, kind, f"{base}[{key!r}]")
-            elif base == "sys.modules" and key is not None and _runner_text(key):
+            elif (
+                base == "sys.modules"
+                and key is not None
+                and (
+                    _runner_text(key) or key == "__main__"  # pytest's entry point, under pytest
+                )
+            ):
                 yield self.at(node, TEST_RUNNER, f"sys.modules[{key!r}]")
             elif base in ("builtins", "builtins.__dict__") and isinstance(node.ctx, ast.Store):
                 yield self.at(node, BUILTINS, f"{base}[...] =")
