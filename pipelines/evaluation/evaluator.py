@@ -39,6 +39,7 @@ from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.grader.suspicious import REASON as SUSPICIOUS
 from trajforge.verifiers.grading import partial_credit, swebench_report, tests_status_of
 from trajforge.verifiers.patch_verifier import PatchVerdict, verify_patch
 from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
@@ -46,7 +47,6 @@ from trajforge.verifiers.sandbox.factory import make_sandbox
 
 # Verdict reasons after which the graded tests never ran (nothing to split into tests_status).
 NOT_RUN = ("empty_patch", "patch_does_not_apply", "no_source_changes")
-SUSPICIOUS = "suspicious_patch"  # strict grading's reason for a suspicious patch
 IMAGE_COUNTERS = ("images_pulled", UNTRUSTED_COUNTER, REBUILT_COUNTER)
 __all__ = ["IMAGE_COUNTERS", "REBUILT_COUNTER", "Evaluation", "Evaluator"]
 

@@ -49,11 +49,11 @@ from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Trajectory
 from trajforge.schemas.transition import Transition
+from trajforge.verifiers.grader.suspicious import REASON as SUSPICIOUS
 
 TRAJECTORY_TEXTS = ("model_patch", "messages")
 EXPLORE_TEXTS = ("instruction",)
 TABLES = ("tasks", "explore_tasks", "trajectories", "transitions")  # what Curate takes and returns
-SUSPICIOUS = "suspicious_patch"  # a run whose patch the grader flagged (curate.keep_suspicious)
 
 
 class _CurateStep(beam.PTransform):

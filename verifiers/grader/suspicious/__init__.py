@@ -35,10 +35,11 @@ from trajforge.verifiers.grader.suspicious.common import UNREADABLE, Finding, Re
 from trajforge.verifiers.grader.suspicious.javascript import JAVASCRIPT_READER
 from trajforge.verifiers.grader.suspicious.python import PYTHON_READER
 
-__all__ = ["READERS", "Finding", "Reader", "reader_for", "suspicious_reason"]
+__all__ = ["READERS", "REASON", "Finding", "Reader", "reader_for", "suspicious_reason"]
 
 READERS: dict[str, Reader] = {"python": PYTHON_READER, "javascript": JAVASCRIPT_READER}
 MAX_REASON_CHARS = 300
+REASON = "suspicious_patch"  # the reason a flagged patch is refused for (strict rewards, curate)
 
 
 def reader_for(language: str) -> Reader | None:
