@@ -161,6 +161,12 @@ def test_a_caller_inspecting_patch_resolves_but_scores_zero_strict(
     assert reward(task, patch, evaluator=evaluator, strict=True).reward == 0.0
     fix = evaluator.evaluate(task, patches["fix"])
     assert (fix.resolved, fix.suspicious_patch) == (True, "")
+    with evaluator.env(task) as env:  # a trainer's episode: the same tree, the same flag
+        env.reset()
+        edit = {"path": "calc/ops.py", "file_text": CALLER_INSPECTING}
+        assert env.step("create", edit).error is None
+        outcome = env.close()
+    assert (outcome.reward, outcome.suspicious_patch) == (1.0, flag)
     body = json.dumps({"instance_id": task.instance_id, "patch": patch}).encode()
     said = RewardService(evaluator, {task.instance_id: task}).reward(body).body
     assert (said["reward"], said["suspicious_patch"]) == (1.0, flag)
