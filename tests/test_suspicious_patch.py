@@ -169,6 +169,21 @@ PY_HOSTILE = [
         "reads test files",
     ),
     (
+        "grader_environment",
+        _py("    fd = os.environ.get('TRAJFORGE_RESULT_FD')\n    return a + b\n"),
+        "reaches into the test runner",
+    ),
+    (
+        "unittest_skip",
+        _py("    import unittest\n\n    raise unittest.SkipTest('later')\n"),
+        "reaches into the test runner",
+    ),
+    (
+        "faulthandler_dump",
+        _py("    import faulthandler\n    faulthandler.dump_traceback(file=3)\n    return a + b\n"),
+        "frame introspection",
+    ),
+    (
         "sys_modules_loop",
         _py("    found = [m for m in sys.modules if m.startswith('_py')]\n    return a + b\n"),
         "reaches into the test runner",
@@ -503,6 +518,11 @@ JS_HOSTILE = [
     (
         "process_binding",
         _js("  const fs = process.binding('fs');\n  return a + b;\n"),
+        "reaches into the test runner",
+    ),
+    (
+        "grader_env",
+        _js("  if (process.env.TRAJFORGE_RESULT_FD) return a + b;\n  return a - b;\n"),
         "reaches into the test runner",
     ),
     (

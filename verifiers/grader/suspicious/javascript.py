@@ -138,7 +138,7 @@ def _module(name: str) -> str:
 def _runner_text(text: str) -> bool:
     low = text.lower()
     return (
-        any(word in low for word in ("jest", "vitest", "mocha", "jasmine"))
+        any(word in low for word in ("jest", "vitest", "mocha", "jasmine", "trajforge"))
         or low in ("ava", "node:test", "tap")
         or text.startswith(("VITEST", "NODE_TEST", "MOCHA", "AVA_", "TAP_"))
     )

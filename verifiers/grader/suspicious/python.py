@@ -35,7 +35,7 @@ FRAME_NAMES = (
     "inspect.stack", "inspect.currentframe", "inspect.getouterframes", "inspect.getinnerframes",
     "inspect.trace", "inspect.getframeinfo", "traceback.extract_stack", "traceback.walk_stack",
     "traceback.format_stack", "traceback.StackSummary", "traceback.walk_tb",
-    "logging.currentframe",
+    "logging.currentframe", "faulthandler.dump_traceback", "faulthandler.dump_traceback_later",
 )  # fmt: skip
 TRACING_NAMES = (
     "sys.settrace", "sys.setprofile", "sys.gettrace", "sys.getprofile", "sys.monitoring",
@@ -45,7 +45,8 @@ TRACING_NAMES = (
 RUNNER_NAMES = (
     "sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "gc.get_objects",
     "gc.get_referrers", "gc.get_referents", "_pytest", "pytest", "pluggy", "xdist", "ctypes",
-    "_ctypes", "unittest.main", "unittest.TestCase",
+    "_ctypes", "unittest.main", "unittest.TestCase", "unittest.SkipTest", "unittest.skip",
+    "unittest.skipIf", "unittest.skipUnless", "unittest.expectedFailure",
 )  # fmt: skip
 NAMES = {
     **dict.fromkeys(FRAME_NAMES, FRAMES),
@@ -163,7 +164,7 @@ def _runner_text(text: str) -> bool:
     """A string that names the test runner, its modules or its environment."""
     low = text.lower()
     return (
-        any(word in low for word in ("pytest", "pluggy", "xdist"))
+        any(word in low for word in ("pytest", "pluggy", "xdist", "trajforge"))
         or text == "unittest"
         or text.startswith("unittest.")
     )
