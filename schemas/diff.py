@@ -8,6 +8,7 @@ without "\\n" gets git's "\\ No newline at end of file" marker, so `git apply` a
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import re
 from collections import defaultdict
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 CONTEXT = 3
 _NO_NEWLINE = "\\ No newline at end of file\n"
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_NEW_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _FILE_DIFF = re.compile(r"^diff --git ", re.MULTILINE)
 
 
@@ -78,6 +80,40 @@ def touched_lines(patch: str) -> dict[str, set[int]]:
     return {path: lines for path, lines in parse_patch(patch).touched.items() if lines}
 
 
+def added_lines(patch: str) -> dict[str, set[int]]:
+    """path -> line numbers (1-based, in the new file) that ``patch`` adds; a file the patch
+    only deletes lines from (or deletes) is absent. Read from hunk headers, so ``patch`` should
+    be git's own diff of two trees (``git diff-tree -p``), not a model's text."""
+    lines: dict[str, set[int]] = defaultdict(set)
+    path: str | None = None
+    old_left = new_left = new_line = 0
+    for line in patch.splitlines():
+        if old_left > 0 or new_left > 0:
+            if line.startswith("+"):
+                if path is not None:
+                    lines[path].add(new_line)
+                new_line += 1
+                new_left -= 1
+            elif line.startswith("-"):
+                old_left -= 1
+            elif not line.startswith("\\"):
+                new_line += 1
+                old_left -= 1
+                new_left -= 1
+            continue
+        if line.startswith("+++ "):
+            path = (
+                None
+                if line.startswith("+++ /dev/null")
+                else _git_path(line[4:].split("\t")[0], "b/")
+            )
+        elif match := _NEW_HUNK.match(line):
+            old_left = int(match.group(1)) if match.group(1) is not None else 1
+            new_line = int(match.group(2))
+            new_left = int(match.group(3)) if match.group(3) is not None else 1
+    return {p: n for p, n in lines.items() if n}
+
+
 def without_files(patch: str, paths: set[str]) -> str:
     """``patch`` minus the per-file diffs of ``paths`` (git's ``diff --git a/X b/X`` blocks)."""
     if not paths:
@@ -90,6 +126,15 @@ def without_files(patch: str, paths: set[str]) -> str:
 
 def _header_path(line: str, prefix: str) -> str:
     return line[4:].split("\t")[0].rstrip().removeprefix(prefix)
+
+
+def _git_path(name: str, prefix: str) -> str:
+    """A path as git's diff header writes it: C-quoted (octal bytes, \\" and \\t) when it
+    holds a quote, a backslash or a control or non-ASCII byte."""
+    if name.startswith('"') and name.endswith('"') and len(name) > 1:
+        raw = codecs.escape_decode(name[1:-1].encode("ascii", "backslashreplace"))[0]
+        name = raw.decode("utf-8", "surrogateescape")
+    return name.removeprefix(prefix)
 
 
 def _touch(stats: PatchStats, path: str | None, *lines: int) -> None:

@@ -142,6 +142,9 @@ class CurateParams:
     # Unresolved runs kept for SFT, marked near_miss: submitted, with soft_reward (the share of
     # the gold patch's touched lines the patch touches) at least this; None: none kept.
     near_miss_soft_reward: float | None = None
+    # Runs whose patch the grader flagged (suspicious_patch: caller inspection, reading the
+    # tests...) are dropped (rejection "suspicious_patch"); true keeps them, flag and all.
+    keep_suspicious: bool = False
 
 
 @dataclass

@@ -144,6 +144,9 @@ class Trajectory:
     test_output: str = ""  # failing tests' output of the verification run ("" when resolved)
     guidance: str = ""  # the guidance the prompt carried (a guided retry); "" when unguided
     near_miss: bool = False  # set by curate: unresolved, but kept for SFT by its soft_reward
+    # the grader's reading of the patch's source: why it looks like a hack no test run sees
+    # (caller inspection, reading the tests...), "" when clean or not graded here (imports)
+    suspicious_patch: str = ""
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -164,5 +167,6 @@ class Trajectory:
             ("test_output", pa.large_string()),
             ("guidance", pa.large_string()),
             ("near_miss", pa.bool_()),
+            ("suspicious_patch", pa.string()),
         ]
     )

@@ -51,14 +51,14 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from trajforge.schemas.diff import parse_patch
+from trajforge.schemas.diff import added_lines, parse_patch
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.js_commands import package_dir
 from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_ids import is_grading_path, test_file
-from trajforge.verifiers.grader import js_policy, patch_policy, rules, sentinels
+from trajforge.verifiers.grader import js_policy, patch_policy, rules, sentinels, suspicious
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import (
     SupervisedRun,
@@ -96,6 +96,9 @@ class PatchVerdict:
     dropped: tuple[str, ...] = ()  # paths whose model changes were set aside, sorted
     log: str = ""  # the test run's output ("" when nothing ran); a refusal's one-line why
     trusted: bool = True  # False: the run's evidence was tampered with; no partial credit
+    # Why the patch's added source looks like a reward hack no test run sees (caller
+    # inspection, reading the tests...: verifiers/grader/suspicious/); "" when clean
+    suspicious_patch: str = ""
 
 
 def verify_patch(
@@ -116,7 +119,38 @@ def verify_patch(
     if not model_patch.strip():
         return PatchVerdict(False, "empty_patch")
     with scratch_objects(repo_path) as objects:
-        return _verify(sandbox, task, repo_path, model_patch, timeout_s, cache, objects, fail_fast)
+        verdict = _verify(
+            sandbox, task, repo_path, model_patch, timeout_s, cache, objects, fail_fast
+        )
+        flag = _suspicious(task, repo_path, model_patch, verdict.dropped, objects)
+    return dataclasses.replace(verdict, suspicious_patch=flag) if flag else verdict
+
+
+def _suspicious(
+    task: TaskInstance,
+    repo: str,
+    model_patch: str,
+    dropped: tuple[str, ...],
+    objects: Mapping[str, str],
+) -> str:
+    """What the patch adds to the source it keeps, read for reward hacks no test run sees
+    (``suspicious.suspicious_reason``); read from git's own diff of the two trees, never from
+    the patch's text, so hunk headers that lie change nothing. Not cached: it is cheap."""
+    try:
+        start = apply_patches(repo, task.base_commit, [task.bug_patch], env=objects)
+        changed = apply_patches(repo, task.base_commit, [task.bug_patch, model_patch], env=objects)
+        diff = git(repo, "diff-tree", "-p", "-U0", "--no-renames", "--no-ext-diff", "--no-textconv",
+                   start, changed, env=objects)  # fmt: skip
+    except UserError:
+        return ""
+    tests = js_policy.is_grading_path if _is_js(task) else is_grading_path
+    added = {
+        path: lines
+        for path, lines in added_lines(diff.decode("utf-8", "surrogateescape")).items()
+        if path not in dropped and not tests(path)  # test files are reset to the task's
+    }
+    files = {p: _blob(repo, changed, p, objects) for p in added}
+    return suspicious.suspicious_reason(task.language, files, added)
 
 
 def _verify(

@@ -104,5 +104,6 @@ def run_rollout(
         else 0.0,
         test_output=output,
         guidance=guidance,
+        suspicious_patch=verdict.suspicious_patch,
     )
     return RolloutResult(trajectory, run)

@@ -75,6 +75,12 @@ class Outcome:
     def reward(self) -> float:
         return 1.0 if self.verdict.resolved else 0.0
 
+    @property
+    def suspicious_patch(self) -> str:
+        """Why the patch's source looks like a hack no test run sees ("" when clean): a
+        trainer's to act on (``reward(strict=True)`` scores it 0)."""
+        return self.verdict.suspicious_patch
+
 
 def prompt(task: TaskInstance, guidance: str = "") -> list[Message]:
     """The system and user messages; ``guidance`` (a guided retry's) follows the issue."""

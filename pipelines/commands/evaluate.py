@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     evaluator = Evaluator(
         params, use_cache=not args.no_cache, rebuild=not args.no_rebuild,
         timeout_s=args.timeout, spares=args.workers, fail_fast=args.fail_fast,
-        say=lambda line: progress.say(f"evaluate: {line}"),
+        strict=args.strict, say=lambda line: progress.say(f"evaluate: {line}"),
     )  # fmt: skip
     try:
         outcome = evaluate_predictions(

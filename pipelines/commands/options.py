@@ -86,6 +86,11 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
         help="run FAIL_TO_PASS first and stop when one fails: a wrong patch costs its failing "
         "tests, not the suite; PASS_TO_PASS are then NOT_RUN, never passed",
     )  # fmt: skip
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="a patch whose source inspects its caller, reads the tests or reaches into the test "
+        "runner (suspicious_patch) is unresolved, reward 0; without it, only reported",
+    )  # fmt: skip
 
 
 def load_for_tasks(args: argparse.Namespace) -> tuple[Params, dict]:

@@ -31,6 +31,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     params, tasks = options.load_for_tasks(args)
     evaluator = Evaluator(
         params, timeout_s=args.timeout, spares=args.workers, fail_fast=args.fail_fast,
+        strict=args.strict,
         say=lambda line: print(f"serve-rewards: {line}", flush=True),
     )  # fmt: skip
     service = RewardService(evaluator, tasks, args.workers, args.queue, args.request_timeout)

@@ -39,6 +39,7 @@ from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.grader.suspicious import REASON as SUSPICIOUS
 from trajforge.verifiers.grading import partial_credit, swebench_report, tests_status_of
 from trajforge.verifiers.patch_verifier import PatchVerdict, verify_patch
 from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
@@ -63,6 +64,9 @@ class Evaluation:
     seconds: float = 0.0
     dropped: tuple[str, ...] = ()  # paths of the patch set aside (test and grading files)
     image: str = ""  # the image it ran in: the one the task names, or trajforge-eval:<hash>
+    # why the patch's added source looks like a hack no test run sees ("" when clean); strict
+    # grading scores such a patch 0 (reason "suspicious_patch"), else it is only reported
+    suspicious_patch: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -75,6 +79,7 @@ class Evaluation:
             "seconds": round(self.seconds, 3),
             "dropped": list(self.dropped),
             "image": self.image,
+            "suspicious_patch": self.suspicious_patch,
             "report": self.report,
         }
 
@@ -91,6 +96,8 @@ class Evaluator:
     spares: int = 1  # never used containers per image started ahead (Docker; 0: none)
     # Rewards: FAIL_TO_PASS alone first, PASS_TO_PASS only when they all pass (verify_patch)
     fail_fast: bool = False
+    # A suspicious patch (PatchVerdict.suspicious_patch) gets reward 0, never partial credit
+    strict: bool = False
     say: Callable[[str], None] | None = None  # hears one line per row's recipe built here
     counts: Counter = field(default_factory=Counter)
 
@@ -112,11 +119,14 @@ class Evaluator:
         patch: str | None,
         partial: bool = False,
         fail_fast: bool | None = None,
+        strict: bool | None = None,
     ) -> Evaluation:
         """``patch`` (None: the model gave none) judged for ``task``; never raises for what the
         patch, the image or the sandbox does. ``fail_fast`` (default: the evaluator's) does not
-        apply to ``partial`` credit, which needs every PASS_TO_PASS test's outcome."""
+        apply to ``partial`` credit, which needs every PASS_TO_PASS test's outcome. ``strict``
+        (default: the evaluator's): a suspicious patch is unresolved, reward 0."""
         quick = (self.fail_fast if fail_fast is None else fail_fast) and not partial
+        strict = self.strict if strict is None else strict
         started = time.monotonic()
         if patch is None or not patch.strip():
             verdict = PatchVerdict(False, "empty_patch")
@@ -129,7 +139,8 @@ class Evaluator:
         except Exception as exc:  # the engine's own errors: a broken sandbox, not a verdict
             why = f"sandbox error {type(exc).__name__}: {exc}".splitlines()[0]
             return self.failure(task, patch, "sandbox_error", why, time.monotonic() - started)
-        evaluation = self.evaluation(task, patch, verdict, partial, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        evaluation = self.evaluation(task, patch, verdict, partial, seconds, strict)
         with self._lock:
             self.images.update(tag)
         return dataclasses.replace(evaluation, image=tag[0] if tag else "")
@@ -155,8 +166,13 @@ class Evaluator:
         verdict: PatchVerdict,
         partial: bool = False,
         seconds: float = 0.0,
+        strict: bool = False,
     ) -> Evaluation:
-        """A verdict as SWE-bench's report, with the reward (binary, or ``partial`` credit)."""
+        """A verdict as SWE-bench's report, with the reward (binary, or ``partial`` credit).
+        ``strict``: a suspicious patch is not resolved (reason ``suspicious_patch``), reward and
+        partial credit 0; the tests' statuses are still reported."""
+        if strict and verdict.suspicious_patch:
+            verdict = dataclasses.replace(verdict, resolved=False, reason=SUSPICIOUS, trusted=False)
         exists = bool(patch and patch.strip())
         applied = exists and verdict.reason not in ("empty_patch", "patch_does_not_apply")
         tests_status = None
@@ -174,7 +190,7 @@ class Evaluator:
         reward = credit if partial else (1.0 if verdict.resolved else 0.0)
         return Evaluation(
             task.instance_id, verdict.resolved, verdict.reason, report, verdict.log, reward,
-            credit, False, seconds, verdict.dropped,
+            credit, False, seconds, verdict.dropped, "", verdict.suspicious_patch,
         )  # fmt: skip
 
     def failure(

@@ -36,14 +36,18 @@ def reward(
     evaluator: Evaluator | None = None,
     params: Params | None = None,
     fail_fast: bool | None = None,
+    strict: bool | None = None,
 ) -> Evaluation:
     """``patch`` graded for ``task`` in a fresh container of its image: 1.0 when resolved, else
     0.0 (``partial``: the share of FAIL_TO_PASS passing with no PASS_TO_PASS broken);
-    ``fail_fast``: FAIL_TO_PASS first, 0.0 at once when one fails (default: the evaluator's)."""
+    ``fail_fast``: FAIL_TO_PASS first, 0.0 at once when one fails (default: the evaluator's).
+    ``.suspicious_patch`` says why the patch's source looks like a hack the tests cannot see
+    (caller inspection, reading the tests...; "" when clean); ``strict`` (default: the
+    evaluator's) scores such a patch 0.0, reason ``suspicious_patch``."""
     global _default
     check_partial(partial)
     if evaluator is None:
         if _default is None:
             _default = Evaluator(params or load_params(None))
         evaluator = _default
-    return evaluator.evaluate(task, patch, partial, fail_fast)
+    return evaluator.evaluate(task, patch, partial, fail_fast, strict)

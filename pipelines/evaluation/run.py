@@ -186,6 +186,7 @@ def _finished(output: str, prediction: Prediction) -> Evaluation | None:
         record["instance_id"], record["resolved"], record["reason"], record["report"], "",
         record["reward"], record["partial_credit"], False, record["seconds"],
         tuple(record.get("dropped") or ()), str(record.get("image") or ""),
+        str(record.get("suspicious_patch") or ""),
     )  # fmt: skip
 
 
@@ -201,6 +202,7 @@ def run_report(
     completed = sorted(i for i, e in mine.items() if not e.error and e.reason not in left_out)
     resolved = sorted(i for i in completed if mine[i].resolved)
     unknown = sorted(i for i, e in mine.items() if e.reason == UNKNOWN_INSTANCE)
+    suspicious = sorted(i for i, e in mine.items() if e.suspicious_patch)
     reasons = Counter(e.reason for e in mine.values())
     return {
         "total_instances": len(tasks),
@@ -223,6 +225,8 @@ def run_report(
             "model": model,
             "reasons": dict(sorted(reasons.items())),
             "unknown_instance_ids": unknown,
+            # patches whose source reads like a hack no test run sees (strict: reward 0)
+            "suspicious_ids": suspicious,
             # the images the predictions ran in (a row's own recipe: trajforge-eval:<hash>)
             "images": dict(sorted(Counter(e.image for e in mine.values() if e.image).items())),
             "malformed_predictions": [p.detail for p in outcome.problems],
@@ -244,5 +248,8 @@ def summary_lines(outcome: Outcome, counts: Iterable[tuple[str, int]] = ()) -> l
     reasons.update(p.reason for p in outcome.problems)
     for reason, count in reasons.most_common():
         lines.append(f"  {count:>6}  {reason}")
+    suspicious = sum(bool(e.suspicious_patch) for e in evaluations)
+    if suspicious:
+        lines.append(f"  suspicious patches: {suspicious} (evaluation.json: suspicious_patch)")
     lines.extend(f"  {name}: {value}" for name, value in counts if value)
     return lines

@@ -12,6 +12,11 @@ Soft verification: with ``curate.near_miss_soft_reward`` set, an unresolved, sub
 ``soft_reward`` reaches it is marked ``near_miss`` (``filters.trajectory_scores.is_near_miss``),
 which the export keeps for SFT beside the resolved runs; the summary counts them (``near_misses``).
 The mark is decided again on every run of curate, so a threshold taken away unmarks them.
+
+A run whose patch the grader flagged (``suspicious_patch``: its source inspects its caller,
+reads the tests, reaches into the test runner...; ``verifiers/grader/suspicious/``) is dropped,
+rejection ``suspicious_patch``, so no SFT row teaches the hack; ``curate.keep_suspicious`` keeps
+it, flag and all.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Trajectory
 from trajforge.schemas.transition import Transition
+from trajforge.verifiers.grader.suspicious import REASON as SUSPICIOUS
 
 TRAJECTORY_TEXTS = ("model_patch", "messages")
 EXPLORE_TEXTS = ("instruction",)
@@ -176,11 +182,17 @@ class CurateTrajectories(beam.PTransform):
             | "DropRunsOfDroppedTasks"
             >> beam.FlatMapTuple(_without_dropped_task).with_outputs(REJECTED, main="kept")
         )
+        runs = orphans.kept
+        rejections = [orphans[REJECTED]]
+        if not params.keep_suspicious:
+            clean = runs | "DropSuspiciousRuns" >> beam.FlatMap(_unless_suspicious).with_outputs(
+                REJECTED, main="kept"
+            )
+            runs = clean.kept
+            rejections.append(clean[REJECTED])
         score = ThresholdFn(params, trajectory_scores, attrgetter("trajectory_id"))
-        scored = orphans.kept | "ScoreTrajectories" >> beam.ParDo(score).with_outputs(
-            REJECTED, main="kept"
-        )
-        rejections = [orphans[REJECTED], scored[REJECTED]]
+        scored = runs | "ScoreTrajectories" >> beam.ParDo(score).with_outputs(REJECTED, main="kept")
+        rejections.append(scored[REJECTED])
         key = partial(decontam_key, fields=TRAJECTORY_TEXTS, id_field="trajectory_id")
         kept = _decontaminate("DecontaminateTrajectories", scored.kept, key, params, rejections)
         kept = kept | "MarkNearMisses" >> beam.Map(_mark_near_miss, params.near_miss_soft_reward)
@@ -188,6 +200,18 @@ class CurateTrajectories(beam.PTransform):
             "trajectories": kept,
             "rejections": rejections | "TrajectoryRejections" >> beam.Flatten(),
         }
+
+
+def _unless_suspicious(trajectory: Trajectory):
+    """The run, unless the grader flagged its patch (``suspicious_patch``): then a rejection."""
+    if not trajectory.suspicious_patch:
+        yield trajectory
+        return
+    Metrics.counter(STAGE, SUSPICIOUS).inc()
+    progress.tick(SUSPICIOUS)
+    detail = f"{trajectory.trajectory_id}: {trajectory.suspicious_patch}"
+    rejection = Rejection(trajectory.trajectory_id, STAGE, SUSPICIOUS, detail)
+    yield beam.pvalue.TaggedOutput(REJECTED, rejection)
 
 
 def _mark_near_miss(trajectory: Trajectory, min_soft_reward: float | None) -> Trajectory:
