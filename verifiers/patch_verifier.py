@@ -57,8 +57,8 @@ from trajforge.schemas.js_commands import package_dir
 from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
-from trajforge.schemas.test_ids import is_grading_path, test_file
-from trajforge.verifiers.grader import js_policy, patch_policy, rules, sentinels
+from trajforge.schemas.test_ids import is_grading_path, is_module_doctest, test_file
+from trajforge.verifiers.grader import doctests, js_policy, patch_policy, rules, sentinels
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import (
     SupervisedRun,
@@ -139,7 +139,10 @@ def _verify(
     startup = [why for p in paths if (why := refused(p))]
     if startup:
         return PatchVerdict(False, "forbidden_file", log="; ".join(startup[:5]))
-    task_tests = parse_patch(task.test_patch).files | {_test_file(task, t) for t in graded}
+    # a graded doctest's file is the module under test, not a test file (its examples are kept)
+    task_tests = parse_patch(task.test_patch).files | {
+        _test_file(task, t) for t in graded if not is_module_doctest(t)
+    }
     try:
         clean = apply_patches(repo, task.base_commit, [task.bug_patch, task.test_patch], objects)
     except UserError:
@@ -149,6 +152,10 @@ def _verify(
     kept = [p for p in paths if p not in dropped]
     if not kept:
         return PatchVerdict(False, "no_source_changes", dropped=dropped)
+    if changed_tests := _changed_doctests(repo, clean, changed, kept, graded, objects):
+        return PatchVerdict(
+            False, "forbidden_file", dropped=dropped, log="; ".join(changed_tests[:5])
+        )
     new = set(_changed_paths(repo, start, changed, objects, added_only=True)) & set(kept)
     try:
         tree = _overlay(repo, clean, changed, kept, objects)
@@ -181,6 +188,20 @@ def _verify(
     verdict = _graded_run(sandbox, task, repo, tree, objects, new, dropped, graded, timeout_s)
     _store(cache, key, verdict)
     return verdict
+
+
+def _changed_doctests(
+    repo: str, clean: str, changed: str, kept: list[str], graded: tuple[str, ...],
+    objects: Mapping[str, str],
+) -> list[str]:  # fmt: skip
+    """Why the patch's change of a module whose doctests are graded rewrites one of them."""
+    why = []
+    for path, ids in doctests.graded_modules(graded).items():
+        if path in kept:
+            own = _blob(repo, clean, path, objects) or b""
+            theirs = _blob(repo, changed, path, objects) or b""
+            why += doctests.changed_doctests(path, ids, own, theirs)
+    return why
 
 
 def _is_js(task: TaskInstance) -> bool:
@@ -239,6 +260,9 @@ def _graded_run(
     selection = _selection(graded)
     failing = {test_file(t) for t in task.FAIL_TO_PASS if t in graded}
     graded_files = sorted(failing or {test_file(t) for t in graded})
+    tests = [t for t in graded if not is_module_doctest(t)]  # a doctest's module gets none
+    failing_tests = {test_file(t) for t in task.FAIL_TO_PASS if t in tests}
+    sentinel_files = failing_tests or {test_file(t) for t in tests}
     with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
         facts = known_facts(task.image_name)
         if facts is None:  # the image's first graded run in this process: ship, then probe
@@ -254,7 +278,7 @@ def _graded_run(
             return PatchVerdict(
                 False, "forbidden_file", dropped=dropped, log="; ".join(shadowing[:5])
             )
-        originals = {p: _blob(repo, tree, p, objects) for p in graded_files}
+        originals = {p: _blob(repo, tree, p, objects) for p in sorted(sentinel_files)}
         planted, planted_sentinels = sentinels.plant(
             {p: b for p, b in originals.items() if b is not None}
         )
