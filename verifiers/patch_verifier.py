@@ -10,7 +10,9 @@ Each class of forgery is closed by what the code under test cannot reach, not by
    (``forbidden_file``, the file named: ``verifiers/grader/patch_policy.py``). Test files,
    conftests and test configuration are reset to the task's own (``schemas.test_ids
    .is_grading_path``, the ``test_patch``'s files, the graded tests' files), so a fix plus a test
-   hack is judged on the fix alone; a patch of such files only is ``no_source_changes``.
+   hack is judged on the fix alone; a patch of such files only is ``no_source_changes``. A graded
+   doctest's file is the module under test, not a test file; its graded examples must be the
+   task's own (``verifiers/grader/doctests.py``).
 2. **Nothing of the patch loads before or beside the tests.** pytest runs under ``python -I``
    (the repository after site-packages, never first), plugin autoload off, the image's own
    plugins named with ``-p`` from its site-packages; pytest and the grader's plugins load from a
