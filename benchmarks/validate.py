@@ -21,7 +21,8 @@ first, untimed).
 Usage: .venv/bin/python benchmarks/validate.py --repo PATH [--max-commits N] [--limit K]
        [--fresh-sample M] [--workers W] [--rounds R] [--no-build] [--json PATH]
 The last line is ``ratio_to_floor: X`` = (c, steady state) seconds / (a) seconds (the median over
-the rounds); lower is better.
+the rounds); lower is better. (c) also says what grading each kept task's gold through the grader
+cost (``gold_runs``: seconds per task and share of validate's lane time, from its summary).
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class Measure:
     candidates: int
     kept: list[str]  # candidate ids of the tasks kept
     reasons: dict[str, int]  # rejection reason -> count
+    gold_s: float = 0.0  # (c): seconds its lanes spent grading kept tasks' gold (gold_runs)
+    gold_graded: int = 0  # (c): kept tasks whose gold was graded (gold_not_gradable included)
 
     @property
     def per_hour(self) -> float:
@@ -375,7 +378,12 @@ def trajforge_validate(work: Workload, root: str, name: str, workers: int) -> Me
     kept = sorted(t.candidate_id for t in read_dir(TaskInstance, os.path.join(out, "tasks")))
     rejections = read_dir(Rejection, os.path.join(out, "rejections"))
     reasons = collections.Counter(r.reason for r in rejections)
-    return Measure(name, seconds, len(work.candidates), kept, dict(sorted(reasons.items())))
+    with open(os.path.join(out, "summary.json"), encoding="utf-8") as handle:
+        summary = json.load(handle)
+    return Measure(
+        name, seconds, len(work.candidates), kept, dict(sorted(reasons.items())),
+        summary.get("gold_runs_ms", 0) / 1000, summary.get("gold_graded", 0),
+    )  # fmt: skip
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -386,6 +394,17 @@ def line(label: str, m: Measure, note: str = "") -> str:
     return (
         f"{label}: {m.candidates} candidates in {m.seconds:.1f}s = {m.per_hour:.0f} candidates/hour"
         f"{note}; kept {len(m.kept)} (rejected: {reasons})"
+    )
+
+
+def gold_line(m: Measure, workers: int) -> str:
+    """What grading each kept task's gold through the grader cost (c): seconds per graded task,
+    and the share of validate's lane time (wall seconds x workers) it took."""
+    per_task = m.gold_s / m.gold_graded if m.gold_graded else 0.0
+    share = m.gold_s / (m.seconds * workers) if m.seconds else 0.0
+    return (
+        f"    gold_runs ({m.name}): {m.gold_graded} tasks graded in {m.gold_s:.1f}s = "
+        f"{per_task:.1f}s per task, {share:.1%} of validate's lane time"
     )
 
 
@@ -482,6 +501,7 @@ def report(
         if index == 0 and with_build is not None:
             print(line("(c) trajforge validate, incl. image build", with_build))
         print(line(f"(c) trajforge validate, steady state{label}", steady_m))
+        print(gold_line(steady_m, info["workers"]))
     print(f"kept sets agree, floor vs (c) steady state: {agree(a, steady)}")
     if with_build is not None:
         print(f"kept sets agree, (c) with build vs steady state: {agree(with_build, steady)}")
@@ -524,7 +544,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         figures = measure_all(args, work, root)
     sample = {c.candidate_id for c in work.candidates[: args.fresh_sample]}
-    info = {"profile_id": work.profile.profile_id, "mined": mined, "dropped": dropped}
+    info = {
+        "profile_id": work.profile.profile_id, "mined": mined, "dropped": dropped,
+        "workers": args.workers,
+    }  # fmt: skip
     report(figures, sample, time.monotonic() - started, args.json, info)
     return 0
 

@@ -101,6 +101,10 @@ class ValidateParams:
     # Bug runs fork from a pytest imported once per container (verifiers/validation/fork_server.py)
     # instead of starting Python and pytest anew: about half of a short run on a fast suite
     fork_server: bool = True
+    # Each kept task's gold patch is graded this many times by the grader RL uses (fresh
+    # containers), and a patch that changes nothing once; any miss: gold_not_gradable. 3 for a
+    # release (a gold that passes the grader only sometimes is caught more often)
+    gold_runs: int = 1
 
 
 @dataclass
@@ -355,6 +359,7 @@ AT_LEAST_ONE = (
     "validate.workers",
     "validate.test_timeout_s",
     "validate.max_log_bytes",
+    "validate.gold_runs",
     "inject.max_candidates",
     "inject.min_complexity",
     "inject.llm_rewrites",

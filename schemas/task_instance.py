@@ -63,6 +63,9 @@ class TaskInstance:
     # the statuses through that runner's parser (generators/languages/, verifiers/reports/).
     language: str = "python"  # python | javascript
     test_runner: str = "pytest"  # pytest | jest | vitest | mocha | node | ava | tap
+    # The gold patch graded by the grader RL uses, resolved/total ("1/1"; validate.gold_runs);
+    # "" where it was not (a row from before the column, validate's local backend)
+    gold_runs: str = ""
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -94,5 +97,6 @@ class TaskInstance:
             ("excluded_tests", pa.list_(pa.string())),
             ("language", pa.string()),
             ("test_runner", pa.string()),
+            ("gold_runs", pa.string()),
         ]
     )

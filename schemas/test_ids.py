@@ -45,6 +45,23 @@ def test_file(test_id: str) -> str:
     return test_id.split("::")[0]
 
 
+def is_module_doctest(test_id: str) -> bool:
+    """Whether the id is pytest's doctest of a source module (``--doctest-modules``):
+    ``calc/ops.py::calc.ops.add``, a ``.py`` file that is not a test file by name, one ``::``,
+    then the doctest's dotted name (the module's own for its docstring). Such a file is the code
+    under test, not a test file: it is never reset to the task's own nor given sentinels; its
+    graded examples are the task's own (``verifiers/grader/doctests.py``)."""
+    path, sep, name = test_id.partition("::")
+    if not sep or "::" in name or not path.endswith(".py") or is_test_path(path):
+        return False
+    parts = name.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return False
+    stem = posixpath.splitext(posixpath.basename(path))[0]
+    module = posixpath.basename(posixpath.dirname(path)) if stem == "__init__" else stem
+    return len(parts) > 1 or name == module
+
+
 def test_scopes(test_id: str) -> list[str]:
     """Class and function names below the file, parameters dropped: ``["TestX", "test_a"]``."""
     return [part.split("[")[0] for part in test_id.split("::")[1:]]

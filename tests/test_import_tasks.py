@@ -518,3 +518,5 @@ def test_imported_tasks_are_validated_and_keep_their_ids(calc, tmp_path):
     assert tuple(F2P) == bug.FAIL_TO_PASS and bug.origin == "bug/combine_file"
     assert bug.base_commit == calc.fixed and bug.bug_patch == calc.bug_patch
     assert fix.provenance["dataset"] == "swe-bench" and bug.provenance["dataset"] == "swe-smith"
+    # imported rows take the kept path of validate's own: each gold graded by the grader
+    assert fix.gold_runs == bug.gold_runs == "1/1"

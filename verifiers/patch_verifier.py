@@ -10,7 +10,9 @@ Each class of forgery is closed by what the code under test cannot reach, not by
    (``forbidden_file``, the file named: ``verifiers/grader/patch_policy.py``). Test files,
    conftests and test configuration are reset to the task's own (``schemas.test_ids
    .is_grading_path``, the ``test_patch``'s files, the graded tests' files), so a fix plus a test
-   hack is judged on the fix alone; a patch of such files only is ``no_source_changes``.
+   hack is judged on the fix alone; a patch of such files only is ``no_source_changes``. A graded
+   doctest's file is the module under test, not a test file; its graded examples must be the
+   task's own (``verifiers/grader/doctests.py``).
 2. **Nothing of the patch loads before or beside the tests.** pytest runs under ``python -I``
    (the repository after site-packages, never first), plugin autoload off, the image's own
    plugins named with ``-p`` from its site-packages; pytest and the grader's plugins load from a
@@ -57,8 +59,15 @@ from trajforge.schemas.js_commands import package_dir
 from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
-from trajforge.schemas.test_ids import is_grading_path, test_file
-from trajforge.verifiers.grader import js_policy, patch_policy, rules, sentinels, suspicious
+from trajforge.schemas.test_ids import is_grading_path, is_module_doctest, test_file
+from trajforge.verifiers.grader import (
+    doctests,
+    js_policy,
+    patch_policy,
+    rules,
+    sentinels,
+    suspicious,
+)
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import (
     SupervisedRun,
@@ -174,7 +183,10 @@ def _verify(
     startup = [why for p in paths if (why := refused(p))]
     if startup:
         return PatchVerdict(False, "forbidden_file", log="; ".join(startup[:5]))
-    task_tests = parse_patch(task.test_patch).files | {_test_file(task, t) for t in graded}
+    # a graded doctest's file is the module under test, not a test file (its examples are kept)
+    task_tests = parse_patch(task.test_patch).files | {
+        _test_file(task, t) for t in graded if not is_module_doctest(t)
+    }
     try:
         clean = apply_patches(repo, task.base_commit, [task.bug_patch, task.test_patch], objects)
     except UserError:
@@ -184,6 +196,10 @@ def _verify(
     kept = [p for p in paths if p not in dropped]
     if not kept:
         return PatchVerdict(False, "no_source_changes", dropped=dropped)
+    if changed_tests := _changed_doctests(repo, clean, changed, kept, graded, objects):
+        return PatchVerdict(
+            False, "forbidden_file", dropped=dropped, log="; ".join(changed_tests[:5])
+        )
     new = set(_changed_paths(repo, start, changed, objects, added_only=True)) & set(kept)
     if not _is_js(task) and (new_modules := _new_modules(task, repo, clean, new, objects)):
         log = "; ".join(new_modules[:5])
@@ -219,6 +235,20 @@ def _verify(
     verdict = _graded_run(sandbox, task, repo, tree, objects, dropped, graded, timeout_s)
     _store(cache, key, verdict)
     return verdict
+
+
+def _changed_doctests(
+    repo: str, clean: str, changed: str, kept: list[str], graded: tuple[str, ...],
+    objects: Mapping[str, str],
+) -> list[str]:  # fmt: skip
+    """Why the patch's change of a module whose doctests are graded rewrites one of them."""
+    why = []
+    for path, ids in doctests.graded_modules(graded).items():
+        if path in kept:
+            own = _blob(repo, clean, path, objects) or b""
+            theirs = _blob(repo, changed, path, objects) or b""
+            why += doctests.changed_doctests(path, ids, own, theirs)
+    return why
 
 
 def _is_js(task: TaskInstance) -> bool:
@@ -286,14 +316,15 @@ def _graded_run(
     if _is_js(task):
         return _graded_js_run(sandbox, task, repo, tree, objects, dropped, graded, timeout_s)
     selection = _selection(graded)
-    failing = {test_file(t) for t in task.FAIL_TO_PASS if t in graded}
-    graded_files = sorted(failing or {test_file(t) for t in graded})
+    tests = [t for t in graded if not is_module_doctest(t)]  # a doctest's module gets none
+    failing_tests = {test_file(t) for t in task.FAIL_TO_PASS if t in tests}
+    sentinel_files = failing_tests or {test_file(t) for t in tests}
     with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
         facts = known_facts(task.image_name)
         if facts is None:  # the image's first graded run in this process: ship, then probe
             ship(session)
             facts = image_facts(session, task.image_name)
-        originals = {p: _blob(repo, tree, p, objects) for p in graded_files}
+        originals = {p: _blob(repo, tree, p, objects) for p in sorted(sentinel_files)}
         planted, planted_sentinels = sentinels.plant(
             {p: b for p, b in originals.items() if b is not None},
             tuple(t for t in task.FAIL_TO_PASS if t in graded),  # the ones a forger aims at

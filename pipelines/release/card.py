@@ -58,6 +58,8 @@ COLUMN_DOCS: dict[str, dict[str, str]] = {
         + ", ".join(f"{n} in [{lo:g}, {hi:g}]" for n, (lo, hi) in TASK_SCORE_RANGES.items()),
         "provenance": "key/value pairs saying which tool or model produced each part",
         "validation": "exit codes and log digests of the runs that proved the task",
+        "gold_runs": "the gold patch graded by the same grader as a model's patch, "
+        "resolved/total (`1/1`); a task whose gold missed a run was never exported",
     },
     "sft": {
         "messages": "OpenAI chat messages; every message has role, content, tool_calls, "

@@ -8,10 +8,14 @@ profile's bugs: a full run each, ``verifiers/validation/js_mutants.py``; its run
 the runner's report, ``js_profile.py:js_reading``). A candidate
 imported from a published dataset (``labels``) also gets a ``label_check`` row: their
 FAIL_TO_PASS / PASS_TO_PASS against ours, test by test (``verifiers/validation/labels.py``).
+Every kept task's gold patch is then graded by the grader RL uses (``gold_runs``), in the same
+worker and lanes as its validation; a task the grader cannot solve with its own fix is
+``gold_not_gradable`` (``verifiers/validation/gold_runs.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
@@ -40,6 +44,7 @@ from trajforge.verifiers.validation.candidate import (
     rejected,
     validate_candidate,
 )
+from trajforge.verifiers.validation.gold_runs import GoldRuns, grade_gold, grades
 from trajforge.verifiers.validation.js_mutants import validate_js_mutations
 from trajforge.verifiers.validation.labels import check_labels, class_counts
 from trajforge.verifiers.validation.mutants import (
@@ -74,6 +79,34 @@ class ValidateFn(SandboxFn):
     def setup(self) -> None:
         super().setup()
         self.cache = ContentCache(self.params.results_cache, "validate")
+        self.gold_cache = ContentCache(self.params.results_cache, "gold")
+
+    def _graded(
+        self, candidate: Candidate, result: ValidationResult, repo_path: str
+    ) -> tuple[ValidationResult, GoldRuns | None]:
+        """A kept task's gold patch through the grader (any thread): the task with its
+        ``gold_runs``, or its ``gold_not_gradable`` rejection; others as they are."""
+        task, validate = result.task, self.params.validate
+        if task is None or self.sandbox is None or not grades(self.sandbox):
+            return result, None
+        gold = grade_gold(
+            self.sandbox, task, repo_path, validate.gold_runs, validate.test_timeout_s,
+            self.gold_cache,
+        )  # fmt: skip
+        if gold.reason:
+            refused = rejected(candidate, gold.reason, gold.detail, result.runs)
+            return dataclasses.replace(refused, cached=result.cached), gold
+        shipped = dataclasses.replace(task, gold_runs=gold.column)
+        return dataclasses.replace(result, task=shipped), gold
+
+    def _count_gold(self, gold: GoldRuns | None) -> None:
+        """What grading gold patches cost: the summary's ``gold_runs_ms`` (benchmarks read it)."""
+        if gold is None:
+            return
+        self.summary_count("gold_graded")
+        if gold.cached:
+            self.summary_count("gold_cache_hits")
+        self.summary_count("gold_runs_ms", round(gold.seconds * 1000))
 
     def _emit(
         self,
@@ -81,8 +114,11 @@ class ValidateFn(SandboxFn):
         result: ValidationResult,
         clean: tuple[TestRun, ...] = (),
         moved: bool = False,
+        gold: GoldRuns | None = None,
     ):
-        """``moved``: the bar already moved for it (``_outcome``, as the bug finished)."""
+        """``moved``: the bar already moved for it (``_outcome``, as the bug finished);
+        ``gold``: its gold patch's grading (``_graded``), counted here, in the bundle's thread."""
+        self._count_gold(gold)
         if result.cached:
             self.count("cache_hits")
         if any(run.suite_ran for run in clean or result.runs):  # a suite that ran collected
@@ -131,13 +167,16 @@ class ValidateBatchFn(ValidateFn):
         for future in as_completed(futures):
             candidate = futures[future]
             try:
-                result = future.result()
+                result, graded = future.result()
             except Exception as exc:  # the sandbox broke (engine gone, API error): not cached
                 yield self.reject_sandbox_error(candidate.candidate_id, exc)
                 continue
-            yield from self._emit(candidate, result)
+            yield from self._emit(candidate, result, gold=graded)
 
-    def _validate(self, profile: EnvProfile, candidate: Candidate) -> ValidationResult:
+    def _validate(
+        self, profile: EnvProfile, candidate: Candidate
+    ) -> tuple[ValidationResult, GoldRuns | None]:
+        """Validated, and when kept, graded in the same lane."""
         repo = open_source(candidate.source, SourceOptions.from_params(self.params))
         assert self.sandbox is not None
         try:
@@ -146,8 +185,8 @@ class ValidateBatchFn(ValidateFn):
                 repo.path, candidate.base_commit, [candidate.test_patch, candidate.patch]
             )
         except UserError as exc:
-            return rejected(candidate, exc.reason, str(exc), ())
-        return validate_candidate(
+            return rejected(candidate, exc.reason, str(exc), ()), None
+        result = validate_candidate(
             self.sandbox,
             candidate,
             profile,
@@ -157,6 +196,7 @@ class ValidateBatchFn(ValidateFn):
             _reading(profile),
             self.cache,
         )
+        return self._graded(candidate, result, repo.path)
 
 
 class ValidateMutantsFn(ValidateFn):
@@ -198,18 +238,38 @@ class ValidateMutantsFn(ValidateFn):
         self._count_outside_world(profile, batch.baseline)
         self.summary_count("audit_agreed", batch.audit_agreed)  # folded into `audit: ...`
         self.summary_count("audit_disagreed", batch.audit_disagreed)
-        for mutation, result in zip(mutations, batch.results, strict=True):
-            yield from self._emit(mutation.candidate, result, batch.baseline, moved=True)
+        candidates = [mutation.candidate for mutation in mutations]
+        kept = []
+        for candidate, result, gold in self._graded_all(repo.path, candidates, batch.results):
+            if isinstance(gold, Exception):  # the sandbox broke under its grading: not cached
+                yield self.reject_sandbox_error(candidate.candidate_id, gold)
+                continue
+            yield from self._emit(candidate, result, batch.baseline, moved=True, gold=gold)
+            # Rows imported from a dataset are checked, not grown: no combinations of them.
+            if result.task is not None and "dataset" not in result.task.provenance:
+                kept.append(result.task)
         # bugs no passing test runs: each paid a full run for nothing (inject.coverage_guided)
         wasted = sum(getattr(r.rejection, "reason", "") == "not_covered" for r in batch.results)
         self.summary_text("wasted", f"{first.repo} {wasted} of {len(mutations)} not_covered")
-        # Rows imported from a dataset are checked, not grown: no combinations of them.
-        kept = [
-            result.task
-            for result in batch.results
-            if result.task is not None and "dataset" not in result.task.provenance
-        ]
         yield from self._combinations(repo.path, profile, clean, kept)
+
+    def _graded_all(
+        self, repo_path: str, candidates: list[Candidate], results: Iterable[ValidationResult]
+    ) -> list[tuple[Candidate, ValidationResult, GoldRuns | Exception | None]]:
+        """Each kept bug's gold patch graded, ``workers`` at a time (the batch's own lanes,
+        free again once its bugs are proven); in the bugs' order."""
+        pairs = list(zip(candidates, results, strict=True))
+        with ThreadPoolExecutor(max_workers=self.params.validate.workers) as pool:
+            futures = [pool.submit(self._graded, c, r, repo_path) for c, r in pairs]
+            out: list[tuple[Candidate, ValidationResult, GoldRuns | Exception | None]] = []
+            for (candidate, result), future in zip(pairs, futures, strict=True):
+                try:
+                    graded, gold = future.result()
+                except Exception as exc:  # the sandbox's errors, reported per bug
+                    out.append((candidate, result, exc))
+                    continue
+                out.append((candidate, graded, gold))
+        return out
 
     def _validate(
         self, repo_path: str, profile: EnvProfile, clean: TestTree, mutations: list[Mutation]
@@ -255,10 +315,17 @@ class ValidateMutantsFn(ValidateFn):
             for combo in combos:
                 yield self.reject_sandbox_error(combo.candidate.candidate_id, exc)
             return
-        for combo, result in zip(combos, batch.results, strict=True):
+        checked = [
+            check_combination(result, combo.signatures)
+            for combo, result in zip(combos, batch.results, strict=True)
+        ]
+        graded = self._graded_all(repo_path, [c.candidate for c in combos], checked)
+        for candidate, result, gold in graded:
             self.count("combinations")  # the bar moved once, as it finished
-            checked = check_combination(result, combo.signatures)
-            yield from self._emit(combo.candidate, checked, moved=True)
+            if isinstance(gold, Exception):
+                yield self.reject_sandbox_error(candidate.candidate_id, gold)
+                continue
+            yield from self._emit(candidate, result, moved=True, gold=gold)
 
 
 def label_figures(output: str) -> dict[str, object]:
