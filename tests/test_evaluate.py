@@ -345,7 +345,7 @@ def test_a_sandbox_killed_mid_run_is_a_harness_error_not_a_verdict(tasks, evalua
                 filters={"label": f"{OWNER_LABEL}={sandbox.owner}", "ancestor": add.image_name}
             ):
                 top = container.top().get("Processes") or []
-                if any("pytest" in " ".join(p) for p in top):
+                if any("launch.py" in " ".join(p) for p in top):  # pytest's launcher
                     container.kill()
                     killed += 1
         evaluation = running.result(timeout=120)

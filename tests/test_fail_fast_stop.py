@@ -16,16 +16,19 @@ MUL = "tests/test_ops.py::test_mul"
 SENTINEL = "tests/test_ops.py::test_value_check"
 
 
+KEY = "0123456789abcdef"  # the records' key the launcher got on its pipe
+
+
 def _record(test_id: str, outcome: str, when: str = "call", sub: bool = False) -> bytes:
     said = {"t": "report", "id": test_id, "when": when, "outcome": outcome, "xfail": False}
-    return json.dumps({**said, "sub": sub}).encode()
+    return f"{KEY} ".encode() + json.dumps({**said, "sub": sub}).encode()
 
 
 def _watch(lines: list[bytes]) -> str:
     """The test the watcher stopped at after reading ``lines`` ("" when it did not stop)."""
     store: dict = {"stopped": ""}
     stop = threading.Event()
-    watch = supervisor._stop_rule(frozenset({ADD, MUL}), store, stop)
+    watch = supervisor._stop_rule(frozenset({ADD, MUL}), store, stop, KEY)
     for line in lines:
         watch(line)
     assert stop.is_set() == bool(store["stopped"])
@@ -42,7 +45,10 @@ def test_the_watcher_stops_only_at_a_listed_tests_failure():
     assert _watch([_record(ADD, "failed", sub=True)]) == ADD  # a failed one fails its test
     assert _watch([_record(ADD, "rerun")]) == ""  # pytest-rerunfailures: the last word decides
     garbage = [b"", b"not json", b"[1, 2]", b'{"t": "report", "id": 3, "outcome": "failed"}']
-    assert _watch([*garbage, b'{"t": "finish"}', _record(ADD, "failed")]) == ADD
+    keyed = [f"{KEY} ".encode() + line for line in garbage]
+    assert _watch([*garbage, *keyed, _record(ADD, "failed")]) == ADD
+    # A record without the key (the tests wrote it into the pipe themselves) stops nothing.
+    assert _watch([_record(ADD, "failed")[len(KEY) + 1 :], _record(MUL, "failed")]) == MUL
 
 
 def test_the_pump_hands_the_watcher_whole_lines_across_chunks():
