@@ -225,11 +225,11 @@ def test_the_residue_a_frame_walker_reaches_is_flagged_and_zero_strict(
     task, repo, _ = calc_task
     patch = model_patch(task, repo, tmp_path, {"calc/ops.py": CLOSURE_CELL_FORGER})
     lenient = evaluator.evaluate(task, patch, partial=True)
-    assert lenient.reason in ("resolved", "forged_result"), lenient.log[-2000:]
+    # Open, and said so: when this starts failing the residue closed; docs/security.md changes.
+    assert lenient.reason == "resolved", lenient.log[-2000:]
     assert "frame introspection" in lenient.suspicious_patch
     strict = reward(task, patch, partial=True, evaluator=evaluator, strict=True)
     assert (strict.reward, strict.partial_credit, strict.reason) == (0.0, 0.0, "suspicious_patch")
-    print("closure-cell forger, lenient:", lenient.reason)
 
 
 # --- the other doors ----------------------------------------------------------------------------
