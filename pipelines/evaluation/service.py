@@ -225,14 +225,17 @@ def serve(
     No client holds a thread by being slow: each request must arrive whole (line, headers and
     body; for a kept-alive connection, the next request too) within ``read_timeout_s``, else the
     connection is cut (a watchdog shuts its reading side, so a client that trickles bytes is too;
-    each read also times out on its own). A body is read only when its Content-Length is within
-    the limit (over it: 413 at once, unread); a body without a length (chunked) is 411, one that
-    ends before its length is 400, and one still missing at the deadline is 408."""
+    each read also times out on its own, at twice that). A body is read only when its
+    Content-Length is within the limit (over it: 413 at once, unread); a body without a length
+    (chunked) is 411, one that ends before its length is 400, and one still missing at the
+    deadline is 408."""
     body_limit = service.max_patch_bytes * 2 + 4096  # the patch limit, room for the JSON around
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
-        timeout = read_timeout_s  # every read and write on the socket (StreamRequestHandler)
+        # Every read and write on the socket (StreamRequestHandler): a backstop behind the
+        # watchdog, which decides, so a late request is always cut and counted the same way.
+        timeout = read_timeout_s * 2
         watchdog: threading.Timer | None = None
         cut = False  # the watchdog shut the socket: the request did not arrive in time
         answers = 0  # responses sent on this connection
