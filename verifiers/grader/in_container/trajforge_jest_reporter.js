@@ -13,6 +13,28 @@
 // Shipped after trajforge_keyed.js (the key, `send`, `relative`, `keepWorst`).
 //
 const RANK = { passed: 0, skipped: 1, failed: 2 };
+const GUARD = path.join(__dirname, 'trajforge_guard.js');
+
+// Where tests run (a worker, which node starts with this file preloaded too, or jest's own
+// process in band): jest-circus's adapter is handed the project's configuration with the
+// grader's guard appended to its setupFilesAfterEnv (the CLI option would replace the
+// project's list), so the guard runs in each test file's context after the project's own.
+(function appendGuard() {
+  const Module = require('module');
+  const load = Module._load;
+  Module._load = function loadWithGuard(request) {
+    const loaded = load.apply(this, arguments);
+    if (typeof request !== 'string' || !/jest-circus[\\/]runner(\.js)?$/.test(request)) {
+      return loaded;
+    }
+    Module._load = load;
+    return function guardedAdapter(globalConfig, config, ...rest) {
+      const own = (config && config.setupFilesAfterEnv) || [];
+      const setup = own.includes(GUARD) ? own : own.concat([GUARD]);
+      return loaded.call(this, globalConfig, { ...config, setupFilesAfterEnv: setup }, ...rest);
+    };
+  };
+})();
 const OUTCOME = {
   passed: 'passed', focused: 'passed', failed: 'failed',
   pending: 'skipped', skipped: 'skipped', todo: 'skipped', disabled: 'skipped',

@@ -1,0 +1,232 @@
+// The grader's guard, loaded where a JS task's tests run before any test file or project module
+// (jest: appended to the project's setupFilesAfterEnv by the jest reporter, in the worker; node
+// --test: required by the node reporter in each file's process; mocha: preloaded with `-r`).
+//
+// 1. It fixes the test framework's globals (expect, test, it, describe, the hooks...) and
+//    node:assert, assert.strict, node:assert/strict and node:test: non-writable and
+//    non-configurable, so a one-line forgery in the module under test (`globalThis.expect = a
+//    no-op Proxy`, a `test` that swallows failures, `assert.strictEqual = () => {}`) throws (strict
+//    code) or does nothing (sloppy code); the real ones stay. jest's matchers, its state and its
+//    event handlers are fixed the same way (`expect.extend({toBe})` over a built-in matcher
+//    throws).
+// 2. It plants the run's sentinel tests (names and outcomes drawn by the host, js_sentinels.py)
+//    in the graded file's own scope, as ordinary tests of small computations; their assertion is
+//    looked up when they run (global expect, `require('node:assert')`), so a bend of what the
+//    graded tests use bends them too, and the host's judge marks the run forged.
+//
+// The sentinels' file is readable by the tests' user (this file runs as that user): code under
+// test can learn them, as it can read the runner's registered tests. Sentinels catch wholesale
+// bends; the freeze is what stops the targeted ones (docs/security.md says what stays open).
+//
+// CommonJS, node's built-ins only.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+
+const SPEC = path.join(__dirname, 'trajforge_sentinels.json');
+const REPO = (process.env.TRAJFORGE_REPO || process.cwd()) + '/';
+// The globals each runner puts on globalThis (jest's, then mocha's interfaces').
+const JEST_GLOBALS = [
+  'expect', 'test', 'it', 'describe', 'xit', 'xtest', 'xdescribe', 'fit', 'fdescribe',
+  'beforeEach', 'afterEach', 'beforeAll', 'afterAll', 'pending', 'fail', 'spyOn', 'jasmine',
+];
+const MOCHA_GLOBALS = [
+  'describe', 'context', 'it', 'specify', 'xdescribe', 'xcontext', 'xit', 'xspecify', 'before',
+  'after', 'beforeEach', 'afterEach', 'run', 'suite', 'test', 'setup', 'teardown', 'suiteSetup',
+  'suiteTeardown',
+];
+const JEST_MATCHERS = Symbol.for('$$jest-matchers-object');
+const JEST_STATE = Symbol.for('JEST_STATE_SYMBOL');
+const JEST_EQUALITY = Symbol.for('$$jest-custom-equality-testers');
+
+// `object[key]` as it is now, non-writable and non-configurable (an accessor becomes its value).
+function fix(object, key) {
+  const said = Object.getOwnPropertyDescriptor(object, key);
+  if (!said || !said.configurable) return;
+  const value = 'value' in said ? said.value : object[key];
+  Object.defineProperty(object, key, {
+    value, writable: false, enumerable: said.enumerable, configurable: false,
+  });
+}
+
+// Every own property of `object` fixed; it stays extensible (expect.extend adds new matchers).
+function fixAll(object) {
+  if (object === null || (typeof object !== 'object' && typeof object !== 'function')) return;
+  for (const key of Reflect.ownKeys(object)) {
+    if (key !== 'prototype' || typeof object !== 'function') fix(object, key);
+  }
+}
+
+function freezeDeep(object) {
+  if (object === null || (typeof object !== 'object' && typeof object !== 'function')) return;
+  if (Object.isFrozen(object)) return;
+  Object.freeze(object);
+  for (const key of Reflect.ownKeys(object)) {
+    const said = Object.getOwnPropertyDescriptor(object, key);
+    if (said && typeof said.value === 'function' && key !== 'constructor') {
+      Object.freeze(said.value);
+    }
+  }
+}
+
+// node:assert (and assert.strict, node:assert/strict) and node:test, as every require sees them.
+function freezeModules(load) {
+  for (const name of ['assert', 'assert/strict', 'test']) {
+    let module;
+    try {
+      module = load('node:' + name);
+    } catch (error) {
+      continue; // an old node: no node:test, no assert/strict
+    }
+    if (module && module.strict) freezeDeep(module.strict);
+    freezeDeep(module);
+  }
+}
+
+function fixGlobals(names) {
+  for (const name of names) {
+    if (globalThis[name] === undefined) continue;
+    fix(globalThis, name);
+    fixAll(globalThis[name]); // test.only, test.each, expect.extend, expect.not...
+  }
+}
+
+// jest: the matchers and state expect reads on every call, and jest-circus's state (its event
+// handlers: a handler added by the tests could rewrite a test's errors).
+function fixJest() {
+  fix(globalThis, JEST_MATCHERS);
+  fix(globalThis, JEST_EQUALITY);
+  const matchers = globalThis[JEST_MATCHERS];
+  if (matchers) {
+    fixAll(matchers);
+    fixAll(matchers.matchers);
+  }
+  fix(globalThis, JEST_STATE);
+  const state = globalThis[JEST_STATE];
+  if (state && Array.isArray(state.eventHandlers)) {
+    fix(state, 'eventHandlers');
+    Object.freeze(state.eventHandlers);
+  }
+}
+
+// The sentinels of `file` (a repository path), from the host's file; [] when none.
+function sentinelsOf(file) {
+  let said;
+  try {
+    said = JSON.parse(fs.readFileSync(SPEC, 'utf8'));
+  } catch (error) {
+    return [];
+  }
+  const mine = said && said[file];
+  return Array.isArray(mine) ? mine : [];
+}
+
+function relative(file) {
+  const said = String(file || '');
+  return said.startsWith(REPO) ? said.slice(REPO.length) : said;
+}
+
+// One sentinel's body: a small computation checked as the graded tests check theirs, by
+// `check` (jest's expect or node:assert, looked up when the sentinel runs).
+function body(one, check) {
+  const kind = Number(one.kind);
+  const a = Number(one.a);
+  const b = Number(one.b);
+  const c = Number(one.c);
+  const want = one.want;
+  const deep = kind === 0;
+  return function sentinel() {
+    let got;
+    if (kind === 0) got = [a, b, c].sort((x, y) => x - y);
+    else if (kind === 1) got = String(one.word).toUpperCase();
+    else if (kind === 2) got = Array.from({ length: a }, (_, i) => i).reduce((s, i) => s + i, 0);
+    else got = a * b;
+    check(got, want, deep);
+  };
+}
+
+// jest's expect, as the graded tests find it when they run
+function withExpect(got, want, deep) {
+  if (deep) globalThis.expect(got).toEqual(want);
+  else globalThis.expect(got).toBe(want);
+}
+
+// node:assert, as a require made when the sentinel runs finds it
+function withAssert(load) {
+  return function check(got, want, deep) {
+    const assert = load('node:assert');
+    if (deep) assert.deepStrictEqual(got, want);
+    else assert.strictEqual(got, want);
+  };
+}
+
+function plant(register, file, check) {
+  for (const one of sentinelsOf(file)) register(String(one.name), body(one, check));
+}
+
+// jest: this file is a setup file (setupFilesAfterEnv), run in each test file's context.
+function jest() {
+  const state = globalThis.expect.getState();
+  freezeModules(require);
+  fixGlobals(JEST_GLOBALS);
+  fixJest();
+  plant(globalThis.test, relative(state.testPath), withExpect);
+}
+
+// node --test: called in a test file's own process, before the file loads.
+function node(file) {
+  const load = require;
+  freezeModules(load);
+  const runner = load('node:test');
+  // node names a test's file by where test() was called: called from code named as the file
+  const register = require('vm').runInThisContext('(test) => (name, fn) => test(name, fn)', {
+    filename: String(file),
+  })(runner.test);
+  plant(register, relative(file), withAssert(load));
+}
+
+// mocha: preloaded in mocha's process; mocha sets its globals anew before each file
+// (`pre-require`), so they are accessors that take mocha's values there and nothing else.
+function mocha(Suite) {
+  freezeModules(require);
+  const current = Object.create(null);
+  let open = false;
+  for (const name of MOCHA_GLOBALS) {
+    const said = Object.getOwnPropertyDescriptor(globalThis, name);
+    if (said && !said.configurable) continue;
+    current[name] = globalThis[name];
+    Object.defineProperty(globalThis, name, {
+      get() { return current[name]; },
+      set(value) { if (open) current[name] = value; },
+      enumerable: true,
+      configurable: false,
+    });
+  }
+  const emit = Suite.prototype.emit;
+  Object.defineProperty(Suite.prototype, 'emit', {
+    value: function guardedEmit(event, context, file) {
+      if (event !== 'pre-require' || this.parent) return emit.apply(this, arguments);
+      open = true;
+      let result;
+      try {
+        result = emit.apply(this, arguments);
+      } finally {
+        open = false;
+      }
+      for (const name of MOCHA_GLOBALS) fixAll(current[name]);
+      const register = current.it || current.test; // bdd, else tdd/qunit
+      if (typeof register === 'function') plant(register, relative(file), withAssert(require));
+      return result;
+    },
+    writable: false,
+    configurable: false,
+  });
+}
+
+module.exports = { node, mocha };
+
+if (typeof globalThis.expect === 'function' && typeof globalThis.expect.getState === 'function'
+    && typeof globalThis.test === 'function') {
+  jest();
+}
