@@ -17,9 +17,9 @@ import secrets
 
 from trajforge.verifiers.grader.sentinels import FAIL, PASS, Sentinel, draw_names, draw_outcomes
 
-# The runners whose guard plants sentinels in the graded file's scope (vitest, ava and node-tap
+# The runners whose guard plants sentinels in the graded file's scope (ava and node-tap
 # give the grader no per-file hook: docs/security.md).
-SENTINEL_RUNNERS = frozenset({"jest", "mocha", "node"})
+SENTINEL_RUNNERS = frozenset({"jest", "mocha", "node", "vitest"})
 SEPARATOR = " > "  # a JS id's parts (verifiers/reports/ids.py)
 _RANDOM = secrets.SystemRandom()
 _TITLE = re.compile(r"""\b(?:test|it|specify)\s*\(\s*(['"`])((?:(?!\1).){1,200})\1""")

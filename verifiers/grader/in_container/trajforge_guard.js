@@ -31,6 +31,10 @@ const JEST_GLOBALS = [
   'expect', 'test', 'it', 'describe', 'xit', 'xtest', 'xdescribe', 'fit', 'fdescribe',
   'beforeEach', 'afterEach', 'beforeAll', 'afterAll', 'pending', 'fail', 'spyOn', 'jasmine',
 ];
+const VITEST_GLOBALS = [
+  'expect', 'test', 'it', 'describe', 'suite', 'bench', 'beforeEach', 'afterEach', 'beforeAll',
+  'afterAll', 'onTestFailed', 'onTestFinished', 'vi', 'vitest', 'assert', 'chai',
+];
 const MOCHA_GLOBALS = [
   'describe', 'context', 'it', 'specify', 'xdescribe', 'xcontext', 'xit', 'xspecify', 'before',
   'after', 'beforeEach', 'afterEach', 'run', 'suite', 'test', 'setup', 'teardown', 'suiteSetup',
@@ -40,14 +44,14 @@ const JEST_MATCHERS = Symbol.for('$$jest-matchers-object');
 const JEST_STATE = Symbol.for('JEST_STATE_SYMBOL');
 const JEST_EQUALITY = Symbol.for('$$jest-custom-equality-testers');
 
-// `object[key]` as it is now, non-writable and non-configurable (an accessor becomes its value).
+// `object[key]` as it is now: a value non-writable, an accessor kept (chai's `.to`, `.not`...),
+// both non-configurable, so neither can be replaced, redefined or deleted.
 function fix(object, key) {
   const said = Object.getOwnPropertyDescriptor(object, key);
   if (!said || !said.configurable) return;
-  const value = 'value' in said ? said.value : object[key];
-  Object.defineProperty(object, key, {
-    value, writable: false, enumerable: said.enumerable, configurable: false,
-  });
+  if ('value' in said) said.writable = false;
+  said.configurable = false;
+  Object.defineProperty(object, key, said);
 }
 
 // Every own property of `object` fixed; it stays extensible (expect.extend adds new matchers).
@@ -152,7 +156,16 @@ function withExpect(got, want, deep) {
   else globalThis.expect(got).toBe(want);
 }
 
-// node:assert, as a require made when the sentinel runs finds it
+// node:assert, as a require made when the sentinel runs finds it: one made for the test file
+// (`createRequire`), so a Module._load hook sees the graded file as the requiring module
+function fromFile(file) {
+  try {
+    return require('module').createRequire(String(file));
+  } catch (error) {
+    return require;
+  }
+}
+
 function withAssert(load) {
   return function check(got, want, deep) {
     const assert = load('node:assert');
@@ -183,7 +196,7 @@ function node(file) {
   const register = require('vm').runInThisContext('(test) => (name, fn) => test(name, fn)', {
     filename: String(file),
   })(runner.test);
-  plant(register, relative(file), withAssert(load));
+  plant(register, relative(file), withAssert(fromFile(file)));
 }
 
 // mocha: preloaded in mocha's process; mocha sets its globals anew before each file
@@ -216,7 +229,9 @@ function mocha(Suite) {
       }
       for (const name of MOCHA_GLOBALS) fixAll(current[name]);
       const register = current.it || current.test; // bdd, else tdd/qunit
-      if (typeof register === 'function') plant(register, relative(file), withAssert(require));
+      if (typeof register === 'function') {
+        plant(register, relative(file), withAssert(fromFile(file)));
+      }
       return result;
     },
     writable: false,
@@ -224,9 +239,35 @@ function mocha(Suite) {
   });
 }
 
+// vitest: this file is a setup file (appended by the vitest reporter), run in each test file's
+// worker before the file is collected; vitest's module (expect, test, chai) is
+// `globalThis.__vitest_index__`, which vitest defines non-writable.
+function vitest(index) {
+  freezeModules(require);
+  fixGlobals(VITEST_GLOBALS); // where the configuration asks for globals
+  fixAll(index.expect);
+  fixAll(index.expect && index.expect.not);
+  if (index.chai && index.chai.Assertion) {
+    fixAll(index.chai.Assertion); // addMethod, overwriteMethod...
+    fixAll(index.chai.Assertion.prototype); // toBe, toEqual... as chai methods
+    fixAll(index.chai.util); // flag, addMethod...: the matchers call them through it
+  }
+  fixJest(); // vitest keeps its matchers and their state where jest does
+  const worker = globalThis.__vitest_worker__ || {};
+  const file = worker.filepath || (index.expect.getState() || {}).testPath;
+  const check = (got, want, deep) => {
+    const expect = globalThis.__vitest_index__.expect;
+    if (deep) expect(got).toEqual(want);
+    else expect(got).toBe(want);
+  };
+  plant(index.test, relative(file), check);
+}
+
 module.exports = { node, mocha };
 
-if (typeof globalThis.expect === 'function' && typeof globalThis.expect.getState === 'function'
-    && typeof globalThis.test === 'function') {
+if (globalThis.__vitest_index__ && typeof globalThis.__vitest_index__.test === 'function') {
+  vitest(globalThis.__vitest_index__);
+} else if (typeof globalThis.expect === 'function'
+    && typeof globalThis.expect.getState === 'function' && typeof globalThis.test === 'function') {
   jest();
 }
