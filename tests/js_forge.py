@@ -93,6 +93,17 @@ FORGERIES = {
         "  try { chai.Assertion.prototype.assert = () => {}; } catch (e) {}\n"
         "} catch (e) {}\n"
     ),
+    # node-tap's assertions made passes (its Test class) and its test() wrapped to bend them
+    "tap_assertions": (
+        "try { const T = require('tap').Test.prototype;\n"
+        "  for (const k of ['equal', 'strictEqual', 'same', 'ok']) {\n"
+        "    T[k] = function () { return this.pass('ok'); }; }\n"
+        "} catch (e) {}\n"
+        "try { const tap = require('tap'); const real = tap.test;\n"
+        "  tap.test = function (name, fn) {\n"
+        "    return real.call(this, name, (t) => { t.equal = () => true; return fn(t); }); };\n"
+        "} catch (e) {}\n"
+    ),
     # jest-circus's event handlers: one that clears a finished test's errors
     "event_handler": (
         "try { const state = globalThis[Symbol.for('JEST_STATE_SYMBOL')];\n"
