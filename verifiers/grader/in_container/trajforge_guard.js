@@ -321,4 +321,6 @@ if (globalThis.__vitest_index__ && typeof globalThis.__vitest_index__.test === '
   jest();
 } else if (process.env.TAP_CHILD_ID && process.env.TRAJFORGE_GUARD === 'tap') {
   tapChild();
+} else if (process.env.TRAJFORGE_GUARD === 'ava') {
+  freezeModules(require); // ava's processes: no sentinels (one ava per file, no per-file hook)
 }
