@@ -33,7 +33,8 @@ answers: ``verifiers/grader/js_policy.py`` refuses ``node_modules`` and the pack
 files and resets test files, the runner's configuration and the files it names; the supervisor
 runs node's jest or mocha (never the row's ``test_cmd`` text) with the grader's keyed reporter
 (``supervised.run_supervised_js``), the tree's tests, configuration and ``node_modules``
-read-only to the tests' user; no sentinels yet.
+read-only to the tests' user; the grader's guard fixes the runner's globals and ``node:assert``
+before the tests load and plants the run's sentinels (jest, vitest, mocha, node --test).
 
 What in-process code can still do: tell a sentinel from a graded test by reading the test files
 and bend only the graded tests' reports; for jest, bend reports wholesale when it runs in band;
