@@ -22,17 +22,21 @@ const GUARD = path.join(__dirname, 'trajforge_guard.js');
 (function appendGuard() {
   const Module = require('module');
   const load = Module._load;
+  const adapter = /jest-circus[\\/]runner(\.js)?$/;
+  const guarded = new WeakMap(); // jest requires the adapter again for each test file
   Module._load = function loadWithGuard(request) {
     const loaded = load.apply(this, arguments);
-    if (typeof request !== 'string' || !/jest-circus[\\/]runner(\.js)?$/.test(request)) {
+    if (typeof loaded !== 'function' || typeof request !== 'string' || !adapter.test(request)) {
       return loaded;
     }
-    Module._load = load;
-    return function guardedAdapter(globalConfig, config, ...rest) {
-      const own = (config && config.setupFilesAfterEnv) || [];
-      const setup = own.includes(GUARD) ? own : own.concat([GUARD]);
-      return loaded.call(this, globalConfig, { ...config, setupFilesAfterEnv: setup }, ...rest);
-    };
+    if (!guarded.has(loaded)) {
+      guarded.set(loaded, function guardedAdapter(globalConfig, config, ...rest) {
+        const own = (config && config.setupFilesAfterEnv) || [];
+        const setup = own.includes(GUARD) ? own : own.concat([GUARD]);
+        return loaded.call(this, globalConfig, { ...config, setupFilesAfterEnv: setup }, ...rest);
+      });
+    }
+    return guarded.get(loaded);
   };
 })();
 const OUTCOME = {
