@@ -1,6 +1,8 @@
 // The grader's guard, loaded where a JS task's tests run before any test file or project module
-// (jest: appended to the project's setupFilesAfterEnv by the jest reporter, in the worker; node
-// --test: required by the node reporter in each file's process; mocha: preloaded with `-r`).
+// (jest: last in the project's setupFilesAfterEnv, put there by the jest reporter in the
+// worker; vitest: last in its setupFiles, by the vitest reporter; node --test: required by the
+// node reporter in each file's process; mocha: by the mocha reporter at preload; node-tap and
+// ava: NODE_OPTIONS from their reporters).
 //
 // 1. It fixes the test framework's globals (expect, test, it, describe, the hooks...) and
 //    node:assert, assert.strict, node:assert/strict and node:test: non-writable and

@@ -17,8 +17,9 @@ const GUARD = path.join(__dirname, 'trajforge_guard.js');
 
 // Where tests run (a worker, which node starts with this file preloaded too, or jest's own
 // process in band): jest-circus's adapter is handed the project's configuration with the
-// grader's guard appended to its setupFilesAfterEnv (the CLI option would replace the
-// project's list), so the guard runs in each test file's context after the project's own.
+// grader's guard last in its setupFilesAfterEnv (the CLI option would replace the project's
+// list), so the guard runs in each test file's context after the project's own setup files,
+// which may wrap jest's globals themselves (jest-expect-message replaces `expect`).
 (function appendGuard() {
   const Module = require('module');
   const load = Module._load;
