@@ -70,3 +70,11 @@ def test_a_bent_or_missing_sentinel_is_a_forged_result():
     assert _verdict(missing, planted)[:2] == (False, "forged_result")
     # a file that reported nothing (did not load) is no sign of forgery
     assert _verdict({}, planted)[:2] == (False, "suite_did_not_run")
+
+
+def test_a_run_that_reported_no_sentinel_is_judged_without_them():
+    """A runner the guard does not reach plants none: an honest run must not read as forged."""
+    _, planted = js_sentinels.draw({"__tests__/calc.test.js": CALC_TESTS})
+    assert js_sentinels.heard(planted, {GRADED[0]: "PASSED"}) == ()
+    one = {GRADED[0]: "PASSED", planted[0].test_id: planted[0].expected}
+    assert js_sentinels.heard(planted, one) == planted  # one heard: every one is judged

@@ -302,6 +302,7 @@ def _graded_js_run(
         run = run_supervised_js(
             session, task.test_runner, files, guard, timeout_s, package, folder, spec
         )
+        planted = js_sentinels.heard(planted, run.evidence.statuses)
         return judge(run, graded, planted, dropped, js_sentinels.SEPARATOR)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Mapping
 
 from trajforge.verifiers.grader.sentinels import FAIL, PASS, Sentinel, draw_names, draw_outcomes
 
@@ -41,6 +42,13 @@ def draw(files: dict[str, bytes]) -> tuple[bytes, tuple[Sentinel, ...]]:
             spec.setdefault(path, []).append({"name": name, **body})
             planted.append(Sentinel(f"{path}{SEPARATOR}{name}", PASS if ok else FAIL, str(body)))
     return json.dumps(spec).encode(), tuple(planted)
+
+
+def heard(planted: tuple[Sentinel, ...], statuses: Mapping[str, str]) -> tuple[Sentinel, ...]:
+    """The sentinels to judge: none when the run reported none of them at all (a runner the
+    guard does not reach plants none, and an honest run must not read as forged); otherwise all
+    of them, each judged as Python's are."""
+    return planted if any(s.test_id in statuses for s in planted) else ()
 
 
 def _body(ok: bool) -> dict[str, object]:

@@ -182,11 +182,13 @@ function plant(register, file, check) {
 
 // jest: this file is a setup file (setupFilesAfterEnv), run in each test file's context.
 function jest() {
-  const state = globalThis.expect.getState();
+  const state = globalThis.expect.getState() || {};
+  const jasmine = globalThis.jasmine || {};
+  const file = state.testPath || jasmine.testPath; // jest-circus's, jest-jasmine2's
   freezeModules(require);
   fixGlobals(JEST_GLOBALS);
   fixJest();
-  plant(globalThis.test, relative(state.testPath), withExpect);
+  if (file) plant(globalThis.test, relative(file), withExpect);
 }
 
 // node --test: called in a test file's own process, before the file loads.
@@ -201,9 +203,30 @@ function node(file) {
   plant(register, relative(file), withAssert(fromFile(file)));
 }
 
-// mocha: preloaded in mocha's process; mocha sets its globals anew before each file
+// mocha's Suite: lib/suite.js of the mocha package holding `program` (bin/_mocha in mocha's
+// process, lib/nodejs/worker.js in a --parallel worker); null when there is none.
+function mochaSuite(program) {
+  let folder;
+  try {
+    folder = path.dirname(fs.realpathSync(String(program)));
+  } catch (error) {
+    return null;
+  }
+  for (; folder !== path.dirname(folder); folder = path.dirname(folder)) {
+    const suite = path.join(folder, 'lib', 'suite.js');
+    if (path.basename(folder) === 'mocha' && fs.existsSync(suite)) return require(suite);
+  }
+  return null;
+}
+
+// mocha: in mocha's process (the mocha reporter calls this at preload) and in its --parallel
+// workers (NODE_OPTIONS from the reporter); mocha sets its globals anew before each file
 // (`pre-require`), so they are accessors that take mocha's values there and nothing else.
-function mocha(Suite) {
+let mochaGuarded = false;
+function mocha(program) {
+  const Suite = mochaGuarded ? null : mochaSuite(program);
+  if (!Suite) return;
+  mochaGuarded = true;
   freezeModules(require);
   const current = Object.create(null);
   let open = false;
@@ -323,6 +346,8 @@ if (globalThis.__vitest_index__ && typeof globalThis.__vitest_index__.test === '
   jest();
 } else if (process.env.TAP_CHILD_ID && process.env.TRAJFORGE_GUARD === 'tap') {
   tapChild();
+} else if (process.env.TRAJFORGE_GUARD === 'mocha') {
+  mocha(process.argv[1]); // a --parallel worker of mocha's
 } else if (process.env.TRAJFORGE_GUARD === 'ava') {
   freezeModules(require); // ava's processes: no sentinels (one ava per file, no per-file hook)
 }

@@ -23,7 +23,9 @@ const GUARD = path.join(__dirname, 'trajforge_guard.js');
 (function appendGuard() {
   const Module = require('module');
   const load = Module._load;
-  const adapter = /jest-circus[\\/]runner(\.js)?$/;
+  // jest-circus (jest 27+'s default) and jest-jasmine2 (before 27): both take the project's
+  // configuration second and run its setupFilesAfterEnv in the test file's context
+  const adapter = /jest-circus[\\/]runner(\.js)?$|jest-jasmine2([\\/]build[\\/]index\.js)?$/;
   const guarded = new WeakMap(); // jest requires the adapter again for each test file
   Module._load = function loadWithGuard(request) {
     const loaded = load.apply(this, arguments);

@@ -20,11 +20,14 @@
 const write = process.stdout.write.bind(process.stdout);
 
 // The grader's guard (trajforge_guard.js), before mocha reads any test file: node:assert fixed,
-// mocha's globals taken from mocha alone, the sentinels planted in each graded file. mocha's
-// Suite is the one beside the program node runs (node_modules/mocha/bin/_mocha).
-if (process.argv[1]) {
-  const suite = path.join(path.dirname(fs.realpathSync(process.argv[1])), '..', 'lib', 'suite.js');
-  if (fs.existsSync(suite)) require(path.join(__dirname, 'trajforge_guard.js')).mocha(require(suite));
+// mocha's globals taken from mocha alone, the sentinels planted in each graded file; here
+// (mocha's Suite beside the program node runs) and in the workers of a --parallel run.
+{
+  const guard = path.join(__dirname, 'trajforge_guard.js');
+  require(guard).mocha(process.argv[1]);
+  const own = process.env.NODE_OPTIONS ? process.env.NODE_OPTIONS + ' ' : '';
+  process.env.NODE_OPTIONS = own + '--require "' + guard.replace(/(["\\])/g, '\\$1') + '"';
+  process.env.TRAJFORGE_GUARD = 'mocha';
 }
 const RANK = { passed: 0, skipped: 2, error: 3, failed: 4 };
 
