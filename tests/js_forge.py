@@ -104,6 +104,19 @@ FORGERIES = {
         "    return real.call(this, name, (t) => { t.equal = () => true; return fn(t); }); };\n"
         "} catch (e) {}\n"
     ),
+    # the language's own functions the matchers call: Object.is says equal to everything
+    "object_is": "Object.is = () => true;\n",
+    # ... and Function.prototype.apply swallows a failure when the graded test file is on the
+    # stack (a sentinel's stack holds the guard, not the test file: aimed at the graded tests)
+    "apply_hook": (
+        "Function.prototype.apply = function (self, args) {\n"
+        "  if (new Error().stack.includes('calc.test.js:')) {\n"
+        "    try { return Reflect.apply(this, self, args || []); }\n"
+        "    catch (e) { return undefined; }\n"
+        "  }\n"
+        "  return Reflect.apply(this, self, args || []);\n"
+        "};\n"
+    ),
     # jest-circus's event handlers: one that clears a finished test's errors
     "event_handler": (
         "try { const state = globalThis[Symbol.for('JEST_STATE_SYMBOL')];\n"

@@ -146,7 +146,15 @@ ROUTES = {  # name -> (files the model writes, the reasons it may get)
     "daemon": ({"src/calc.js": DAEMON}, ("forged_result", "tests_failed")),
     # one-line forgeries of jest's globals and matchers: fixed by the grader's guard
     **forgery_routes(
-        ("expect_proxy", "test_wrapper", "matcher_swap", "event_handler", "assert_noop")
+        (
+            "expect_proxy",
+            "test_wrapper",
+            "matcher_swap",
+            "event_handler",
+            "assert_noop",
+            "object_is",
+            "apply_hook",
+        )
     ),
 }
 

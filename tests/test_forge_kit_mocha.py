@@ -107,7 +107,16 @@ ROUTES = {  # name -> (files the model writes, the reasons it may get)
         ("suite_failed", "suite_did_not_run", "tests_failed"),
     ),
     # one-line forgeries of mocha's globals and node:assert: fixed by the grader's guard
-    **forgery_routes(("assert_noop", "test_wrapper", "module_load_hook", "expect_proxy")),
+    **forgery_routes(
+        (
+            "assert_noop",
+            "test_wrapper",
+            "module_load_hook",
+            "expect_proxy",
+            "object_is",
+            "apply_hook",
+        )
+    ),
 }
 
 

@@ -76,8 +76,30 @@ function freezeDeep(object) {
   }
 }
 
+// The language's own functions the matchers call as they run, where a hook would see every
+// assertion (and its caller's stack, to bend the graded ones alone): the statics of the
+// built-in constructors (`Object.is`, `Object.keys`, `Array.isArray`, `Reflect.apply`...) and
+// Function.prototype's call, apply and bind, Promise.prototype's then. Fixed, not frozen: code
+// may still add properties.
+const INTRINSICS = ['Object', 'Array', 'Number', 'String', 'Boolean', 'Symbol', 'BigInt', 'Reflect',
+  'JSON', 'Math', 'Promise', 'Date', 'RegExp', 'Error', 'Map', 'Set', 'WeakMap', 'WeakSet'];
+function fixIntrinsics() {
+  for (const name of INTRINSICS) {
+    const object = globalThis[name];
+    if (!object) continue;
+    for (const key of Reflect.ownKeys(object)) {
+      const said = Object.getOwnPropertyDescriptor(object, key);
+      if (said && typeof said.value === 'function' && key !== 'prototype') fix(object, key);
+    }
+  }
+  for (const key of ['call', 'apply', 'bind']) fix(Function.prototype, key);
+  // what `await` looks up on a promise an async test returns
+  for (const key of ['then', 'catch', 'finally', 'constructor']) fix(Promise.prototype, key);
+}
+
 // node:assert (and assert.strict, node:assert/strict) and node:test, as every require sees them.
 function freezeModules(load) {
+  fixIntrinsics();
   for (const name of ['assert', 'assert/strict', 'test']) {
     let module;
     try {
