@@ -135,11 +135,11 @@ def routes(runner: str) -> dict[str, tuple[dict[str, str], tuple[str, ...]]]:
             {"src/calc.js": FAKE_TAP},
             ("tests_failed",) if runner == "ava" else ("forged_result",),
         ),
-        # one-line forgeries: node:assert and (node-tap) its Test class fixed by the guard
+        # one-line forgeries: node:assert, Object.is and (node-tap) its Test class fixed by the guard
         **forgery_routes(
-            ("assert_noop", "test_wrapper", "tap_assertions")
+            ("assert_noop", "test_wrapper", "object_is", "tap_assertions")
             if runner == "tap"
-            else ("assert_noop", "test_wrapper")
+            else ("assert_noop", "test_wrapper", "object_is")  # Object.is won on ava 5.3
         ),
     }
 
