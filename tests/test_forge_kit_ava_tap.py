@@ -135,7 +135,7 @@ def routes(runner: str) -> dict[str, tuple[dict[str, str], tuple[str, ...]]]:
             {"src/calc.js": FAKE_TAP},
             ("tests_failed",) if runner == "ava" else ("forged_result",),
         ),
-        # one-line forgeries: node:assert, Object.is and (node-tap) its Test class fixed by the guard
+        # one-line forgeries: node:assert, Object.is, node-tap's Test class: fixed by the guard
         **forgery_routes(
             ("assert_noop", "test_wrapper", "object_is", "tap_assertions")
             if runner == "tap"
