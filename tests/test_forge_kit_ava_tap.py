@@ -18,6 +18,7 @@ from js_forge import (
     BUGGY,
     GOLD,
     WRONG,
+    forgery_routes,
     model_patch,
 )
 from repo_factory import RepoBuilder
@@ -133,6 +134,12 @@ def routes(runner: str) -> dict[str, tuple[dict[str, str], tuple[str, ...]]]:
         "fake_tap": (
             {"src/calc.js": FAKE_TAP},
             ("tests_failed",) if runner == "ava" else ("forged_result",),
+        ),
+        # one-line forgeries: node:assert, Object.is, node-tap's Test class: fixed by the guard
+        **forgery_routes(
+            ("assert_noop", "test_wrapper", "object_is", "tap_assertions")
+            if runner == "tap"
+            else ("assert_noop", "test_wrapper", "object_is")  # Object.is won on ava 5.3
         ),
     }
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from conftest import run_cli
-from js_forge import BUGGY, GOLD, WRONG, fake_record
+from js_forge import BUGGY, GOLD, WRONG, fake_record, forgery_routes
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.javascript import REPORT_PATH, JavaScript
 from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
@@ -144,6 +144,18 @@ ROUTES = {  # name -> (files the model writes, the reasons it may get)
         ("suite_failed", "suite_did_not_run", "tests_failed"),
     ),
     "daemon": ({"src/calc.js": DAEMON}, ("forged_result", "tests_failed")),
+    # one-line forgeries of jest's globals and matchers: fixed by the grader's guard
+    **forgery_routes(
+        (
+            "expect_proxy",
+            "test_wrapper",
+            "matcher_swap",
+            "event_handler",
+            "assert_noop",
+            "object_is",
+            "apply_hook",
+        )
+    ),
 }
 
 
@@ -258,6 +270,7 @@ def test_gold_resolves_and_wrong_or_empty_do_not(js_task, graded, evaluator):
     gold = graded["gold"]
     assert (gold.resolved, gold.reason, gold.reward) == (True, "resolved", 1.0), gold.log[-2000:]
     assert not gold.error and gold.image  # ran in the task's own image
+    assert "\u25cf " in gold.log  # jest's mark of a failed test: a sentinel made to fail
     wrong = graded["wrong_fix"]
     assert (wrong.resolved, wrong.reason) == (False, "tests_failed")
     status = wrong.report["tests_status"]

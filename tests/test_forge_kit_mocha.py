@@ -20,6 +20,7 @@ from js_forge import (
     assert_route_earns_nothing,
     fake_record,
     forge_work,
+    forgery_routes,
     grade_routes,
     js_task,
 )
@@ -105,6 +106,17 @@ ROUTES = {  # name -> (files the model writes, the reasons it may get)
         {"src/calc.js": EXIT_FORGER},
         ("suite_failed", "suite_did_not_run", "tests_failed"),
     ),
+    # one-line forgeries of mocha's globals and node:assert: fixed by the grader's guard
+    **forgery_routes(
+        (
+            "assert_noop",
+            "test_wrapper",
+            "module_load_hook",
+            "expect_proxy",
+            "object_is",
+            "apply_hook",
+        )
+    ),
 }
 
 
@@ -145,7 +157,7 @@ def graded(mocha_task, sandbox, tmp_path_factory):
 
 def test_gold_resolves_and_wrong_or_empty_do_not(mocha_task, graded):
     task, _, _ = mocha_task
-    assert_gold_wrong_empty(task, graded)
+    assert_gold_wrong_empty(task, graded, "FAILED ")
     gold = graded["gold"]
     assert "SKIPPED test/more.test.js > cubes" in gold.log  # the reporter's own lines
 

@@ -24,6 +24,7 @@ from js_forge import (
     assert_route_earns_nothing,
     fake_record,
     forge_work,
+    forgery_routes,
     grade_routes,
     js_task,
 )
@@ -140,6 +141,9 @@ ROUTES = {  # name -> (files the model writes, the reasons it may get)
         {"src/calc.js": FRAMES_FORGER},
         ("suite_failed", "suite_did_not_run", "tests_failed"),
     ),
+    # one-line forgeries of node:assert and node:test: fixed by the grader's guard; a
+    # Module._load hook bends the sentinels too
+    **forgery_routes(("assert_noop", "node_test_wrapper", "module_load_hook", "test_wrapper")),
 }
 
 
@@ -181,7 +185,7 @@ def graded(node_task, sandbox, tmp_path_factory):
 
 def test_gold_resolves_and_wrong_or_empty_do_not(node_task, graded):
     task, _, _ = node_task
-    assert_gold_wrong_empty(task, graded)
+    assert_gold_wrong_empty(task, graded, "FAILED ")
     gold = graded["gold"]
     assert "SKIPPED test/more.test.js > cubes" in gold.log  # the reporter's own lines
 

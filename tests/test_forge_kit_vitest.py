@@ -19,6 +19,7 @@ from js_forge import (
     assert_route_earns_nothing,
     fake_record,
     forge_work,
+    forgery_routes,
     grade_routes,
     js_task,
 )
@@ -78,6 +79,9 @@ ROUTES = {  # name -> (files the model writes, the reasons it may get)
     "channel_forger": ({"src/calc.js": CHANNEL_FORGER}, ("forged_result", "tests_failed")),
     "early_exit": ({"src/calc.js": EXIT_FORGER},
                    ("suite_failed", "suite_did_not_run", "tests_failed")),
+    # one-line forgeries of vitest's expect, chai and node:assert: fixed by the grader's guard
+    **forgery_routes(("expect_proxy", "test_wrapper", "matcher_swap", "assert_noop",
+                      "object_is", "apply_hook")),
 }  # fmt: skip
 
 
@@ -117,7 +121,7 @@ def graded(vitest_task, sandbox, tmp_path_factory):
 
 def test_gold_resolves_and_wrong_or_empty_do_not(vitest_task, graded):
     task, _, _ = vitest_task
-    assert_gold_wrong_empty(task, graded)
+    assert_gold_wrong_empty(task, graded, "FAIL ")
     gold = graded["gold"]
     assert "EACCES" not in gold.log  # nothing written where the tests' user may not write
 

@@ -35,7 +35,8 @@ answers: ``verifiers/grader/js_policy.py`` refuses ``node_modules`` and the pack
 files and resets test files, the runner's configuration and the files it names; the supervisor
 runs node's jest or mocha (never the row's ``test_cmd`` text) with the grader's keyed reporter
 (``supervised.run_supervised_js``), the tree's tests, configuration and ``node_modules``
-read-only to the tests' user; no sentinels yet.
+read-only to the tests' user; the grader's guard fixes the runner's globals and ``node:assert``
+before the tests load and plants the run's sentinels (jest, vitest, mocha, node --test).
 
 What in-process code can still do: tell a sentinel from a graded test by reading the test files
 and bend only the graded tests' reports; for jest, bend reports wholesale when it runs in band;
@@ -63,6 +64,7 @@ from trajforge.schemas.test_ids import is_grading_path, is_module_doctest, test_
 from trajforge.verifiers.grader import (
     doctests,
     js_policy,
+    js_sentinels,
     patch_policy,
     rules,
     sentinels,
@@ -367,11 +369,16 @@ def _graded_js_run(
     timeout_s: float,
 ) -> PatchVerdict:
     """A JS task's graded files, run by its runner under the supervisor with the grader's
-    reporter; the tree's tests and configuration read-only to the tests' user. No sentinels
-    (docs/security.md says what that leaves open)."""
+    reporter and guard; the tree's tests and configuration read-only to the tests' user.
+    Sentinels where the runner lets the guard plant them (``js_sentinels``)."""
     # Always named (a JS runner selects by file, and files are few even where tests are not),
     # so every runner runs the graded files only, as validate's reruns did.
     files = tuple(sorted({js_test_file(t) for t in graded}))
+    failing = {js_test_file(t) for t in task.FAIL_TO_PASS if t in graded}
+    spec, planted = b"{}", tuple[Sentinel, ...]()
+    if task.test_runner in js_sentinels.SENTINEL_RUNNERS:
+        texts = {p: _blob(repo, tree, p, objects) for p in sorted(failing or set(files))}
+        spec, planted = js_sentinels.draw({p: b for p, b in texts.items() if b is not None})
     guard = sorted(_js_grading_files(repo, tree, objects))
     with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
         ship(session)
@@ -379,8 +386,11 @@ def _graded_js_run(
         folder = package_dir(task.test_cmd)  # a monorepo's tested package, as validate ran it
         manifest = f"{folder}/package.json" if folder else "package.json"
         package = _blob(repo, tree, manifest, objects)  # the task's own (reset)
-        run = run_supervised_js(session, task.test_runner, files, guard, timeout_s, package, folder)
-        return judge(run, graded, (), dropped)
+        run = run_supervised_js(
+            session, task.test_runner, files, guard, timeout_s, package, folder, spec
+        )
+        planted = js_sentinels.heard(planted, run.evidence.statuses)
+        return judge(run, graded, planted, dropped, js_sentinels.SEPARATOR)
 
 
 def _cached(cache: ContentCache | None, key: str, dropped: tuple[str, ...]) -> PatchVerdict | None:
@@ -406,12 +416,14 @@ def judge(
     graded: tuple[str, ...],
     planted: tuple[Sentinel, ...],
     dropped: tuple[str, ...] = (),
+    sep: str = "::",
 ) -> PatchVerdict:
-    """The verdict of one supervised run of the graded tests (with their sentinels)."""
+    """The verdict of one supervised run of the graded tests (with their sentinels; ``sep``
+    ends an id's file: " > " for a JS task)."""
     evidence = run.evidence
     resolved, reason, trusted = rules.verdict(
         evidence.statuses, evidence.tampering, evidence.finished, run.exit_code, run.timed_out,
-        graded, [(s.test_id, s.expected) for s in planted], run.stopped,
+        graded, [(s.test_id, s.expected) for s in planted], run.stopped, sep,
     )  # fmt: skip
     report = {test_id: evidence.statuses.get(test_id, "MISSING") for test_id in graded}
     if run.stopped:  # what the stop cut off before its outcome (even mid-test) never ran

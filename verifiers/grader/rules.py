@@ -18,7 +18,9 @@ def counts_as_passed(status: str | None) -> bool:
     return status == "PASSED"
 
 
-def verdict(statuses, tampering, finished, exit_code, timed_out, graded, planted, stopped=""):
+def verdict(
+    statuses, tampering, finished, exit_code, timed_out, graded, planted, stopped="", sep="::"
+):
     """(resolved, reason, trusted) of one supervised run.
 
     ``statuses``: test id -> status from the channel; ``tampering``: the channel's signs of it;
@@ -27,7 +29,8 @@ def verdict(statuses, tampering, finished, exit_code, timed_out, graded, planted
     not, or the other way round), or not reported while tests of its file were (a file that did
     not collect reports none of them). ``stopped``: the test at whose failure the supervisor ended
     the run (fail-fast): never resolved, whatever else was reported; its sentinels are judged
-    where they ran (one the stop cut off is not missing).
+    where they ran (one the stop cut off is not missing). ``sep``: what ends an id's file
+    (" > " for a JS task's ids).
     """
     if timed_out:
         return False, "timed_out", True
@@ -42,7 +45,7 @@ def verdict(statuses, tampering, finished, exit_code, timed_out, graded, planted
         elif status is not None:
             if status != expected:
                 return False, "forged_result", False
-        elif not stopped and any(t.split("::")[0] == test_id.split("::")[0] for t in statuses):
+        elif not stopped and any(t.split(sep)[0] == test_id.split(sep)[0] for t in statuses):
             return False, "forged_result", False
     if stopped:
         return False, "tests_failed", True

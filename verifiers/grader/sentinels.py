@@ -65,19 +65,35 @@ def _shapes(ok: bool) -> str:
 def _names(source: str, count: int) -> list[str]:
     """``count`` new test names from the words of the module's own test names."""
     taken = set(re.findall(r"def (test\w*)", source))
-    words = sorted({w for name in taken for w in name.split("_")[1:] if w.isalpha()}) or list(
-        _WORDS
-    )
+    words = {w for name in taken for w in name.split("_")[1:] if w.isalpha()}
+    return draw_names(words, taken, count, "test_", "_")
+
+
+def draw_names(words: set[str], taken: set[str], count: int, prefix: str, join: str) -> list[str]:
+    """``count`` new names (``prefix`` and one to three of ``words`` or ordinary ones, joined by
+    ``join``), none in ``taken``; shared with the JS sentinels (``js_sentinels``)."""
+    pool = sorted(words) or list(_WORDS)
     names: list[str] = []
     while len(names) < count:
-        parts = _RANDOM.sample(words, min(len(words), _RANDOM.choice((1, 2, 2, 3))))
+        parts = _RANDOM.sample(pool, min(len(pool), _RANDOM.choice((1, 2, 2, 3))))
         if _RANDOM.random() < 0.5 or len(parts) < 2:
             parts.append(_RANDOM.choice(_WORDS))
-        name = "test_" + "_".join(parts)
+        name = prefix + join.join(parts)
         if name not in taken:
             taken.add(name)
             names.append(name)
     return names
+
+
+def draw_outcomes(paths: list[str]) -> dict[str, list[bool]]:
+    """path -> the outcomes of its sentinels (True: must pass): two to five in all, at least one
+    of each, each in a file drawn from ``paths``; shared with the JS sentinels."""
+    outcomes = [True, False] + [_RANDOM.random() < 0.5 for _ in range(_RANDOM.randint(1, 3))]
+    _RANDOM.shuffle(outcomes)
+    by_file: dict[str, list[bool]] = {}
+    for ok in outcomes:
+        by_file.setdefault(_RANDOM.choice(paths), []).append(ok)
+    return by_file
 
 
 def plant(
@@ -149,11 +165,7 @@ def _plant(files: dict[str, bytes]) -> tuple[dict[str, bytes], tuple[Sentinel, .
     paths = sorted(files)
     if not paths:
         return {}, ()
-    outcomes = [True, False] + [_RANDOM.random() < 0.5 for _ in range(_RANDOM.randint(1, 3))]
-    _RANDOM.shuffle(outcomes)
-    by_file: dict[str, list[bool]] = {}
-    for ok in outcomes:
-        by_file.setdefault(_RANDOM.choice(paths), []).append(ok)
+    by_file = draw_outcomes(paths)
     planted: dict[str, bytes] = {}
     sentinels: list[Sentinel] = []
     for path, oks in sorted(by_file.items()):

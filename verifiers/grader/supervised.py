@@ -67,7 +67,13 @@ JS_FILES = {
     "plugins/trajforge_ava_reporter.js": "trajforge_ava_reporter.js",
     "plugins/trajforge_tap_reporter.js": "trajforge_tap_reporter.js",
     "plugins/trajforge_node_reporter.js": "trajforge_node_reporter.js",
+    "plugins/trajforge_guard.js": "trajforge_guard.js",
 }
+# The guard's folder is CommonJS whatever a package.json in /tmp (the tests' user may write one
+# there) says: node and jest read a file's module type from the nearest package.json.
+PLUGINS_PACKAGE = (f"{ROOT}/plugins/package.json", b'{"type": "commonjs"}\n')
+# The run's sentinels for the guard (js_sentinels.py): root's, readable by the tests' user.
+SENTINELS = f"{ROOT}/plugins/trajforge_sentinels.json"
 KEYED_PRELUDE = "trajforge_keyed.js"  # shipped in front of every JS reporter
 # A JS task's image has Debian's python3 (the node base images), a Python task's its /venv.
 SUPERVISOR_PYTHON = 'P=/venv/bin/python; [ -x "$P" ] || P=/usr/bin/python3; "$P"'
@@ -266,17 +272,21 @@ def run_supervised_js(
     timeout_s: float,
     package_json: bytes | None = None,
     package_dir: str = "",
+    sentinels: bytes = b"{}",
 ) -> SupervisedRun:
     """A JS task's graded files run by ``runner`` under the supervisor, as the tests' user, with
     ``guard`` (repository paths) and every ``node_modules`` read-only to it. ``package_json``:
     the tested package's own, whose test script gives mocha's options (``mocha_args``); jest and
     vitest read their own configuration. ``package_dir``: a monorepo's tested package, where the
-    runner works as validate's did (``schemas/js_commands.py``), the files given relative to it."""
+    runner works as validate's did (``schemas/js_commands.py``), the files given relative to it.
+    ``sentinels``: the guard's spec (``js_sentinels.draw``; jest, mocha and node plant them)."""
     check_js_runner(runner, package_dir)
     listed = "".join(f"{p}\n" for p in guard if "\n" not in p).encode()
+    programs = {f"{ROOT}/{t}": _js_program(n) for t, n in JS_FILES.items()}
     _put_files(
-        session, {GUARD: listed, **{f"{ROOT}/{t}": _js_program(n) for t, n in JS_FILES.items()}}
-    )
+        session, {GUARD: listed, **programs, PLUGINS_PACKAGE[0]: PLUGINS_PACKAGE[1],
+                  SENTINELS: sentinels},
+    )  # fmt: skip
     if package_dir:
         files = tuple(posixpath.relpath(f, package_dir) for f in files)
     if runner == "mocha":

@@ -48,4 +48,12 @@ function runFile(index) {
   ava.on('close', (code) => next(code === 0));
 }
 
+// ava and its workers (where the tests run) load the grader's guard first (trajforge_guard.js:
+// node:assert fixed before any test file; ava's own assertions live in its ES modules, out of
+// the tests' reach as a property to replace).
+const GUARD = path.join(__dirname, 'trajforge_guard.js');
+const OWN = process.env.NODE_OPTIONS ? process.env.NODE_OPTIONS + ' ' : '';
+process.env.NODE_OPTIONS = OWN + '--require "' + GUARD.replace(/(["\\])/g, '\\$1') + '"';
+process.env.TRAJFORGE_GUARD = 'ava';
+
 runFile(0);

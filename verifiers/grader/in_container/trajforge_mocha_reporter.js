@@ -18,6 +18,17 @@
 //
 // Taken at preload, before any project code, as the prelude's writers are.
 const write = process.stdout.write.bind(process.stdout);
+
+// The grader's guard (trajforge_guard.js), before mocha reads any test file: node:assert fixed,
+// mocha's globals taken from mocha alone, the sentinels planted in each graded file; here
+// (mocha's Suite beside the program node runs) and in the workers of a --parallel run.
+{
+  const guard = path.join(__dirname, 'trajforge_guard.js');
+  require(guard).mocha(process.argv[1]);
+  const own = process.env.NODE_OPTIONS ? process.env.NODE_OPTIONS + ' ' : '';
+  process.env.NODE_OPTIONS = own + '--require "' + guard.replace(/(["\\])/g, '\\$1') + '"';
+  process.env.TRAJFORGE_GUARD = 'mocha';
+}
 const RANK = { passed: 0, skipped: 2, error: 3, failed: 4 };
 
 function testId(test) {

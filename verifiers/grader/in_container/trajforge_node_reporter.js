@@ -29,6 +29,8 @@ const OPTIONS = path.join(__dirname, 'trajforge_node_options.json');
 
 if (process.env.NODE_TEST_CONTEXT) {
   guardChildExit();
+  // the guard: node:assert and node:test fixed, the sentinels planted, before the file loads
+  require(path.join(__dirname, 'trajforge_guard.js')).node(process.argv[1]);
 } else {
   handOptionsToChildren();
 }

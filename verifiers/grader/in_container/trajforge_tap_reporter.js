@@ -28,4 +28,10 @@ if (key) {
     tap(decoder.end());
     send({ t: 'finish' });
   });
+  // node-tap's children (each test file's process) load the grader's guard first
+  // (trajforge_guard.js: node:assert and node-tap's assertions fixed before the file's code).
+  const guard = path.join(__dirname, 'trajforge_guard.js');
+  const own = process.env.NODE_OPTIONS ? process.env.NODE_OPTIONS + ' ' : '';
+  process.env.NODE_OPTIONS = own + '--require "' + guard.replace(/(["\\])/g, '\\$1') + '"';
+  process.env.TRAJFORGE_GUARD = 'tap';
 }

@@ -35,7 +35,20 @@ function testId(file, test) {
   return parts.concat([String(test.name)]).map(escape).join(' > ');
 }
 
+const GUARD = path.join(__dirname, 'trajforge_guard.js');
+
 class TrajforgeVitestReporter {
+  // Before any file runs: the grader's guard appended to every project's setupFiles (vitest's
+  // command line has no option for them), so it runs in each test file's worker after the
+  // project's own setup files.
+  onInit(ctx) {
+    for (const config of [ctx.config].concat((ctx.projects || []).map((p) => p.config))) {
+      if (!config) continue;
+      const own = Array.isArray(config.setupFiles) ? config.setupFiles : [];
+      if (!own.includes(GUARD)) config.setupFiles = own.concat([GUARD]);
+    }
+  }
+
   // vitest 3+ ends a run with onTestRunEnd (its modules hold the runner's tasks), vitest 4 only
   // with it; before 3, onFinished. The first one heard reports.
   onTestRunEnd(modules) {
