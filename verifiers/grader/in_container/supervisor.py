@@ -2,7 +2,7 @@
 
 Runs as root (with CAP_SETUID/CAP_SETGID only, every other capability dropped) under
 ``python -I``, from a folder only root can write (the grader's root, given by where this file
-is), in the working directory /repo. Two modes:
+is), in the working directory /repo. Three modes:
 
 - ``probe REPO``: what the image offers, read from its site-packages only (never REPO): the
   pytest plugins its distributions declare.
