@@ -103,7 +103,8 @@ class ValidateParams:
     fork_server: bool = True
     # Each kept task's gold patch is graded this many times by the grader RL uses (fresh
     # containers), and a patch that changes nothing once; any miss: gold_not_gradable. 3 for a
-    # release (a gold that passes the grader only sometimes is caught more often)
+    # release (a gold that passes the grader only sometimes is caught more often); 0: none (the
+    # column stays empty)
     gold_runs: int = 1
 
 
@@ -330,6 +331,11 @@ class Params:
                 "params: pipeline.dask_scheduler must be a scheduler address (tcp://host:8786) "
                 "or a scheduler file, or null (a LocalCluster of pipeline.workers processes)"
             )
+        if self.validate.gold_runs < 0:
+            raise ParamsError(
+                f"params: validate.gold_runs ({self.validate.gold_runs}) must be 0 (no gold "
+                "grading: the column stays empty) or a number of runs"
+            )
         if self.curate.num_perm % self.curate.bands:
             raise ParamsError(
                 f"params: curate.bands ({self.curate.bands}) must divide curate.num_perm "
@@ -359,7 +365,6 @@ AT_LEAST_ONE = (
     "validate.workers",
     "validate.test_timeout_s",
     "validate.max_log_bytes",
-    "validate.gold_runs",
     "inject.max_candidates",
     "inject.min_complexity",
     "inject.llm_rewrites",

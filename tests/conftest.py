@@ -151,10 +151,13 @@ def built_profile(sandbox: Any, repo: Any, commit: str, params: Any, logs: Path)
     return profile
 
 
-def write_params(path: Path, cache_dir: Path, extra: str = "") -> Path:
+def write_params(path: Path, cache_dir: Path, extra: str = "", gold_runs: int = 0) -> Path:
+    """A run's params. ``gold_runs``: validate grades kept tasks' gold patches only where a test
+    asks (tests/test_gold_runs.py, the import e2e): two graded containers per kept task in every
+    validate of the suite otherwise."""
     path.write_text(
         f"cache_dir: {cache_dir}\n"
-        "validate:\n  test_timeout_s: 20\n  workers: 2\n"
+        f"validate:\n  test_timeout_s: 20\n  workers: 2\n  gold_runs: {gold_runs}\n"
         "environment:\n  pythons: ['3.11']\n" + extra
     )
     return path

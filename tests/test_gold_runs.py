@@ -131,7 +131,7 @@ def validated(docker_engine, tmp_path_factory):
     build_doctest_repo(root / "calc")
     work = root / "work"
     work.mkdir()
-    write_params(work / "params.yaml", root / "cache")
+    write_params(work / "params.yaml", root / "cache", gold_runs=1)
     for args in (
         ("mine", "--repo", str(root / "calc"), "--output", "mine"),
         ("validate", "--input", "mine", "--output", "validate"),

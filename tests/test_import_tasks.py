@@ -488,7 +488,7 @@ def test_cli_help_lists_import_tasks(tmp_path):
 @pytest.mark.docker
 @pytest.mark.usefixtures("docker_engine")
 def test_imported_tasks_are_validated_and_keep_their_ids(calc, tmp_path):
-    params = write_params(tmp_path / "params.yaml", tmp_path / "cache")
+    params = write_params(tmp_path / "params.yaml", tmp_path / "cache", gold_runs=1)
     write_jsonl(tmp_path / "swe-bench.jsonl", [swe_bench_row(calc)])
     datasets.Dataset.from_list([smith_row(calc)]).save_to_disk(str(tmp_path / "smith"))
     for fmt, path, out in (

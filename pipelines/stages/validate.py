@@ -87,7 +87,9 @@ class ValidateFn(SandboxFn):
         """A kept task's gold patch through the grader (any thread): the task with its
         ``gold_runs``, or its ``gold_not_gradable`` rejection; others as they are."""
         task, validate = result.task, self.params.validate
-        if task is None or self.sandbox is None or not grades(self.sandbox):
+        if task is None or not validate.gold_runs or self.sandbox is None:
+            return result, None  # gold_runs 0: not graded, the column stays empty
+        if not grades(self.sandbox):
             return result, None
         gold = grade_gold(
             self.sandbox, task, repo_path, validate.gold_runs, validate.test_timeout_s,

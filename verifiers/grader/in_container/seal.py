@@ -64,6 +64,19 @@ def install(send, protected):
     pytest's or pluggy's (a project's own decorators may swap its own code: typeguard does)."""
     files = [str(getattr(sys.modules.get(name), "__file__", "") or "") for name in MACHINERY]
     folders = tuple(os.path.dirname(os.path.abspath(f)) + os.sep for f in files if f)
+    # The standard library's doctest runner puts back the tracer it found when each doctest
+    # ends: the one call of settrace a graded run needs, allowed when what it puts back is none
+    # (read from its own frame, not from ``sys.gettrace``, which code under test can rebind).
+    doctest_file = str(getattr(sys.modules.get("doctest"), "__file__", "") or "")
+
+    def restores_no_tracer(event):
+        if event != "sys.settrace" or not doctest_file:
+            return False
+        caller = sys._getframe(2)  # 0: this, 1: the hook, 2: who called settrace
+        code = caller.f_code
+        if (code.co_filename, code.co_name) != (doctest_file, "run"):
+            return False
+        return "save_trace" in caller.f_locals and caller.f_locals["save_trace"] is None
 
     def swapped(function):
         code = getattr(function, "__code__", None)
@@ -72,6 +85,8 @@ def install(send, protected):
 
     def hook(event, args):
         why = REFUSED.get(event)
+        if why is not None and restores_no_tracer(event):
+            return
         if why is None:
             if event == "object.__setattr__" and args[1:2] == ("__code__",) and swapped(args[0]):
                 why = "a test's or pytest's code swapped (__code__)"
