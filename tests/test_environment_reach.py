@@ -114,7 +114,7 @@ def write_params(path: Path, cache_dir: Path, pythons: tuple[str, ...] = PYTHONS
     listed = ", ".join(f"'{p}'" for p in pythons)
     path.write_text(
         f"cache_dir: {cache_dir}\n"
-        "validate:\n  test_timeout_s: 60\n  workers: 2\n"
+        "validate:\n  test_timeout_s: 60\n  workers: 2\n  gold_runs: 0\n"
         f"environment:\n  pythons: [{listed}]\n"
         "inject:\n  combos: 0\n"
     )

@@ -201,7 +201,7 @@ def js_task(sandbox, tmp_path_factory):
     work = root / "work"
     work.mkdir()
     (work / "params.yaml").write_text(
-        f"cache_dir: {root / 'cache'}\nvalidate:\n  test_timeout_s: 180\n"
+        f"cache_dir: {root / 'cache'}\nvalidate:\n  test_timeout_s: 180\n  gold_runs: 0\n"
     )
     (work / "tasks" / "tasks").mkdir(parents=True)
     pq.write_table(

@@ -43,7 +43,7 @@ describe('mul', () => {
   test('multiplies', () => { expect(mul(2, 3)).toBe(6); });
 });
 """
-PARAMS = "cache_dir: {cache}\nvalidate:\n  test_timeout_s: 180\n  workers: 2\n"
+PARAMS = "cache_dir: {cache}\nvalidate:\n  test_timeout_s: 180\n  workers: 2\n  gold_runs: 0\n"
 
 
 def _diff(repo: Path, before: str, after: str, *paths: str) -> str:

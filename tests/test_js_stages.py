@@ -201,6 +201,7 @@ inject:
 validate:
   test_timeout_s: 180
   workers: 2
+  gold_runs: 0
 """
 RUNNERS = {"shapes": "vitest", "words": "node", "mono": "mocha", "money": "ava", "ranges": "tap"}
 

@@ -64,6 +64,7 @@ cache_dir: {cache}
 validate:
   test_timeout_s: 180
   workers: 2
+  gold_runs: 0
 environment:
   pythons: ['3.11']
 """

@@ -66,7 +66,7 @@ def test_dvc_repro_on_a_python_and_a_js_source_ends_with_both(
             f"mine:\n  commits: [{shas['fix_add']}, {js_fix}]\n"
             "environment:\n  default_python: '3.11'\n"
             "sandbox:\n  kind: docker\n"
-            "validate:\n  test_timeout_s: 120\n"
+            "validate:\n  test_timeout_s: 120\n  gold_runs: 0\n"
             f"llm:\n  base_url: {llm.base_url}\n  model: scripted\n"
             "describe:\n  attempts: 2\n"
             "rollout:\n  attempts: 1\n  max_steps: 6\n"

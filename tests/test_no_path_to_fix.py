@@ -206,6 +206,10 @@ def _params(cache: Path, **sections: dict[str, Any]) -> Params:
     params = Params(cache_dir=str(cache))
     params.validate.test_timeout_s = 30
     params.validate.workers = 1
+    # The fix adds a top-level package, which the grader refuses from a policy's patch
+    # (patch_policy.new_top_level_module), so its gold run would reject the task; what this module
+    # proves is what the containers hold.
+    params.validate.gold_runs = 0
     for section, values in sections.items():
         for key, value in values.items():
             setattr(getattr(params, section), key, value)

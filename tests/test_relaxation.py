@@ -348,7 +348,7 @@ def test_installs_get_through_and_failures_say_why(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text(
         f"cache_dir: {tmp_path / 'cache'}\n"
-        "validate:\n  test_timeout_s: 60\n  workers: 2\n"
+        "validate:\n  test_timeout_s: 60\n  workers: 2\n  gold_runs: 0\n"
         "environment:\n  pythons: ['3.11']\n"
         "inject:\n  combos: 0\n"  # installs are the point: no combinations of bugs
     )

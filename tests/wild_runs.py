@@ -29,7 +29,7 @@ def write_params(path: Path, validate: str = "") -> Path:
     """Small, quick runs: few bugs, short limits, the image's Python only."""
     path.write_text(
         f"cache_dir: {path.parent / 'cache'}\n"
-        f"validate:\n  test_timeout_s: 240\n  workers: 1\n{validate}"
+        f"validate:\n  test_timeout_s: 240\n  workers: 1\n  gold_runs: 0\n{validate}"
         "inject:\n  combos: 0\n"
         "environment:\n  pythons: ['3.11']\n"
     )
