@@ -160,7 +160,9 @@ def test_requires_python_314_reaches_a_task_with_its_base_image_built_on_demand(
         assert _docker("rmi", PY314).returncode == 0  # so validate must build it itself
     on_demand = _docker("image", "inspect", PY314).returncode != 0
     params = tmp_path / "params.yaml"
-    params.write_text(f"cache_dir: {tmp_path / 'cache'}\nvalidate:\n  test_timeout_s: 60\n  gold_runs: 0\n")
+    params.write_text(
+        f"cache_dir: {tmp_path / 'cache'}\nvalidate:\n  test_timeout_s: 60\n  gold_runs: 0\n"
+    )
 
     inject = run_cli(
         "inject", "--repo", str(repo), "--max-candidates", "3", "--seed", "0",
