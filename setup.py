@@ -28,7 +28,7 @@ setup(
     package_dir={"trajforge": API, **{f"trajforge.{folder}": folder for folder in FOLDERS}},
     package_data={
         "trajforge": ["py.typed"],
-        # the grader's JS reporters, shipped into grading containers (verifiers/grader/)
-        "trajforge.verifiers.grader.in_container": ["*.js", "*.mjs"],
+        # the grader's JS reporters and guard, shipped into grading containers
+        "trajforge.verifiers.languages.javascript.in_container": ["*.js", "*.mjs"],
     },
 )

@@ -62,8 +62,8 @@ from trajforge.schemas.diff import parse_patch  # noqa: E402
 from trajforge.schemas.params import EnvironmentParams, load_params  # noqa: E402
 from trajforge.schemas.task_instance import TaskInstance  # noqa: E402
 from trajforge.schemas.test_ids import is_grading_path, test_file  # noqa: E402
+from trajforge.verifiers.grader.rules import MAX_SELECTED  # noqa: E402
 from trajforge.verifiers.grading import grade_log  # noqa: E402
-from trajforge.verifiers.patch_verifier import MAX_SELECTED  # noqa: E402
 from trajforge.verifiers.sandbox.base import SessionSpec  # noqa: E402
 from trajforge.verifiers.sandbox.docker import DockerSandbox  # noqa: E402
 from trajforge.verifiers.sandbox.git_tree import (  # noqa: E402

@@ -7,7 +7,8 @@ named ``*.test.*`` or ``*.spec.*`` wherever it sits, and a module named ``test``
 the repository's root (``test.js``: ava's default and many small packages'). It lives here,
 beside Python's rule (``test_ids.py``), because mining's split
 (``generators/mining/js_test_files.py``) and the grader's reset of test files
-(``verifiers/grader/js_policy.py``) must agree, and the grader may not import ``generators``.
+(``verifiers/languages/javascript/policy.py``) must agree, and the grader may not import
+``generators``.
 """
 
 from __future__ import annotations

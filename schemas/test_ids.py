@@ -50,7 +50,7 @@ def is_module_doctest(test_id: str) -> bool:
     ``calc/ops.py::calc.ops.add``, a ``.py`` file that is not a test file by name, one ``::``,
     then the doctest's dotted name (the module's own for its docstring). Such a file is the code
     under test, not a test file: it is never reset to the task's own nor given sentinels; its
-    graded examples are the task's own (``verifiers/grader/doctests.py``)."""
+    graded examples are the task's own (``verifiers/languages/python/doctests.py``)."""
     path, sep, name = test_id.partition("::")
     if not sep or "::" in name or not path.endswith(".py") or is_test_path(path):
         return False

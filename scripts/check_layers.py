@@ -7,6 +7,12 @@ public API, see setup.py), so `from trajforge import X` counts as importing that
 no other room may, and inside pipelines it may not close a circle. Exit 1 with one line per broken
 rule.
 
+Languages are plug-ins on two floors, ``generators/languages/<lang>/`` (what builds) and
+``verifiers/languages/<lang>/`` (what proves): a language's package is imported only from the
+language homes (its own packages, the registries), and outside them no code names a language
+(a string equal to a language's ``name``): callers go through the interface. ``NAMED_ELSEWHERE``
+lists the places still allowed to, each with its reason.
+
 usage: python scripts/check_layers.py [ROOT]
 """
 
@@ -20,6 +26,19 @@ LAYERS = {"pipelines": 3, "generators": 2, "verifiers": 1, "filters": 1, "schema
 PACKAGE = "trajforge"
 PREFIX = PACKAGE + "."
 API = PREFIX + "pipelines.api"  # the folder setup.py installs as the package `trajforge` itself
+HOMES = ("generators.languages", "verifiers.languages")  # the two floors of the language layer
+# Files outside the homes that may still name a language, and why (each one a debt to pay).
+NAMED_ELSEWHERE: dict[str, str] = {
+    "schemas/task_instance.py": "the language of rows written before the language layer "
+    "(schemas import no language)",
+    "schemas/env_profile.py": "the same default, and the Arrow column 'python' (a profile's "
+    "Python version: a stored field's name)",
+}
+# Modules outside the homes that may still import one language's package, and why.
+IMPORTS_ELSEWHERE: dict[str, str] = {
+    "trajforge.pipelines.release.harbor": "Harbor folders carry Python's grader only; a "
+    "language's Harbor part behind its interface is still to come",
+}
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -80,6 +99,97 @@ def layer_errors(edges: dict[str, set[str]]) -> list[str]:
     return errors
 
 
+def _home(module: str) -> str | None:
+    """The language home ``module`` sits in ("generators.languages"), or None."""
+    rest = module[len(PREFIX) :]
+    return next((h for h in HOMES if rest == h or rest.startswith(h + ".")), None)
+
+
+def _language_package(module: str) -> str | None:
+    """The language a module of a language package belongs to ("python"), or None."""
+    home = _home(module)
+    if home is None:
+        return None
+    parts = module[len(PREFIX) + len(home) + 1 :].split(".")
+    return parts[0] if len(parts) > 1 or _is_package(module) else None
+
+
+_PACKAGES: set[str] = set()
+
+
+def _is_package(module: str) -> bool:
+    return module in _PACKAGES
+
+
+def language_import_errors(edges: dict[str, set[str]]) -> list[str]:
+    """A language's package imported from outside the language homes."""
+    errors = []
+    for source, targets in sorted(edges.items()):
+        if _home(source) or source in IMPORTS_ELSEWHERE:
+            continue
+        for target in sorted(targets):
+            if (language := _language_package(target)) is not None:
+                errors.append(
+                    f"{source} imports {target}: the {language} package is reached through "
+                    "its language's interface and registry (languages/registry.py)"
+                )
+    return errors
+
+
+def language_names(root: Path) -> set[str]:
+    """Every language's ``name``, read from the classes of the language homes."""
+    names = set()
+    for home in HOMES:
+        for path in (root / home.replace(".", "/")).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.ClassDef):
+                    for item in node.body:
+                        target = getattr(item, "target", None) or (
+                            item.targets[0] if isinstance(item, ast.Assign) else None
+                        )
+                        value = getattr(item, "value", None)
+                        if (
+                            isinstance(target, ast.Name)
+                            and target.id == "name"
+                            and isinstance(value, ast.Constant)
+                            and isinstance(value.value, str)
+                        ):
+                            names.add(value.value)
+    return names
+
+
+def language_name_errors(root: Path) -> list[str]:
+    """A language's name as a string outside the language homes (and ``NAMED_ELSEWHERE``)."""
+    names, errors = language_names(root), []
+    for folder_name in LAYERS:
+        for path in sorted((root / folder_name).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            if _home(module_name(root, path)) or relative in NAMED_ELSEWHERE:
+                continue
+            tree = ast.parse(path.read_text(), filename=str(path))
+            docstrings = {
+                id(node.body[0].value)
+                for node in ast.walk(tree)
+                if isinstance(
+                    node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+                )
+                and node.body
+                and isinstance(node.body[0], ast.Expr)
+            }
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and node.value in names
+                    and id(node) not in docstrings
+                ):
+                    errors.append(
+                        f"{relative}:{node.lineno} names the language {node.value!r}: ask the "
+                        "task's language through its interface instead"
+                    )
+    return errors
+
+
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}
@@ -117,8 +227,15 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def check(root: Path) -> list[str]:
     edges = graph(root)
+    _PACKAGES.update(
+        module_name(root, path)
+        for folder_name in LAYERS
+        for path in (root / folder_name).rglob("__init__.py")
+    )
     errors = layer_errors(edges)
     errors += [f"import circle: {' <-> '.join(c)}" for c in cycles(edges)]
+    errors += language_import_errors(edges)
+    errors += language_name_errors(root)
     return errors
 
 

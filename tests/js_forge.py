@@ -22,8 +22,9 @@ GOLD = "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => a * b;\n"
 WRONG = "exports.add = (a, b) => a * b;\nexports.mul = (a, b) => a * b;\n"
 
 # One-line forgeries in the module under test (each after the buggy calc), kept as routes by every
-# JS kit: the grader's guard (verifiers/grader/in_container/trajforge_guard.js) fixes what they
-# replace before the module loads, and a bend that gets through bends the sentinels too.
+# JS kit: the grader's guard (verifiers/languages/javascript/in_container/trajforge_guard.js)
+# fixes what they replace before the module loads, and a bend that gets through bends the
+# sentinels too.
 NOOP = "const noop = new Proxy(function () {}, { get: () => noop, apply: () => noop });\n"
 FORGERIES = {
     # the runner's global expect replaced by a no-op Proxy (assigned, redefined, deleted)

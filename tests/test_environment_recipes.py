@@ -13,7 +13,6 @@ import polars as pl
 import pytest
 from conftest import run_cli, write_params
 from trajforge.generators.environments.disk import disk_use
-from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.generators.environments.recipe import marker, render_dockerfile
 from trajforge.schemas.records import from_row
 from trajforge.schemas.task_instance import TaskInstance
@@ -104,10 +103,10 @@ def test_plain_docker_build_of_the_exported_recipe_passes_at_gold(exported, tmp_
     sandbox = DockerSandbox()
     try:
         rebuilt = replace(task, image_name=tag)
-        verdict = verify_patch(sandbox, rebuilt, str(repo), task.patch, JUNIT_PATH, 120, None)
+        verdict = verify_patch(sandbox, rebuilt, str(repo), task.patch, 120, None)
         assert verdict.resolved, verdict
         assert set(verdict.test_report) == {*task.FAIL_TO_PASS, *task.PASS_TO_PASS}
-        unsolved = verify_patch(sandbox, rebuilt, str(repo), "", JUNIT_PATH, 120, None)
+        unsolved = verify_patch(sandbox, rebuilt, str(repo), "", 120, None)
         assert not unsolved.resolved
     finally:
         sandbox.close()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from trajforge.verifiers.grader import js_policy
 from trajforge.verifiers.grading import grade_log, runner_report_format
+from trajforge.verifiers.languages.javascript import policy as js_policy
 
 
 def test_refused_by_what_a_file_is():

@@ -31,15 +31,15 @@ from forge_routes import (
 )
 from repo_factory import OPS_BUGGY, RepoBuilder
 from scripted_llm import ScriptedLLM, tool_call, turn
-from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.pipelines.evaluation.rewards import RewardClient, reward
 from trajforge.pipelines.evaluation.service import RewardService, serve
 from trajforge.schemas.params import load_params
-from trajforge.verifiers.grader import patch_policy, rules, sentinels
+from trajforge.verifiers.grader import rules, sentinels
 from trajforge.verifiers.grader.channel import read_records as read_channel
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import SupervisedRun
+from trajforge.verifiers.languages.python import patch_policy
 from trajforge.verifiers.patch_verifier import judge, verify_patch
 from trajforge.verifiers.sandbox.base import Limits
 from trajforge.verifiers.sandbox.podman import PodmanSandbox
@@ -351,7 +351,7 @@ def test_podman_grades_as_docker_does(calc_task, patches, graded, podman_engine)
     sandbox = PodmanSandbox(Limits(memory="1g", cpus=1.0, pids=256))
     try:
         for name in ("fix", "exit_forgery", "channel_prewrite", "reach_outside_repo"):
-            verdict = verify_patch(sandbox, task, repo, patches[name], JUNIT_PATH, 60, None)
+            verdict = verify_patch(sandbox, task, repo, patches[name], 60, None)
             assert verdict.reason == graded[name].reason, (name, verdict.log[-2000:])
     finally:
         sandbox.close()

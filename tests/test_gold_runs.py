@@ -27,7 +27,7 @@ from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.pipelines.evaluation.task_rows import load_tasks
 from trajforge.schemas.params import load_params
 from trajforge.schemas.test_ids import is_grading_path, is_module_doctest
-from trajforge.verifiers.grader.doctests import changed_doctests
+from trajforge.verifiers.languages.python.doctests import changed_doctests
 
 DOCTEST = "calc/ops.py::calc.ops.double"
 DOUBLE_BUGGY = '''

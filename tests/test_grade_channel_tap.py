@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from trajforge.verifiers.grader import js_policy, tap_runs
 from trajforge.verifiers.grader.channel import read_records
 from trajforge.verifiers.grader.rules import verdict
+from trajforge.verifiers.languages.javascript import policy as js_policy
+from trajforge.verifiers.languages.javascript import tap_runs
 
 AVA_CALC = """\
 TAP version 13

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from trajforge.verifiers.grader.js_bins import package_bin
-from trajforge.verifiers.grader.mocha_args import mocha_args, project_args
-from trajforge.verifiers.grader.vitest_args import (
+from trajforge.verifiers.languages.javascript.bins import package_bin
+from trajforge.verifiers.languages.javascript.mocha_args import mocha_args, project_args
+from trajforge.verifiers.languages.javascript.vitest_args import (
     LINKS,
     config_links,
     member_esm_config,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from trajforge.verifiers.grader import js_sentinels, rules
+from trajforge.verifiers.grader import rules
+from trajforge.verifiers.languages.javascript import sentinels as js_sentinels
 
 CALC_TESTS = b"""\
 const { add } = require('../src/calc');

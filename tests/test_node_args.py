@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import json
 
-from trajforge.verifiers.grader import js_policy
-from trajforge.verifiers.grader.node_args import children_options, node_args, project_args
+from trajforge.verifiers.languages.javascript import policy as js_policy
+from trajforge.verifiers.languages.javascript.node_args import (
+    children_options,
+    node_args,
+    project_args,
+)
 
 
 def package(scripts: dict[str, str]) -> bytes:

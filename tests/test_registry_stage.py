@@ -15,7 +15,6 @@ import polars as pl
 import pytest
 from conftest import run_cli, write_params
 from registry_server import Registry, start_registry
-from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.schemas.records import from_row
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.patch_verifier import verify_patch
@@ -86,9 +85,9 @@ def test_another_engine_with_only_the_registry_runs_a_task_at_gold(pushed, calc_
     try:
         assert sandbox.image_info(task.image_digest) is None
         assert sandbox.pull_image(task.image_digest)
-        gold = verify_patch(sandbox, by_digest, str(repo), task.patch, JUNIT_PATH, 120, None)
+        gold = verify_patch(sandbox, by_digest, str(repo), task.patch, 120, None)
         assert gold.resolved, gold
-        assert not verify_patch(sandbox, by_digest, str(repo), "", JUNIT_PATH, 120, None).resolved
+        assert not verify_patch(sandbox, by_digest, str(repo), "", 120, None).resolved
     finally:
         sandbox.close()  # its containers go first: an image in use cannot be removed
         sandbox.remove_image(task.image_digest)

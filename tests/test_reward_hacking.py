@@ -24,7 +24,6 @@ from repo_factory import (
     pyproject,
 )
 from scripted_llm import ScriptedLLM, tool_call, turn
-from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.schemas.test_ids import is_grading_path
 from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.base import Limits
@@ -61,7 +60,7 @@ def sandbox():
 def verify(calc_task, sandbox, tmp_path, files: dict[str, str], timeout_s: float = TIMEOUT_S):
     task, repo, _ = calc_task
     patch = model_patch(task, repo, tmp_path, files)
-    return verify_patch(sandbox, task, repo, patch, JUNIT_PATH, timeout_s, cache=None)
+    return verify_patch(sandbox, task, repo, patch, timeout_s, cache=None)
 
 
 @pytest.mark.parametrize("path", ["conftest.py", "pkg/sub/conftest.py", "tests/__init__.py",

@@ -23,6 +23,7 @@ from trajforge.pipelines.stages.curate import Curate
 from trajforge.schemas.diff import added_lines, unified_diff
 from trajforge.schemas.params import CurateParams
 from trajforge.verifiers.grader.suspicious import suspicious_reason
+from trajforge.verifiers.languages.registry import grading_for
 from trajforge.verifiers.patch_verifier import _suspicious
 from trajforge.verifiers.sandbox.git_tree import scratch_objects
 
@@ -42,7 +43,7 @@ def _js(body: str, head: str = "") -> str:
 
 def flag(language: str, path: str, before: str, after: str) -> str:
     added = added_lines(unified_diff(path, before, after))
-    return suspicious_reason(language, {path: after.encode()}, added)
+    return suspicious_reason(grading_for(language).reader, {path: after.encode()}, added)
 
 
 # (name, after, the kind the reason must name)
@@ -691,14 +692,15 @@ def test_only_added_lines_count() -> None:
 
 def test_a_language_without_a_reader_and_other_files_are_not_read() -> None:
     after = _py("    return a + b if sys._getframe(1) else 0\n")
-    assert flag("rust", "calc/core.py", PY_BASE, after) == ""
+    added = added_lines(unified_diff("calc/core.py", PY_BASE, after))
+    assert suspicious_reason(None, {"calc/core.py": after.encode()}, added) == ""  # no reader
     assert flag("python", "calc/core.txt", PY_BASE, after) == ""  # not a Python file
     assert flag("javascript", "calc/core.py", PY_BASE, after) == ""  # a JS task's reader
 
 
 def test_a_reader_that_fails_flags_the_file(monkeypatch) -> None:
     """A bug of the reader that hostile input finds is a flag, never a silent pass."""
-    from trajforge.verifiers.grader.suspicious import python
+    from trajforge.verifiers.languages.python import suspicious as python
 
     def broken(*args: object) -> list:
         raise RuntimeError("boom")

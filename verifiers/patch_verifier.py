@@ -7,12 +7,13 @@ Each class of forgery is closed by what the code under test cannot reach, not by
    index (its objects in a scratch object store: the source repository never grows). Start-up and
    metadata files (``*.dist-info``, ``*.egg-info``, ``*.pth``, ``sitecustomize``...) and a new
    top-level module whose name the task's image can already import refuse the patch
-   (``forbidden_file``, the file named: ``verifiers/grader/patch_policy.py``). Test files,
+   (``forbidden_file``, the file named: ``verifiers/languages/python/patch_policy.py``). Test
+   files,
    conftests and test configuration are reset to the task's own (``schemas.test_ids
    .is_grading_path``, the ``test_patch``'s files, the graded tests' files), so a fix plus a test
    hack is judged on the fix alone; a patch of such files only is ``no_source_changes``. A graded
    doctest's file is the module under test, not a test file; its graded examples must be the
-   task's own (``verifiers/grader/doctests.py``).
+   task's own (``verifiers/languages/python/doctests.py``).
 2. **Nothing of the patch loads before or beside the tests.** pytest runs under ``python -I``
    (the repository after site-packages, never first), plugin autoload off, the image's own
    plugins named with ``-p`` from its site-packages; pytest and the grader's plugins load from a
@@ -30,13 +31,13 @@ Each class of forgery is closed by what the code under test cannot reach, not by
    .counts_as_passed``, written in ``verifiers/grader/rules.py`` with the verdict rule):
    skipped, xfail, xpass and missing do not.
 
-A JavaScript task (``language == "javascript"``) is judged by the same steps with its own
-answers: ``verifiers/grader/js_policy.py`` refuses ``node_modules`` and the package managers'
-files and resets test files, the runner's configuration and the files it names; the supervisor
-runs node's jest or mocha (never the row's ``test_cmd`` text) with the grader's keyed reporter
-(``supervised.run_supervised_js``), the tree's tests, configuration and ``node_modules``
-read-only to the tests' user; the grader's guard fixes the runner's globals and ``node:assert``
-before the tests load and plants the run's sentinels (jest, vitest, mocha, node --test).
+Every language is judged by these steps; what a step needs of the task's language (which files
+it refuses, which it resets, how its tests run under the supervisor, where it plants sentinels)
+is asked of its ``Grading`` (``verifiers/languages/``; ``registry.grading_for``), never decided
+here by its name. Python's answers are above; JavaScript's (``verifiers/languages/javascript/``):
+``node_modules`` and the package managers' files refused, test files, the runner's configuration
+and the files it names reset, the runner (never the row's ``test_cmd`` text) run with the
+grader's keyed reporter and guard, sentinels where the guard plants them.
 
 What in-process code can still do: tell a sentinel from a graded test by reading the test files
 and bend only the graded tests' reports; for jest, bend reports wholesale when it runs in band;
@@ -47,53 +48,29 @@ cached by the exact tree tested, so a rerun runs nothing.
 from __future__ import annotations
 
 import dataclasses
-import io
 import os
-import tarfile
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from trajforge.schemas.diff import added_lines, parse_patch
 from trajforge.schemas.errors import UserError
-from trajforge.schemas.js_commands import package_dir
 from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
-from trajforge.schemas.test_ids import is_grading_path, is_module_doctest, test_file
-from trajforge.verifiers.grader import (
-    doctests,
-    js_policy,
-    js_sentinels,
-    patch_policy,
-    rules,
-    sentinels,
-    suspicious,
-)
+from trajforge.verifiers.grader import rules, suspicious
 from trajforge.verifiers.grader.sentinels import Sentinel
-from trajforge.verifiers.grader.supervised import (
-    SupervisedRun,
-    add_grader,
-    add_run_spec,
-    image_facts,
-    known_facts,
-    pytest_args,
-    run_supervised,
-    run_supervised_js,
-    ship,
-)
-from trajforge.verifiers.reports.ids import test_file as js_test_file
-from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
-from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, git, scratch_objects
+from trajforge.verifiers.grader.supervised import SupervisedRun
+from trajforge.verifiers.languages.base import Grading, TaskTree
+from trajforge.verifiers.languages.registry import grading_for
+from trajforge.verifiers.sandbox.base import Sandbox
+from trajforge.verifiers.sandbox.git_tree import apply_patches, git, scratch_objects
 
 VERSION = "verify-v4"  # v4: supervised runs, sentinels, the start-up file and shadowing refusals
 PASSED = "PASSED"
 NOT_RUN = "NOT_RUN"  # a graded test a fail-fast verdict did not run (counts as not passed)
 FAIL_FAST = "fail-fast"
 STOPPED = "trajforge: fail-fast stopped the run at the first failing FAIL_TO_PASS test: "
-JAVASCRIPT = "javascript"
-JS_VERSION = "verify-js-v1"  # a JS task's verdicts: supervised jest with the grader's reporter
-MAX_SELECTED = 400  # beyond this many graded tests, run the whole suite and read them from it
 
 
 @dataclass(frozen=True)
@@ -117,7 +94,6 @@ def verify_patch(
     task: TaskInstance,
     repo_path: str,
     model_patch: str,
-    junit_path: str,  # kept for callers; the grader reads the reporter's records instead
     timeout_s: float,
     cache: ContentCache | None,
     fail_fast: bool = False,
@@ -152,16 +128,16 @@ def _suspicious(
         changed = apply_patches(repo, task.base_commit, [task.bug_patch, model_patch], env=objects)
         diff = git(repo, "diff-tree", "-p", "-U0", "--no-renames", "--no-ext-diff", "--no-textconv",
                    start, changed, env=objects)  # fmt: skip
+        language = grading_for(task.language)
     except UserError:
         return ""
-    tests = js_policy.is_grading_path if _is_js(task) else is_grading_path
     added = {
         path: lines
         for path, lines in added_lines(diff.decode("utf-8", "surrogateescape")).items()
-        if path not in dropped and not tests(path)  # test files are reset to the task's
+        if path not in dropped and not language.is_grading_path(path)  # reset to the task's
     }
-    files = {p: _blob(repo, changed, p, objects) for p in added}
-    return suspicious.suspicious_reason(task.language, files, added)
+    after = TaskTree(repo, changed, objects)
+    return suspicious.suspicious_reason(language.reader, {p: after.blob(p) for p in added}, added)
 
 
 def _verify(
@@ -174,6 +150,7 @@ def _verify(
     objects: Mapping[str, str],
     fail_fast: bool = False,
 ) -> PatchVerdict:
+    language = grading_for(task.language)
     graded = (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)
     try:
         start = apply_patches(repo, task.base_commit, [task.bug_patch], env=objects)
@@ -181,52 +158,45 @@ def _verify(
     except UserError:
         return PatchVerdict(False, "patch_does_not_apply")
     paths = _changed_paths(repo, start, changed, objects)
-    refused = js_policy.forbidden_file if _is_js(task) else patch_policy.startup_file
-    startup = [why for p in paths if (why := refused(p))]
+    startup = [why for p in paths if (why := language.refuse_file(p))]
     if startup:
         return PatchVerdict(False, "forbidden_file", log="; ".join(startup[:5]))
-    # a graded doctest's file is the module under test, not a test file (its examples are kept)
-    task_tests = parse_patch(task.test_patch).files | {
-        _test_file(task, t) for t in graded if not is_module_doctest(t)
-    }
+    task_tests = parse_patch(task.test_patch).files | language.graded_test_files(graded)
     try:
         clean = apply_patches(repo, task.base_commit, [task.bug_patch, task.test_patch], objects)
     except UserError:
         return PatchVerdict(False, "patch_does_not_apply")
-    grading = _grading_path(task, repo, clean, objects)
+    grading = language.grading_paths(TaskTree(repo, clean, objects))
     dropped = tuple(p for p in paths if p in task_tests or grading(p))
     kept = [p for p in paths if p not in dropped]
     if not kept:
         return PatchVerdict(False, "no_source_changes", dropped=dropped)
-    if changed_tests := _changed_doctests(repo, clean, changed, kept, graded, objects):
-        return PatchVerdict(
-            False, "forbidden_file", dropped=dropped, log="; ".join(changed_tests[:5])
-        )
     new = set(_changed_paths(repo, start, changed, objects, added_only=True)) & set(kept)
-    if not _is_js(task) and (new_modules := _new_modules(task, repo, clean, new, objects)):
-        log = "; ".join(new_modules[:5])
-        return PatchVerdict(False, "forbidden_file", dropped=dropped, log=log)
+    refused = language.refuse_changes(
+        task, TaskTree(repo, clean, objects), TaskTree(repo, changed, objects), kept, new
+    )
+    if refused:
+        return PatchVerdict(False, "forbidden_file", dropped=dropped, log="; ".join(refused[:5]))
     try:
-        tree = _overlay(repo, clean, changed, kept, objects)
+        tree = TaskTree(repo, _overlay(repo, clean, changed, kept, objects), objects)
     except UserError:  # git's own errors (GitError) are UserErrors too
         return PatchVerdict(False, "patch_does_not_apply", dropped=dropped)
+    variant = language.verdict_variant(task)
     key = content_id(
-        VERSION, task.image_name, task.test_cmd, tree, _selection(graded), timeout_s,
-        *_variant(task),
+        VERSION, task.image_name, task.test_cmd, tree.tree, rules.selection(graded), timeout_s,
+        *variant,
     )  # fmt: skip
     if (verdict := _cached(cache, key, dropped)) is not None:
         return verdict
     if fail_fast and task.FAIL_TO_PASS:
         failing = tuple(task.FAIL_TO_PASS)
         first_key = content_id(
-            VERSION, FAIL_FAST, task.image_name, task.test_cmd, tree, failing, timeout_s,
-            *_variant(task),
+            VERSION, FAIL_FAST, task.image_name, task.test_cmd, tree.tree, failing, timeout_s,
+            *variant,
         )  # fmt: skip
         first = _cached(cache, first_key, dropped)
         if first is None:
-            first = _graded_run(
-                sandbox, task, repo, tree, objects, dropped, failing, timeout_s, stop=True
-            )
+            first = _judged(language, sandbox, task, tree, dropped, failing, timeout_s, stop=True)
             _store(cache, first_key, first)
         if not first.resolved:
             not_run = dict.fromkeys(task.PASS_TO_PASS, NOT_RUN)
@@ -234,163 +204,25 @@ def _verify(
         if not task.PASS_TO_PASS:  # it ran every graded test to the end: the full run's verdict
             _store(cache, key, first)
             return first
-    verdict = _graded_run(sandbox, task, repo, tree, objects, dropped, graded, timeout_s)
+    verdict = _judged(language, sandbox, task, tree, dropped, graded, timeout_s)
     _store(cache, key, verdict)
     return verdict
 
 
-def _changed_doctests(
-    repo: str, clean: str, changed: str, kept: list[str], graded: tuple[str, ...],
-    objects: Mapping[str, str],
-) -> list[str]:  # fmt: skip
-    """Why the patch's change of a module whose doctests are graded rewrites one of them."""
-    why = []
-    for path, ids in doctests.graded_modules(graded).items():
-        if path in kept:
-            own = _blob(repo, clean, path, objects) or b""
-            theirs = _blob(repo, changed, path, objects) or b""
-            why += doctests.changed_doctests(path, ids, own, theirs)
-    return why
-
-
-def _is_js(task: TaskInstance) -> bool:
-    return task.language == JAVASCRIPT
-
-
-def _variant(task: TaskInstance) -> tuple[str, ...]:
-    """What else decides a verdict's key: nothing for pytest (its keys stay as they were), the
-    JS grading's version and runner for a JS task."""
-    return (JS_VERSION, task.test_runner) if _is_js(task) else ()
-
-
-def _test_file(task: TaskInstance, test_id: str) -> str:
-    return js_test_file(test_id) if _is_js(task) else test_file(test_id)
-
-
-def _grading_path(
-    task: TaskInstance, repo: str, clean: str, objects: Mapping[str, str]
-) -> Callable[[str], bool]:
-    """Whether a path decides how the tests run (reset to the task's own): pytest's rule by
-    name; for JS, by name or named by a configuration of the task's own tree."""
-    if not _is_js(task):
-        return is_grading_path
-    named = _js_grading_files(repo, clean, objects)
-    return lambda path: path in named or js_policy.is_grading_path(path)
-
-
-def _js_grading_files(repo: str, tree: str, objects: Mapping[str, str]) -> set[str]:
-    return js_policy.grading_files(
-        _tree_paths(repo, tree, objects), lambda p: _blob(repo, tree, p, objects)
-    )
-
-
-def _new_modules(
-    task: TaskInstance, repo: str, clean: str, new: set[str], objects: Mapping[str, str]
-) -> list[str]:
-    """Why each new file adds a top-level module the task's tree does not have (patch_policy)."""
-    if not new:
-        return []
-    paths = _tree_paths(repo, clean, objects)
-    graded_files = {test_file(t) for t in (*task.FAIL_TO_PASS, *task.PASS_TO_PASS)}
-    names = patch_policy.top_level_names(paths, patch_policy.import_dirs(graded_files, paths))
-    return [w for p in sorted(new) if (w := patch_policy.new_top_level_module(p, names))]
-
-
-def _selection(graded: tuple[str, ...]) -> tuple[str, ...]:
-    """The tests named to pytest: the graded ones, or none (the whole suite) when too many."""
-    return graded if len(graded) <= MAX_SELECTED else ()
-
-
-def _graded_run(
+def _judged(
+    language: Grading,
     sandbox: Sandbox,
     task: TaskInstance,
-    repo: str,
-    tree: str,
-    objects: Mapping[str, str],
+    tree: TaskTree,
     dropped: tuple[str, ...],
     graded: tuple[str, ...],
     timeout_s: float,
     stop: bool = False,
 ) -> PatchVerdict:
-    """``graded`` (with sentinels in their files) run once in a fresh grading container.
-    ``stop`` (fail-fast's first run, pytest only): the sentinels run first, and the supervisor
-    ends the run at the first graded test that fails."""
-    if _is_js(task):
-        return _graded_js_run(sandbox, task, repo, tree, objects, dropped, graded, timeout_s)
-    selection = _selection(graded)
-    tests = [t for t in graded if not is_module_doctest(t)]  # a doctest's module gets none
-    failing_tests = {test_file(t) for t in task.FAIL_TO_PASS if t in tests}
-    sentinel_files = failing_tests or {test_file(t) for t in tests}
-    with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
-        facts = known_facts(task.image_name)
-        if facts is None:  # the image's first graded run in this process: ship, then probe
-            ship(session)
-            facts = image_facts(session, task.image_name)
-        originals = {p: _blob(repo, tree, p, objects) for p in sorted(sentinel_files)}
-        planted, planted_sentinels = sentinels.plant(
-            {p: b for p, b in originals.items() if b is not None},
-            tuple(t for t in task.FAIL_TO_PASS if t in graded),  # the ones a forger aims at
-        )
-        planted_ids = tuple(s.test_id for s in planted_sentinels)
-        run_selection = (
-            ((*planted_ids, *selection) if stop else (*selection, *planted_ids))
-            if selection
-            else ()
-        )
-        spec = RunSpec(
-            pytest_args(task.test_cmd, facts, run_selection),
-            (*graded, *planted_ids),
-            _guarded(task, graded, planted),
-            graded if stop else (),
-        )
-        session.put_archive(_graded_archive(repo, tree, objects, planted, spec), "/")
-        run = run_supervised(session, timeout_s)
-        return judge(run, graded, planted_sentinels, dropped)
-
-
-def _guarded(
-    task: TaskInstance, graded: tuple[str, ...], planted: Mapping[str, bytes]
-) -> tuple[str, ...]:
-    """The files the graded run collects from, read-only to the tests whatever their names:
-    the graded tests' files (a Django ``tests.py``, a doctest's module), the task's test patch
-    and every file a sentinel sits in."""
-    files = {test_file(t) for t in graded} | parse_patch(task.test_patch).files | set(planted)
-    return tuple(sorted(files))
-
-
-def _graded_js_run(
-    sandbox: Sandbox,
-    task: TaskInstance,
-    repo: str,
-    tree: str,
-    objects: Mapping[str, str],
-    dropped: tuple[str, ...],
-    graded: tuple[str, ...],
-    timeout_s: float,
-) -> PatchVerdict:
-    """A JS task's graded files, run by its runner under the supervisor with the grader's
-    reporter and guard; the tree's tests and configuration read-only to the tests' user.
-    Sentinels where the runner lets the guard plant them (``js_sentinels``)."""
-    # Always named (a JS runner selects by file, and files are few even where tests are not),
-    # so every runner runs the graded files only, as validate's reruns did.
-    files = tuple(sorted({js_test_file(t) for t in graded}))
-    failing = {js_test_file(t) for t in task.FAIL_TO_PASS if t in graded}
-    spec, planted = b"{}", tuple[Sentinel, ...]()
-    if task.test_runner in js_sentinels.SENTINEL_RUNNERS:
-        texts = {p: _blob(repo, tree, p, objects) for p in sorted(failing or set(files))}
-        spec, planted = js_sentinels.draw({p: b for p, b in texts.items() if b is not None})
-    guard = sorted(_js_grading_files(repo, tree, objects))
-    with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
-        ship(session)
-        session.put_archive(archive(repo, tree, prefix="repo/", env=objects), "/")
-        folder = package_dir(task.test_cmd)  # a monorepo's tested package, as validate ran it
-        manifest = f"{folder}/package.json" if folder else "package.json"
-        package = _blob(repo, tree, manifest, objects)  # the task's own (reset)
-        run = run_supervised_js(
-            session, task.test_runner, files, guard, timeout_s, package, folder, spec
-        )
-        planted = js_sentinels.heard(planted, run.evidence.statuses)
-        return judge(run, graded, planted, dropped, js_sentinels.SEPARATOR)
+    """``graded`` run once in a fresh grading container (the language's run, with its
+    sentinels), judged by the one verdict rule."""
+    done = language.graded_run(sandbox, task, tree, graded, timeout_s, stop)
+    return judge(done.run, graded, done.sentinels, dropped, language.separator)
 
 
 def _cached(cache: ContentCache | None, key: str, dropped: tuple[str, ...]) -> PatchVerdict | None:
@@ -442,46 +274,6 @@ def _changed_paths(
         env=env,
     )  # fmt: skip
     return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
-
-
-def _tree_paths(repo: str, tree: str, env: Mapping[str, str]) -> list[str]:
-    out = git(repo, "ls-tree", "-r", "-z", "--name-only", "--full-tree", tree, env=env)
-    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
-
-
-def _blob(repo: str, tree: str, path: str, env: Mapping[str, str]) -> bytes | None:
-    try:
-        return git(repo, "cat-file", "blob", f"{tree}:{path}", env=env)
-    except UserError:
-        return None
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What one graded pytest run runs (``supervised.add_run_spec``)."""
-
-    args: list[str]
-    graded: tuple[str, ...]  # the ids the seal checks before and after they run
-    guard: tuple[str, ...]  # repository files the tests may not write
-    stop_at: tuple[str, ...]  # a fail-fast run's stops
-
-
-def _graded_archive(
-    repo: str, tree: str, objects: Mapping[str, str], planted: dict[str, bytes], spec: RunSpec
-) -> bytes:
-    """The tree under repo/, the grader, what it runs and the graded files with their
-    sentinels, as one copy (each copy is a round trip to the engine and an unpacking process in
-    the container). A planted file comes after the tree's own, and an engine unpacks in order,
-    the later entry replacing the earlier, as a second copy did."""
-    buffer = io.BytesIO(archive(repo, tree, prefix="repo/", env=objects))
-    with tarfile.open(fileobj=buffer, mode="a") as tar:
-        add_grader(tar)
-        add_run_spec(tar, spec.args, spec.graded, spec.guard, spec.stop_at)
-        for path, data in sorted(planted.items()):
-            info = tarfile.TarInfo(f"repo/{path}")
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def _overlay(

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trajforge.generators.agents.task_env import TaskEnv
-from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.generators.environments.task_image import (
     REBUILT_COUNTER,
     UNTRUSTED_COUNTER,
@@ -155,9 +154,7 @@ class Evaluator:
         assert self.sandbox is not None
         if tag is not None:
             tag.append(name)
-        return verify_patch(
-            self.sandbox, running, repo_path, patch, JUNIT_PATH, timeout, self.cache, fail_fast
-        )
+        return verify_patch(self.sandbox, running, repo_path, patch, timeout, self.cache, fail_fast)
 
     def evaluation(
         self,

@@ -64,9 +64,11 @@ from trajforge.schemas.records import from_table
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_ids import is_grading_path, test_file
 from trajforge.verifiers.grader import supervised
-from trajforge.verifiers.grader.in_container import harbor_grade
-from trajforge.verifiers.grader.supervised import ImageFacts, UnsupportedTestCommand
-from trajforge.verifiers.patch_verifier import MAX_SELECTED
+from trajforge.verifiers.grader.rules import MAX_SELECTED
+from trajforge.verifiers.grader.supervised import UnsupportedTestCommand
+from trajforge.verifiers.languages.python import pytest_run
+from trajforge.verifiers.languages.python.in_container import harbor_grade
+from trajforge.verifiers.languages.python.pytest_run import ImageFacts
 from trajforge.verifiers.patch_verifier import VERSION as GRADER_VERSION
 from trajforge.verifiers.sandbox.base import BASE_ENV, REPO_DIR
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, scratch_objects
@@ -87,16 +89,16 @@ NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 # Harbor's Packager ignores these when it hashes a task (publisher/packager.py DEFAULT_IGNORES):
 # the export writes none of them, so its digests are Harbor's.
 PROGRAMS = (  # (package, file, name under tests/trajforge/)
-    ("trajforge.verifiers.grader.in_container", "harbor_grade.py", "harbor_grade.py"),
+    (pytest_run.HERE, "harbor_grade.py", "harbor_grade.py"),
     ("trajforge.verifiers.grader.in_container", "supervisor.py", "supervisor.py"),
-    ("trajforge.verifiers.grader.in_container", "launch.py", "launch.py"),
-    ("trajforge.verifiers.grader.in_container", "seal.py", "seal.py"),
-    ("trajforge.verifiers.grader.in_container", "trajforge_reporter.py", "trajforge_reporter.py"),
+    (pytest_run.HERE, "launch.py", "launch.py"),
+    (pytest_run.HERE, "seal.py", "seal.py"),
+    (pytest_run.HERE, "trajforge_reporter.py", "trajforge_reporter.py"),
     ("trajforge.verifiers.validation", "pytest_plugin.py", "trajforge_pytest.py"),
     ("trajforge.verifiers.grader", "channel.py", "channel.py"),
     ("trajforge.verifiers.grader", "rules.py", "rules.py"),
     ("trajforge.verifiers.grader", "sentinels.py", "sentinels.py"),
-    ("trajforge.verifiers.grader", "patch_policy.py", "patch_policy.py"),
+    ("trajforge.verifiers.languages.python", "patch_policy.py", "patch_policy.py"),
     ("trajforge.schemas", "test_ids.py", "test_ids.py"),
 )
 
@@ -223,10 +225,10 @@ def write_task(task: TaskInstance, root: str, params: Params, image: str) -> tup
     if not by_digest and RECIPE_REPO_LINE not in task.env_recipe.splitlines():
         raise LeftOut("recipe_format", f"the recipe has no line {RECIPE_REPO_LINE!r}")
     try:
-        args = supervised.pytest_args(task.test_cmd, ImageFacts(()), ())
+        args = pytest_run.pytest_args(task.test_cmd, ImageFacts(()), ())
     except UnsupportedTestCommand as exc:
         raise LeftOut("unsupported_test_cmd", str(exc)) from None
-    own_len = len(supervised.pytest_args("pytest", ImageFacts(()), ()))
+    own_len = len(pytest_run.pytest_args("pytest", ImageFacts(()), ()))
     options, own = args[: len(args) - own_len], args[len(args) - own_len :]
     try:
         repo = open_source(task.source, SourceOptions.from_params(params)).path
@@ -314,14 +316,14 @@ def write_task(task: TaskInstance, root: str, params: Params, image: str) -> tup
         "start": {path: list(entry) for path, entry in sorted(start_index.items())},
         "options": options,
         "own": own,
-        "blocked_plugins": list(supervised.BLOCKED_PLUGINS),
+        "blocked_plugins": list(pytest_run.BLOCKED_PLUGINS),
         "timeout_s": params.validate.test_timeout_s,
         "probe_timeout_s": supervised.PROBE_TIMEOUT_S,
         "grace_s": supervised.GRACE_S,
         "env": dict(BASE_ENV),
         "root": GRADER_ROOT,
         "uid": supervised.TEST_UID,
-        "python": supervised.PYTHON,
+        "interpreter": pytest_run.PYTHON,
         "repo": REPO_DIR,
         "generated": "/venv/trajforge-generated",
         "agent_tree": AGENT_TREE,

@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 import apache_beam as beam
 from trajforge.generators.agents.guidance import guidance_for
 from trajforge.generators.agents.rollout import rollout_id, run_rollout
-from trajforge.generators.environments.profile import JUNIT_PATH
 from trajforge.generators.environments.task_image import ensure_task_image
 from trajforge.generators.llm.client import LLMClient
 from trajforge.generators.sources.specs import SourceOptions, open_source
@@ -102,9 +101,7 @@ class _RolloutFn(SandboxFn):
 
         def verify(patch: str):
             assert self.sandbox is not None
-            return verify_patch(
-                self.sandbox, task, repo_path, patch, JUNIT_PATH, timeout, self.verdicts
-            )
+            return verify_patch(self.sandbox, task, repo_path, patch, timeout, self.verdicts)
 
         result = run_rollout(
             self.client,

@@ -2,14 +2,21 @@
 the pytest options a graded run gets.
 
 Standard library only and Python 3.9, because the same file runs inside a Harbor task's container
-(``in_container/harbor_grade.py`` imports it from beside itself); the host imports it through
-``verifiers/patch_verifier.py``, ``verifiers/grader/supervised.py`` and ``verifiers/grading.py``.
+(``languages/python/in_container/harbor_grade.py`` imports it from beside itself); the host
+imports it through ``verifiers/patch_verifier.py``, the languages' graded runs and
+``verifiers/grading.py``.
 """
 
 from __future__ import annotations
 
 SUITE_RAN_EXIT_CODES = (0, 1)
 SAME = "SAME AS "  # a twin sentinel's expected status: its original's (sentinels.py)
+MAX_SELECTED = 400  # beyond this many graded tests, run the whole suite and read them from it
+
+
+def selection(graded):
+    """The tests named to the runner: the graded ones, or none (the whole suite) when too many."""
+    return tuple(graded) if len(graded) <= MAX_SELECTED else ()
 
 
 def counts_as_passed(status: str | None) -> bool:

@@ -14,7 +14,7 @@ bends a graded test by its id, or makes the code right only for that id, leaves 
 parameters is twinned; one that asks for a fixture may depend on its own name (snapshots).
 
 Standard library only, Python 3.9 and up: Harbor's ``tests/test.sh`` plants them inside the task's
-container (``in_container/harbor_grade.py``).
+container (``languages/python/in_container/harbor_grade.py``).
 """
 
 from __future__ import annotations

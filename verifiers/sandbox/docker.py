@@ -855,11 +855,6 @@ def _registry_error(doing: str, image: str, why: str) -> RegistryError:
 # --- owners and leftovers ----------------------------------------------------------------------
 
 
-def janitor(docker_host: str | None = None, only_dead_owners: bool = True) -> int:
-    """Remove trajforge containers left by dead runs; return how many were removed."""
-    return remove_leftovers(connect(docker_host), only_dead_owners).removed
-
-
 def sweep(docker_host: str | None = None) -> Sweep:
     """The janitor's pass, with what it kept and why (``trajforge janitor``)."""
     return remove_leftovers(connect(docker_host))

@@ -35,6 +35,7 @@ from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance, Validation
 from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.languages.registry import grading_for
 from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken, Session, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
 from trajforge.verifiers.test_runner import Reading, RunContext, run_tests, with_test_limit
@@ -179,7 +180,9 @@ def _run_and_judge(
             return base_runs, [], Verdict(False, "no_failing_test_at_base", reason)
         # The base run's container, emptied, takes gold; where it cannot be, a fresh one does.
         # A JS image's install lives in /repo itself (node_modules), which RESET would delete.
-        emptied = sandbox.name in RESETTABLE and profile.language == "python"
+        emptied = (
+            sandbox.name in RESETTABLE and not grading_for(profile.language).tree_holds_install
+        )
         reused = emptied and _reset(first)
         gold_session = first if reused else containers.enter_context(sandbox.session(spec))
         gold_session.put_archive(gold.tar())

@@ -94,12 +94,12 @@ def _grade(
 ) -> GoldRuns:
     for run in range(1, runs + 1):
         # cache=None: each run is a fresh grading container, never an earlier run's verdict
-        verdict = verify_patch(sandbox, task, repo, task.patch, "", timeout_s, None)
+        verdict = verify_patch(sandbox, task, repo, task.patch, timeout_s, None)
         if not verdict.resolved:
             why = f"gold patch run {run} of {runs}: {_said(verdict)}"
             return GoldRuns(run - 1, runs, REASON, why)
     # fail-fast: the first FAIL_TO_PASS that fails ends the run, which is all this needs to know
-    nothing = verify_patch(sandbox, task, repo, INERT_PATCH, "", timeout_s, None, fail_fast=True)
+    nothing = verify_patch(sandbox, task, repo, INERT_PATCH, timeout_s, None, fail_fast=True)
     if nothing.resolved:
         why = "a patch that changes nothing resolves it: FAIL_TO_PASS pass under the grader as is"
         return GoldRuns(runs, runs, REASON, why)

@@ -1,2 +1,2 @@
-"""Files shipped into a grading container (read as data; trajforge imports none of them, but for
-the pure functions of ``harbor_grade.py``, which the Harbor export and its tests share)."""
+"""The supervisor, shipped into every grading container (read as data; trajforge imports it only
+in tests)."""

@@ -23,8 +23,8 @@ reason, "" when clean); ``reward(strict=True)`` and ``serve-rewards --strict`` g
 reward 0, ``curate`` keeps such runs out of the SFT data by default, and the cheap routes the
 hacks found so far take (a renamed ``getattr``, an alias, ``__import__``) are read through.
 
-One reader per language (``Reader``, in ``python.py`` and ``javascript.py``), chosen by the
-task's ``language``: the one place here that names a language.
+One reader per language (``Reader``), the language's own (``Grading.reader``,
+``verifiers/languages/<lang>/suspicious.py``); this module runs whichever reader it is given.
 """
 
 from __future__ import annotations
@@ -32,29 +32,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from trajforge.verifiers.grader.suspicious.common import UNREADABLE, Finding, Reader
-from trajforge.verifiers.grader.suspicious.javascript import JAVASCRIPT_READER
-from trajforge.verifiers.grader.suspicious.python import PYTHON_READER
 
-__all__ = ["READERS", "REASON", "Finding", "Reader", "reader_for", "suspicious_reason"]
+__all__ = ["REASON", "Finding", "Reader", "suspicious_reason"]
 
-READERS: dict[str, Reader] = {"python": PYTHON_READER, "javascript": JAVASCRIPT_READER}
 MAX_REASON_CHARS = 300
 REASON = "suspicious_patch"  # the reason a flagged patch is refused for (strict rewards, curate)
 
 
-def reader_for(language: str) -> Reader | None:
-    """The reader of a task's language; None for a language without one (nothing is flagged)."""
-    return READERS.get(language)
-
-
 def suspicious_reason(
-    language: str, files: Mapping[str, bytes | None], added: Mapping[str, set[int]]
+    reader: Reader | None, files: Mapping[str, bytes | None], added: Mapping[str, set[int]]
 ) -> str:
     """ "" when nothing in the added lines is suspicious; else the first finding (file, line,
     kind, what), and how many more. ``files``: path -> the file's new text (None: absent);
     ``added``: path -> the 1-based line numbers the patch adds there."""
-    reader = reader_for(language)
-    if reader is None:
+    if reader is None:  # a language without a reader: nothing is flagged
         return ""
     findings: list[Finding] = []
     for path in sorted(files):

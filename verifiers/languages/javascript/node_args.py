@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from trajforge.verifiers.grader.package_scripts import runner_words
+from trajforge.verifiers.languages.javascript.package_scripts import runner_words
 
 # Loader options, each taking a value, then those that do not: all of them NODE_OPTIONS accepts.
 LOADER_WITH_VALUE = frozenset({"-r", "--require", "--import", "--loader", "--experimental-loader",

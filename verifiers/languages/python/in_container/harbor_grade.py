@@ -310,7 +310,7 @@ def grade(config: dict) -> tuple:
     if not kept:
         return {**base, "resolved": False, "reason": "no_source_changes"}, ""
     install_grader(root)
-    python = config["python"]
+    python = config["interpreter"]
     env = dict(config["env"])
     probe = subprocess.run(
         [python, "-I", os.path.join(root, "supervisor.py"), "probe", repo],

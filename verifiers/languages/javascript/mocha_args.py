@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from trajforge.verifiers.grader.package_scripts import runner_words
+from trajforge.verifiers.languages.javascript.package_scripts import runner_words
 
 # Options kept, each taking a value, then those that do not.
 WITH_VALUE = frozenset({"-r", "--require", "-u", "--ui", "--extension", "--file", "--ignore",

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from trajforge.schemas.js_test_paths import JS_SUFFIXES, is_js_test_path
-from trajforge.verifiers.grader.node_args import children_options
+from trajforge.verifiers.languages.javascript.node_args import children_options
 
 FORBIDDEN_NAMES = frozenset({".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs"})
 FORBIDDEN_DIRS = frozenset({"node_modules", ".yarn"})
