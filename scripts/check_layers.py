@@ -28,7 +28,28 @@ PREFIX = PACKAGE + "."
 API = PREFIX + "pipelines.api"  # the folder setup.py installs as the package `trajforge` itself
 HOMES = ("generators.languages", "verifiers.languages")  # the two floors of the language layer
 # Files outside the homes that may still name a language, and why (each one a debt to pay).
+UNDER_WAY = "the generators floor's move behind its interface is under way (issue 42)"
 NAMED_ELSEWHERE: dict[str, str] = {
+    "generators/agents/task_env.py": UNDER_WAY,
+    "generators/bugs/injector.py": UNDER_WAY,
+    "generators/bugs/js_syntax.py": UNDER_WAY,
+    "generators/bugs/llm_rewrite.py": UNDER_WAY,
+    "generators/environments/base_image.py": UNDER_WAY,
+    "generators/environments/profile.py": UNDER_WAY,
+    "generators/environments/relax.py": UNDER_WAY,
+    "generators/explore/doc_blocks.py": UNDER_WAY,
+    "generators/explore/doc_examples.py": UNDER_WAY,
+    "generators/imports/multiswebench.py": UNDER_WAY,
+    "generators/imports/rows.py": UNDER_WAY,
+    "generators/issues/context.py": UNDER_WAY,
+    "generators/issues/template.py": UNDER_WAY,
+    "generators/issues/writer.py": UNDER_WAY,
+    "generators/mining/diff_split.py": UNDER_WAY,
+    "pipelines/release/scan.py": UNDER_WAY,
+    "pipelines/release/tables.py": UNDER_WAY,
+    "pipelines/report/data.py": UNDER_WAY,
+    "pipelines/stages/environment.py": UNDER_WAY,
+    "pipelines/stages/validate.py": UNDER_WAY,
     "schemas/task_instance.py": "the language of rows written before the language layer "
     "(schemas import no language)",
     "schemas/env_profile.py": "the same default, and the Arrow column 'python' (a profile's "
