@@ -45,7 +45,7 @@ def read_records(text: str) -> Evidence:
             tampering.append(f"record {number} came after the session finished")
             continue
         kind = record["t"]
-        if kind == "tamper":  # the seal refused something the tests did (in_container/seal.py)
+        if kind == "tamper":  # the seal refused something the tests did (python/in_container/seal.py)
             tampering.append(f"the seal: {record['why']}")
         elif kind == "finish":
             finished = True
