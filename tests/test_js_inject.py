@@ -17,7 +17,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that
 from repo_factory import RepoBuilder
 from trajforge.generators.bugs.injector import inject_snapshot, is_library_source
-from trajforge.generators.bugs.js_mutations import JS_OPERATORS
+from trajforge.generators.languages.javascript.mutations import JS_OPERATORS
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.stages.inject import InjectBugs
 from trajforge.schemas.candidate import Candidate

@@ -9,15 +9,15 @@ import subprocess
 
 import pytest
 from repo_factory import RepoBuilder, build_add_fix_repo
-from trajforge.generators.bugs.js_operators import JS_OPERATORS
-from trajforge.generators.bugs.operators import OPERATORS
-from trajforge.generators.environments.js_recipe import render_js_dockerfile
 from trajforge.generators.environments.profile import JUNIT_PATH, TEST_CMD, detect_profile
 from trajforge.generators.languages.base import Detection, ReportError
-from trajforge.generators.languages.javascript import REPORT_PATH, JavaScript
-from trajforge.generators.languages.node_choice import choose_node, satisfies
+from trajforge.generators.languages.javascript.language import REPORT_PATH, JavaScript
+from trajforge.generators.languages.javascript.node_choice import choose_node, satisfies
+from trajforge.generators.languages.javascript.operators import JS_OPERATORS
+from trajforge.generators.languages.javascript.recipe import render_js_dockerfile
+from trajforge.generators.languages.javascript.test_files import is_js_test_path
+from trajforge.generators.languages.python.operators import OPERATORS
 from trajforge.generators.languages.registry import for_repo
-from trajforge.generators.mining.js_test_files import is_js_test_path
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.test_ids import is_test_path
 

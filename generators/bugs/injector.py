@@ -1,8 +1,8 @@
 """A repository snapshot -> bug candidates: sampled mutants of its source files, as patches.
 
 The snapshot's language (``languages/at_commit.py``, read from the commit's tree) says which
-files are library code and which operators apply: Python's (bugs/operators.py through
-mutations.py) or JavaScript/TypeScript's (bugs/js_operators.py through js_mutations.py, on
+files are library code and which operators apply: Python's (languages/python/operators.py through
+mutations.py) or JavaScript/TypeScript's (languages/javascript/operators.py through mutations.py, on
 tree-sitter's tree). ``inject.mode`` says who writes the bugs: ``procedural`` (the operators),
 ``llm`` (a model rewrites whole functions, bugs/llm_rewrite.py; Python only, as its splice and
 check are libcst's) or ``both``. The task starts at
@@ -17,14 +17,19 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from trajforge.generators.bugs.js_mutations import JS_OPERATORS, sample_js_mutants
 from trajforge.generators.bugs.llm_rewrite import ACCEPTED, rewrite_functions
-from trajforge.generators.bugs.mutations import OPERATORS, Mutant, pick_functions, sample_mutants
-from trajforge.generators.bugs.sampling import text_digest
 from trajforge.generators.bugs.sites import Guide, guide_for
 from trajforge.generators.languages.at_commit import language_at
+from trajforge.generators.languages.javascript.mutations import JS_OPERATORS, sample_js_mutants
+from trajforge.generators.languages.python.mutations import (
+    OPERATORS,
+    pick_functions,
+    sample_mutants,
+)
 from trajforge.generators.llm.client import LLMClient
 from trajforge.generators.mining.diff_split import is_skipped, is_test_path, rules_for
+from trajforge.generators.mutants.mutant import Mutant
+from trajforge.generators.mutants.sampling import text_digest
 from trajforge.generators.sources.specs import RepoRef
 from trajforge.schemas.candidate import Candidate, CandidateMeta
 from trajforge.schemas.coverage_sites import CoveredLines

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from trajforge.generators.bugs.mutations import (
+from trajforge.generators.languages.python.mutations import (
     FunctionSource,
     Mutant,
     MutationSourceError,

@@ -21,8 +21,8 @@ a row may name any image, a victim's ``trajforge-env:<profile>`` included. So:
 3. Else a RegistryError that says what to do (the rollout stage never builds: it runs the very
    image its task was proven in).
 
-A JavaScript/TypeScript task goes the same way: its recipe (``js_recipe.py``) is labelled and
-hashed by the same builder; a rebuild first makes its node base image on demand.
+A JavaScript/TypeScript task goes the same way: its recipe (``languages/javascript/recipe.py``)
+is labelled and hashed by the same builder; a rebuild first makes its node base image on demand.
 
 What runs is the image's id, not its name: a name moved after the check (a concurrent rebuild,
 a user's ``docker tag``) cannot change what a task runs in, and a verdict keyed by it is keyed by
@@ -50,7 +50,9 @@ UNTRUSTED_COUNTER = "images_untrusted"  # a named image here that is not the row
 NAMED = "named"  # the image the row names, here or pulled
 EVAL = "eval"  # the row's recipe built before, found as trajforge-eval:<hash>
 REBUILT = "rebuilt"  # the row's recipe built now, as trajforge-eval:<hash>
-NODE_BASE = re.compile(r"^ARG BASE=trajforge-base:node(\d+)$", re.MULTILINE)  # js_recipe.py's
+NODE_BASE = re.compile(
+    r"^ARG BASE=trajforge-base:node(\d+)$", re.MULTILINE
+)  # javascript/recipe.py's
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ The failure output comes from the validate stage's own base-state runs (pytest's
 holds a ``___ name ___`` section per failed test), so describing a task runs nothing. The words a
 statement must stay grounded in (names from the patch's files and hunks and from the tests'
 calls) are collected here too, so a statement about something else can be told apart. A
-JavaScript/TypeScript task (``task.language``) reads its tests through ``js_context.py``.
+JavaScript/TypeScript task (``task.language``) reads its tests through
+``languages/javascript/issue_context.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import keyword
 import re
 from dataclasses import dataclass
 
-from trajforge.generators.issues.js_context import (
+from trajforge.generators.languages.javascript.issue_context import (
     JS_COMMON,
     is_js_id,
     js_anchor_names,

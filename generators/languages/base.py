@@ -5,8 +5,8 @@ language: is this project mine (``detect``: its files, package manager and test 
 base image and recipe install it, which command runs its tests and where that command writes
 its machine-readable report, how that report reads as ``{test_id: status}`` (statuses of
 ``schemas/test_run.py``), which paths are tests, and which bug operators apply. Python's
-implementation delegates to the code that already decides these (``python.py``); nothing here
-decides anything for Python on its own.
+implementation delegates to the code that already decides these (``python/language.py``);
+nothing here decides anything for Python on its own.
 """
 
 from __future__ import annotations

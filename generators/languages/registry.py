@@ -7,8 +7,8 @@ tooling, a web front end) stays the Python project it was before the language la
 from __future__ import annotations
 
 from trajforge.generators.languages.base import Detection, Language
-from trajforge.generators.languages.javascript import JavaScript
-from trajforge.generators.languages.python import Python
+from trajforge.generators.languages.javascript.language import JavaScript
+from trajforge.generators.languages.python.language import Python
 
 LANGUAGES: tuple[Language, ...] = (Python(), JavaScript())
 BY_NAME = {language.name: language for language in LANGUAGES}

@@ -1,8 +1,8 @@
 """Which changed files are tests, which are code, and which are left out of a task's patches.
 
 Python's rules are the ones mining always had; a JavaScript/TypeScript repository's come from
-``js_test_files.py`` (the language layer's ``is_test_file``), and its generated files (lock
-files, dist/, bundles, node_modules) are left out on top of ``mine.skip_globs``.
+``languages/javascript/test_files.py`` (the language layer's ``is_test_file``), and its generated
+files (lock files, dist/, bundles, node_modules) are left out on top of ``mine.skip_globs``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from trajforge.generators.mining.js_test_files import (
+from trajforge.generators.languages.javascript.test_files import (
     is_js_generated,
     is_js_source_path,
     is_js_test_path,

@@ -32,7 +32,7 @@ from trajforge.generators.environments.prepare import Count, Prepared, prepare_e
 from trajforge.generators.environments.profile import detect_profile
 from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
 from trajforge.generators.languages.at_commit import language_at
-from trajforge.generators.languages.js_profile import build_js_profile, js_profile
+from trajforge.generators.languages.javascript.profile import build_js_profile, js_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime import progress, reach
 from trajforge.pipelines.runtime.pool_work import InFlight, PoolCounts

@@ -5,7 +5,7 @@ GroupByKey) and shared by all its commits. Mined candidates are then validated o
 containers, ``workers`` at a time per Beam worker; injected bugs (``bug/*``) are grouped by the
 snapshot they mutate and validated together, with coverage-guided test selection (a JavaScript
 profile's bugs: a full run each, ``verifiers/validation/js_mutants.py``; its runs read through
-the runner's report, ``js_profile.py:js_reading``). A candidate
+the runner's report, ``languages/javascript/profile.py:js_reading``). A candidate
 imported from a published dataset (``labels``) also gets a ``label_check`` row: their
 FAIL_TO_PASS / PASS_TO_PASS against ours, test by test (``verifiers/validation/labels.py``).
 Every kept task's gold patch is then graded by the grader RL uses (``gold_runs``), in the same
@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 import apache_beam as beam
 from trajforge.generators.bugs.combiner import combine_bugs
 from trajforge.generators.environments.profile import JUNIT_PATH
-from trajforge.generators.languages.js_profile import js_reading
+from trajforge.generators.languages.javascript.profile import js_reading
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.report.data import LABEL_CHECK_COLUMNS, label_figures_of
 from trajforge.pipelines.runtime import reach

@@ -19,7 +19,7 @@ from trajforge.generators.environments.base_image import ensure_node_base_image
 from trajforge.generators.environments.image import build_recipe, recipe_digest
 from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
 from trajforge.generators.languages.base import Detection, ReportError
-from trajforge.generators.languages.javascript import JavaScript, read_runner_report
+from trajforge.generators.languages.javascript.language import JavaScript, read_runner_report
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import EnvironmentParams
 from trajforge.schemas.records import content_id

@@ -23,13 +23,13 @@ from trajforge.generators.environments.image import build_recipe, recipe_digest
 from trajforge.generators.environments.prepare import Prepared
 from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
 from trajforge.generators.languages.base import Detection
-from trajforge.generators.languages.javascript import LOCKS, JavaScript, test_file
-from trajforge.generators.languages.js_environment import (
+from trajforge.generators.languages.javascript.environment import (
     JS_PROFILE_FORMAT,
     _reader,
     install_cause,
 )
-from trajforge.generators.languages.js_runners import REPORT_PATH
+from trajforge.generators.languages.javascript.language import LOCKS, JavaScript, test_file
+from trajforge.generators.languages.javascript.runners import REPORT_PATH
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import tree_sitter
-from trajforge.generators.bugs.js_syntax import grammar_of, parse
+from trajforge.generators.languages.javascript.syntax import grammar_of, parse
 
 SEPARATOR = " > "
 JEST_JOIN = " \u203a "  # U+203A: jest's header joins the describe titles and the title with it

@@ -4,7 +4,7 @@ Detection reads the working tree's package.json, lock files and version files: t
 manager from ``packageManager`` or the lock file, the runner from the ``test`` script or the
 dependencies, the Node from ``node_choice.py``. jest, vitest and mocha run with their own JSON
 reporter, which needs nothing installed beyond the runner; ``verifiers/reports/`` reads them.
-Test files follow ``generators/mining/js_test_files.py``.
+Test files follow ``test_files.py``.
 """
 
 from __future__ import annotations
@@ -18,14 +18,18 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from trajforge.generators.bugs.js_operators import JS_OPERATORS
 from trajforge.generators.environments.base_image import node_image_tag
-from trajforge.generators.environments.js_recipe import render_js_dockerfile
 from trajforge.generators.languages.base import Detection, Language, ReportError
-from trajforge.generators.languages.js_runners import REPORT_FORMATS, REPORT_PATH, suite_command
-from trajforge.generators.languages.js_workspaces import read_package, workspace_dirs
-from trajforge.generators.languages.node_choice import choose_node
-from trajforge.generators.mining.js_test_files import is_js_test_path
+from trajforge.generators.languages.javascript.node_choice import choose_node
+from trajforge.generators.languages.javascript.operators import JS_OPERATORS
+from trajforge.generators.languages.javascript.recipe import render_js_dockerfile
+from trajforge.generators.languages.javascript.runners import (
+    REPORT_FORMATS,
+    REPORT_PATH,
+    suite_command,
+)
+from trajforge.generators.languages.javascript.test_files import is_js_test_path
+from trajforge.generators.languages.javascript.workspaces import read_package, workspace_dirs
 from trajforge.schemas.errors import UserError
 from trajforge.verifiers.log_parsers import ParsedLog
 from trajforge.verifiers.reports import read_report
@@ -115,7 +119,7 @@ class JavaScript(Language):
         return " ".join([suite, *(shlex.quote(f) for f in files)])
 
     def suite_command(self, detection: Detection, per_test_timeout_s: int = 0) -> str:
-        """The runner's full-suite command writing ``REPORT_PATH`` (``js_runners.py``)."""
+        """The runner's full-suite command writing ``REPORT_PATH`` (``runners.py``)."""
         return suite_command(detection, per_test_timeout_s)
 
     def report_path(self, detection: Detection) -> str:
@@ -270,7 +274,7 @@ def _test_script(package: dict[str, Any]) -> str:
 
 def _tested_workspace(repo_dir: str, package: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The first workspace package whose ``test`` script names a runner, with its package.json;
-    ("", the root's) when there is none (``js_workspaces.py``)."""
+    ("", the root's) when there is none (``workspaces.py``)."""
     for rel in workspace_dirs(repo_dir, package):
         member = read_package(repo_dir, rel)
         if member is not None and _names_runner(_test_script(member)):

@@ -3,7 +3,7 @@
 Nothing here decides anything new: the install and the interpreter are ``detect_profile``'s
 (``generators/environments/profile.py``), the recipe ``recipe.py``'s, the report pytest's JUnit
 XML read by ``verifiers/log_parsers.py``, test files ``schemas/test_ids.py``'s rule, the
-operators ``generators/bugs/operators.py``'s.
+operators ``generators/languages/python/operators.py``'s.
 """
 
 from __future__ import annotations
@@ -73,6 +73,6 @@ class Python(Language):
 
     def bug_operators(self) -> Mapping[str, object]:
         # here, not at the top: libcst is for injecting, and every stage asks the registry
-        from trajforge.generators.bugs.operators import OPERATORS
+        from trajforge.generators.languages.python.operators import OPERATORS
 
         return OPERATORS
