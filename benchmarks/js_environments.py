@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from trajforge.generators.environments.base_image import NODE_VERSIONS
+from trajforge.generators.languages.javascript.base_image import NODE_VERSIONS
 from trajforge.generators.languages.javascript.environment import (
     prepare_js_environment,
     run_js_tests,

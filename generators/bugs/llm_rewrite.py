@@ -33,6 +33,9 @@ from trajforge.generators.languages.python.mutations import (
     MutationSourceError,
     replace_function,
 )
+
+# the functions a model rewrites are drawn as the operators draw theirs (the injector's import)
+from trajforge.generators.languages.python.mutations import pick_functions as pick_functions
 from trajforge.generators.llm.client import LLMClient, LLMError
 from trajforge.schemas.records import content_id
 

@@ -1,122 +1,84 @@
-"""JavaScript and TypeScript: package.json projects, Node from Debian, npm/yarn/pnpm, jest.
+"""JavaScript and TypeScript as a ``Language``: package.json projects, Node from Debian,
+npm/yarn/pnpm, jest, vitest, mocha, node's runner, ava and tap.
 
-Detection reads the working tree's package.json, lock files and version files: the package
-manager from ``packageManager`` or the lock file, the runner from the ``test`` script or the
-dependencies, the Node from ``node_choice.py``. jest, vitest and mocha run with their own JSON
-reporter, which needs nothing installed beyond the runner; ``verifiers/reports/`` reads them.
-Test files follow ``test_files.py``.
+Each answer is a module of this package: detection, recipe and test command
+(``detection.py``), the site's profile and image (``profile.py``), test files
+(``test_files.py``), the tree-sitter operators and their sampler (``mutations.py``), the issue
+text (``issue_context.py``) and the prompts (``prompts.py``). The stage-only modules are
+imported when asked for: the registry is read by every stage, most of which build nothing.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import posixpath
-import re
-import shlex
-import subprocess
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
-from trajforge.generators.environments.base_image import node_image_tag
-from trajforge.generators.languages.base import Detection, Language, ReportError
-from trajforge.generators.languages.javascript.node_choice import choose_node
+from trajforge.generators.languages.base import (
+    Detection,
+    IssueText,
+    Language,
+    ReportError,
+    SiteGuide,
+    Unparsable,
+)
+from trajforge.generators.languages.javascript import detection as found
+from trajforge.generators.languages.javascript.base_image import (
+    ensure_recipe_base,
+    node_image_tag,
+)
+from trajforge.generators.languages.javascript.issue_context import JavaScriptIssueText
 from trajforge.generators.languages.javascript.operators import JS_OPERATORS
-from trajforge.generators.languages.javascript.recipe import render_js_dockerfile
-from trajforge.generators.languages.javascript.runners import (
-    REPORT_FORMATS,
-    REPORT_PATH,
-    suite_command,
+from trajforge.generators.languages.javascript.prompts import AGENT_SYSTEM, ISSUE_PROMPT
+from trajforge.generators.languages.javascript.runners import REPORT_PATH, suite_command
+from trajforge.generators.languages.javascript.test_files import (
+    is_js_generated,
+    is_js_source_path,
+    is_js_test_path,
 )
-from trajforge.generators.languages.javascript.test_files import is_js_test_path
-from trajforge.generators.languages.javascript.workspaces import read_package, workspace_dirs
-from trajforge.schemas.errors import UserError
-from trajforge.verifiers.log_parsers import ParsedLog
-from trajforge.verifiers.reports import read_report
+from trajforge.generators.mutants.mutant import Mutant
 
-LOCKS = (  # first match wins: (file, manager)
-    ("pnpm-lock.yaml", "pnpm"),
-    ("yarn.lock", "yarn"),
-    ("package-lock.json", "npm"),
-    ("npm-shrinkwrap.json", "npm"),
-)
-NEWEST_PNPM = 10  # pnpm 11 needs Node 22; 10 runs on 18 and 20 and reads lock files 6 to 9
-RUNNERS = ("vitest", "jest", "mocha", "ava", "tap")  # package names that are runners
-# Options the test command sets itself, dropped from a project's own mocha/node arguments.
-_OWN_WITH_VALUE = ("-R", "--reporter", "-O", "--reporter-option", "--reporter-options",
-                   "-t", "--timeout", "--test-reporter", "--test-reporter-destination")  # fmt: skip
-# --bail/-b too: a run that stops at its first failure would hide the rest of a bug's
-# FAIL_TO_PASS (the grader drops it as well)
-_OWN = ("--reporter", "--reporter-option", "--timeout", "-w", "--watch", "--inspect", "--bail",
-        "--test-reporter", "--test-timeout", "--experimental-test-coverage",
-        "--test-coverage")  # fmt: skip
-_NODE_TEST = re.compile(r"\bnode\s+((?:\S+\s+)*?--test\b.*)")  # node [opts] --test [paths]
+if TYPE_CHECKING:
+    from trajforge.generators.environments.prepare import Count, Prepared
+    from trajforge.schemas.env_profile import EnvProfile
+    from trajforge.schemas.params import Params, ValidateParams
+    from trajforge.schemas.storage import ContentCache
+    from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
+    from trajforge.verifiers.test_runner import Reading
+    from trajforge.verifiers.validation.candidate import TestTree, ValidationResult
+    from trajforge.verifiers.validation.mutants import AuditBook, BatchResult, Mutation
+
+__all__ = ["REPORT_PATH", "JavaScript"]
+
+# JS/TS build and tool configuration: a bug there breaks the build or the runner, never a test.
+NOT_LIBRARY = ("Gruntfile.js", "gulpfile.js", "karma.conf.js", "Jakefile.js")
 
 
 class JavaScript(Language):
-    name: ClassVar[str] = "javascript"
+    name: ClassVar[str] = found.NAME
+    aliases: ClassVar[tuple[str, ...]] = ("js", "ts", "typescript")
+    issue_text: ClassVar[IssueText] = JavaScriptIssueText(ISSUE_PROMPT)
 
     def detect(self, repo_dir: str) -> Detection | None:
-        package = _package_json(repo_dir)
-        if package is None:
-            return None
-        evidence = ["package.json"]
-        manager, lockfile = _manager(repo_dir, package)
-        if lockfile:
-            evidence.append(lockfile)
-        runner = _runner(package)
-        package_dir, tested = "", package
-        if not _names_runner(_test_script(package)):
-            package_dir, tested = _tested_workspace(repo_dir, package)
-            if package_dir:
-                runner = _runner(tested)
-                evidence.append(f"{package_dir}/package.json")
-        nvmrc = _first_file(repo_dir, (".nvmrc", ".node-version"))
-        engines = _table(package, "engines").get("node")
-        choice = choose_node(
-            engines if isinstance(engines, str) else None,
-            _read(repo_dir, nvmrc) if nvmrc else None,
-            _commit_date(repo_dir),
-        )
-        evidence += [nvmrc] if nvmrc else []
-        deps = _dependencies(package) | _dependencies(tested)
-        typescript = "typescript" in deps or os.path.isfile(os.path.join(repo_dir, "tsconfig.json"))
-        return Detection(
-            language=self.name,
-            package_manager=manager,
-            runner=runner,
-            runtime=choice.major,
-            evidence=tuple(evidence),
-            lockfile=lockfile,
-            typescript=typescript,
-            manager_spec=_pin(repo_dir, package, manager),
-            runner_args=_runner_args(tested, runner),
-            why=f"{choice.why}; runner {runner or 'none found'}"
-            + (f" in workspace package {package_dir}" if package_dir else ""),
-            package_dir=package_dir,
-        )
+        return found.detect(repo_dir)
 
     def base_image(self, detection: Detection) -> str:
         return node_image_tag(detection.runtime)
 
+    def ensure_base_image(
+        self, store: ImageStore, recipe: str, say: Callable[[str], None] | None
+    ) -> None:
+        """Docker's node base image, made on demand (``base_image.py``)."""
+        ensure_recipe_base(store, recipe, say)
+
     def render_recipe(self, detection: Detection, install: Sequence[str] = ()) -> str:
-        return render_js_dockerfile(
-            detection.runtime,
-            detection.package_manager,
-            bool(detection.lockfile),
-            detection.manager_spec,
-            install,
-        )
+        return found.recipe(detection, install)
 
     def test_command(
         self, detection: Detection, selection: Sequence[str] = (), per_test_timeout_s: int = 0
     ) -> str:
-        """The full-suite command (``suite_command``) with the selection's test files appended,
-        as a caller appends them to a task's stored command (a runner's title filter is a
-        pattern, not an id: the caller limits the statuses to the ids it selected)."""
-        files = sorted({test_file(t) for t in selection})
-        suite = self.suite_command(detection, per_test_timeout_s)
-        return " ".join([suite, *(shlex.quote(f) for f in files)])
+        """The full-suite command with the selection's test files appended (``detection.py``)."""
+        return found.test_command(detection, selection, per_test_timeout_s)
 
     def suite_command(self, detection: Detection, per_test_timeout_s: int = 0) -> str:
         """The runner's full-suite command writing ``REPORT_PATH`` (``runners.py``)."""
@@ -126,7 +88,7 @@ class JavaScript(Language):
         return REPORT_PATH
 
     def parse_report(self, text: str, runner: str) -> dict[str, str]:
-        parsed = read_runner_report(text.encode("utf-8", "replace"), runner)
+        parsed = found.read_runner_report(text.encode("utf-8", "replace"), runner)
         if parsed.problem:
             raise ReportError(parsed.problem)
         return parsed.statuses
@@ -137,216 +99,107 @@ class JavaScript(Language):
     def bug_operators(self) -> Mapping[str, object]:
         return JS_OPERATORS
 
+    def is_source_file(self, path: str) -> bool:
+        return is_js_source_path(path)
 
-def read_runner_report(report: bytes, runner: str) -> ParsedLog:
-    """``runner``'s report read by its format's parser (``verifiers/reports/``)."""
-    fmt = REPORT_FORMATS.get(runner)
-    if fmt is None:
-        raise ReportError(f"no report format for runner {runner!r}")
-    return read_report(report, fmt)
+    def is_generated(self, path: str) -> bool:
+        return is_js_generated(path)
 
-
-def test_file(test_id: str) -> str:
-    """The file a JS test id lives in: ``src/a.test.js > sum > adds`` -> ``src/a.test.js``."""
-    return test_id.split(" > ", 1)[0]
-
-
-def _package_json(repo_dir: str) -> dict[str, Any] | None:
-    path = os.path.join(repo_dir, "package.json")
-    if not os.path.isfile(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise UserError(
-            f"{repo_dir}: package.json does not parse ({str(exc)[:120]}); fix it or leave the "
-            "repository out",
-            reason="bad_package_json",
-        ) from None
-    if not isinstance(data, dict):
-        raise UserError(
-            f"{repo_dir}: package.json is not a JSON object; fix it or leave the repository out",
-            reason="bad_package_json",
+    def is_library_source(self, path: str) -> bool:
+        name = posixpath.basename(path)
+        stem = posixpath.splitext(name)[0]
+        tooling = (
+            name in NOT_LIBRARY
+            or stem.endswith((".config", ".conf", ".d"))  # vite.config.ts, a.d.ts (types only)
+            or name.startswith(".")  # .eslintrc.js, .mocharc.js
         )
-    return data
+        return (
+            is_js_source_path(path)
+            and not is_js_test_path(path)
+            and not is_js_generated(path)
+            and not tooling
+        )
 
+    def is_suite_file(self, path: str) -> bool:
+        """A module under __tests__/ or test/, or named *.test.* / *.spec.*, outside
+        node_modules."""
+        return is_js_test_path(path) and is_js_source_path(path) and not is_js_generated(path)
 
-def _manager(repo_dir: str, package: dict[str, Any]) -> tuple[str, str]:
-    """(package manager, lock file): the lock file decides, ``packageManager`` names yarn's
-    generation when there is none; yarn.lock of berry has a ``__metadata`` block."""
-    pinned = package.get("packageManager")
-    pinned_name = pinned.split("@")[0] if isinstance(pinned, str) else ""
-    for lockfile, manager in LOCKS:
-        path = os.path.join(repo_dir, lockfile)
-        if not os.path.isfile(path):
-            continue
-        if manager == "yarn" and (_is_berry_lock(path) or _berry_pin(pinned)):
-            return "yarn-berry", lockfile
-        return manager, lockfile
-    if pinned_name == "yarn":
-        return ("yarn-berry" if _berry_pin(pinned) else "yarn"), ""
-    return (pinned_name if pinned_name in ("pnpm",) else "npm"), ""
+    def sample_mutants(
+        self,
+        files: Mapping[str, str],
+        *,
+        seed: int,
+        max_mutants: int,
+        operators: Sequence[str],
+        min_complexity: int,
+        guide: SiteGuide | None,
+    ) -> tuple[list[Mutant], Unparsable]:
+        """tree-sitter's operators, drawn only in functions a passing test runs."""
+        from trajforge.generators.languages.javascript.mutations import sample_js_mutants
 
+        return sample_js_mutants(
+            files,
+            seed=seed,
+            max_mutants=max_mutants,
+            operators=operators,
+            min_complexity=min_complexity,
+            include=guide.runs if guide else None,
+        )
 
-def _pin(repo_dir: str, package: dict[str, Any], manager: str) -> str:
-    """The manager's version: package.json's ``packageManager`` pin (corepack's name@x.y.z, its
-    hash dropped) when it names the manager chosen (a pnpm newer than Debian's Nodes run:
-    ``NEWEST_PNPM``, which reads the same lock file); else pnpm's major by its lock file's
-    ``lockfileVersion``; else "" (the recipe's default)."""
-    pinned = package.get("packageManager")
-    if isinstance(pinned, str):
-        spec = pinned.split("+", 1)[0]
-        name, _, version = spec.partition("@")
-        exact = re.fullmatch(r"\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?", version)
-        if exact and manager.split("-")[0] == name:
-            too_new = name == "pnpm" and int(version.split(".")[0]) > NEWEST_PNPM
-            return f"pnpm@{NEWEST_PNPM}" if too_new else spec
-    if manager == "pnpm":
-        return _pnpm_for_lock(repo_dir)
-    return ""
+    def agent_system_prompt(self, test_cmd: str) -> str:
+        return AGENT_SYSTEM.format(test_cmd=test_cmd)
 
+    def site_profile(
+        self, repo_path: str, commit: str, repo: str, identity: str, params: Params
+    ) -> EnvProfile:
+        """Detected at the commit's tree, with its runner, its Node and the runner's command."""
+        from trajforge.generators.languages.javascript.profile import js_profile
 
-def _pnpm_for_lock(repo_dir: str) -> str:
-    """The pnpm major that reads the lock file's format (5.3: 6, 5.4: 7, 6.x: 8, 9.x: 9)."""
-    path = os.path.join(repo_dir, "pnpm-lock.yaml")
-    if not os.path.isfile(path):
-        return ""
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        match = re.search(r"lockfileVersion:\s*'?(\d+)\.?(\d*)", handle.read(512))
-    if match is None:
-        return ""
-    major, minor = int(match.group(1)), int(match.group(2) or 0)
-    if major >= 9:
-        return "pnpm@9"
-    if major >= 6:
-        return "pnpm@8"
-    return "pnpm@7" if minor >= 4 else "pnpm@6"
+        return js_profile(repo_path, commit, repo, identity, params)
 
+    def prepare(
+        self,
+        sandbox: Sandbox,
+        profile: EnvProfile,
+        repo_path: str,
+        commit: str,
+        params: Params,
+        *,
+        count: Count,
+        fetch: Callable[[str], None] | None,
+        say: Callable[[str], None],
+    ) -> Prepared:
+        """Built from its recipe at ``commit``; no collection probe (each item's run decides),
+        no registry (``fetch`` unused)."""
+        from trajforge.generators.languages.javascript.profile import build_js_profile
 
-def _berry_pin(pinned: Any) -> bool:
-    if not isinstance(pinned, str) or not pinned.startswith("yarn@"):
-        return False
-    major = pinned[5:].split(".")[0]
-    return major.isdigit() and int(major) >= 2
+        return build_js_profile(sandbox, profile, repo_path, commit, params, say)
 
+    def reading(self, profile: EnvProfile) -> str | Reading:
+        from trajforge.generators.languages.javascript.profile import js_reading
 
-def _is_berry_lock(path: str) -> bool:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return "__metadata:" in handle.read(4096)
+        return js_reading(profile)
 
+    def validate_mutations(
+        self,
+        sandbox: Sandbox,
+        profile: EnvProfile,
+        repo_path: str,
+        clean: TestTree,
+        mutations: Sequence[Mutation],
+        params: ValidateParams,
+        cache: ContentCache | None,
+        workers: int,
+        *,
+        on_done: Callable[[ValidationResult], None],
+        audit: AuditBook | None,
+    ) -> BatchResult:
+        """No per-test coverage: a full run per bug (``verifiers/validation/js_mutants.py``)."""
+        from trajforge.generators.languages.javascript.profile import js_reading
+        from trajforge.verifiers.validation.js_mutants import validate_js_mutations
 
-def _runner(package: dict[str, Any]) -> str:
-    """The runner the ``test`` script calls (first named), else one in the dependencies."""
-    script = _test_script(package)
-    if script:
-        words = re.findall(r"[\w@/.-]+", script)
-        for word in words:
-            name = posixpath.basename(word)
-            if name in RUNNERS:
-                return name
-            if name == "react-scripts" and "test" in words:
-                return "jest"
-        if _NODE_TEST.search(script):
-            return "node"
-    deps = _dependencies(package)
-    return next((runner for runner in RUNNERS if runner in deps), "")
-
-
-def _test_script(package: dict[str, Any]) -> str:
-    """The ``test`` script, or the script it runs (``npm run test-ci``, ``yarn test:unit``,
-    three deep at most) when that one names a runner and the ``test`` script does not."""
-    scripts = _table(package, "scripts")
-    script = scripts.get("test")
-    for _ in range(3):
-        if not isinstance(script, str):
-            return ""
-        if _names_runner(script):
-            return script
-        called = re.findall(r"\b(?:npm run|yarn run|yarn|pnpm run|pnpm)\s+([\w:.-]+)", script)
-        nested = [scripts[name] for name in called if isinstance(scripts.get(name), str)]
-        named = [n for n in nested if _names_runner(n)]
-        if not nested:
-            return script
-        script = named[0] if named else nested[-1]
-    return script if isinstance(script, str) else ""
-
-
-def _tested_workspace(repo_dir: str, package: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The first workspace package whose ``test`` script names a runner, with its package.json;
-    ("", the root's) when there is none (``workspaces.py``)."""
-    for rel in workspace_dirs(repo_dir, package):
-        member = read_package(repo_dir, rel)
-        if member is not None and _names_runner(_test_script(member)):
-            return rel, member
-    return "", package
-
-
-def _names_runner(script: str) -> bool:
-    return bool(_NODE_TEST.search(script)) or any(
-        re.search(rf"\b{runner}\b", script) for runner in RUNNERS
-    )
-
-
-def _runner_args(package: dict[str, Any], runner: str) -> tuple[str, ...]:
-    """mocha's or node's arguments in the ``test`` script (spec paths, ``--require``,
-    ``--import tsx``...), without what the test command sets itself (reporter, watch, time
-    limit); other runners read their configuration files. Shell text from the repository:
-    split, and quoted when used."""
-    script = _test_script(package)
-    segments = re.split(r"&&|\|\||;|\|", script)
-    if runner == "mocha":
-        found = [seg.split("mocha", 1)[1] for seg in segments if "mocha" in seg]
-    elif runner == "node":
-        found = [m.group(1) for seg in segments if (m := _NODE_TEST.search(seg))]
-    else:
-        return ()
-    try:
-        words = shlex.split(found[0]) if found else []
-    except ValueError:
-        return ()
-    args: list[str] = []
-    skip = False
-    for word in words:
-        if skip:
-            skip = False
-        elif word in _OWN_WITH_VALUE:
-            skip = True
-        elif word == "-b":
-            continue
-        elif not word.startswith(_OWN) and not word.startswith("$") and word != "--test":
-            args.append(word)
-    return tuple(args)
-
-
-def _dependencies(package: dict[str, Any]) -> set[str]:
-    names: set[str] = set()
-    for key in ("dependencies", "devDependencies"):
-        names |= set(_table(package, key))
-    return names
-
-
-def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
-    value = data.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _first_file(repo_dir: str, names: Sequence[str]) -> str:
-    return next((n for n in names if os.path.isfile(os.path.join(repo_dir, n))), "")
-
-
-def _read(repo_dir: str, name: str) -> str:
-    with open(os.path.join(repo_dir, name), encoding="utf-8", errors="replace") as handle:
-        return handle.read(200)
-
-
-def _commit_date(repo_dir: str) -> str | None:
-    """HEAD's commit date (ISO), None outside a git repository."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", repo_dir, "log", "-1", "--format=%cI"],
-            capture_output=True, text=True, check=False, timeout=30,
+        return validate_js_mutations(
+            sandbox, profile, repo_path, clean, mutations, params, js_reading(profile),
+            cache, workers, on_done=on_done,
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
