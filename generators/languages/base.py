@@ -32,7 +32,15 @@ if TYPE_CHECKING:  # the stages' records: imported for the signatures only
     from trajforge.verifiers.validation.candidate import TestTree, ValidationResult
     from trajforge.verifiers.validation.mutants import AuditBook, BatchResult, Mutation
 
-__all__ = ["Detection", "IssuePrompt", "IssueText", "Language", "ReportError", "SiteGuide"]
+__all__ = [
+    "Detection",
+    "IssuePrompt",
+    "IssueText",
+    "Language",
+    "ReportError",
+    "SiteGuide",
+    "Unparsable",
+]
 
 # (path, reason, one line) of a file a sampler could not read: inject's rejections
 Unparsable = list[tuple[str, str, str]]

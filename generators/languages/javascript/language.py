@@ -22,7 +22,7 @@ from trajforge.generators.languages.base import (
     SiteGuide,
     Unparsable,
 )
-from trajforge.generators.languages.javascript import detection as found
+from trajforge.generators.languages.javascript import detection as project
 from trajforge.generators.languages.javascript.base_image import (
     ensure_recipe_base,
     node_image_tag,
@@ -55,12 +55,12 @@ NOT_LIBRARY = ("Gruntfile.js", "gulpfile.js", "karma.conf.js", "Jakefile.js")
 
 
 class JavaScript(Language):
-    name: ClassVar[str] = found.NAME
+    name: ClassVar[str] = project.NAME
     aliases: ClassVar[tuple[str, ...]] = ("js", "ts", "typescript")
     issue_text: ClassVar[IssueText] = JavaScriptIssueText(ISSUE_PROMPT)
 
     def detect(self, repo_dir: str) -> Detection | None:
-        return found.detect(repo_dir)
+        return project.detect(repo_dir)
 
     def base_image(self, detection: Detection) -> str:
         return node_image_tag(detection.runtime)
@@ -72,13 +72,13 @@ class JavaScript(Language):
         ensure_recipe_base(store, recipe, say)
 
     def render_recipe(self, detection: Detection, install: Sequence[str] = ()) -> str:
-        return found.recipe(detection, install)
+        return project.recipe(detection, install)
 
     def test_command(
         self, detection: Detection, selection: Sequence[str] = (), per_test_timeout_s: int = 0
     ) -> str:
         """The full-suite command with the selection's test files appended (``detection.py``)."""
-        return found.test_command(detection, selection, per_test_timeout_s)
+        return project.test_command(detection, selection, per_test_timeout_s)
 
     def suite_command(self, detection: Detection, per_test_timeout_s: int = 0) -> str:
         """The runner's full-suite command writing ``REPORT_PATH`` (``runners.py``)."""
@@ -88,7 +88,7 @@ class JavaScript(Language):
         return REPORT_PATH
 
     def parse_report(self, text: str, runner: str) -> dict[str, str]:
-        parsed = found.read_runner_report(text.encode("utf-8", "replace"), runner)
+        parsed = project.read_runner_report(text.encode("utf-8", "replace"), runner)
         if parsed.problem:
             raise ReportError(parsed.problem)
         return parsed.statuses
