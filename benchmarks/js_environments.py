@@ -29,9 +29,12 @@ import sys
 import tempfile
 import time
 
-from trajforge.generators.environments.base_image import NODE_VERSIONS
-from trajforge.generators.languages.javascript import JavaScript
-from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
+from trajforge.generators.languages.javascript.base_image import NODE_VERSIONS
+from trajforge.generators.languages.javascript.environment import (
+    prepare_js_environment,
+    run_js_tests,
+)
+from trajforge.generators.languages.javascript.language import JavaScript
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import EnvironmentParams
 from trajforge.verifiers.sandbox.docker import DockerSandbox

@@ -1,9 +1,10 @@
 """The shape of a JS task's test command that the grader reads back: a monorepo's tested package.
 
-validate runs a workspace package's suite from the package's folder (``js_runners.py``
-``_in_package``: ``sh -c 'cd DIR || exit 2; ...' workspace``); the grader never runs a task's
-``test_cmd`` text, but it must run the runner in the same folder, or the package's own
-configuration and binaries are not the ones the labels were made with. Both read the form here.
+validate runs a workspace package's suite from the package's folder
+(``generators/languages/javascript/runners.py`` ``_in_package``: ``sh -c 'cd DIR || exit 2;
+...' workspace``); the grader never runs a task's ``test_cmd`` text, but it must run the runner
+in the same folder, or the package's own configuration and binaries are not the ones the labels
+were made with. Both read the form here.
 """
 
 from __future__ import annotations

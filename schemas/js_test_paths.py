@@ -6,7 +6,7 @@ fixtures, whatever the suffix, as Python's rule counts a test folder whole), and
 named ``*.test.*`` or ``*.spec.*`` wherever it sits, and a module named ``test`` or ``tests`` at
 the repository's root (``test.js``: ava's default and many small packages'). It lives here,
 beside Python's rule (``test_ids.py``), because mining's split
-(``generators/mining/js_test_files.py``) and the grader's reset of test files
+(``generators/languages/javascript/test_files.py``) and the grader's reset of test files
 (``verifiers/languages/javascript/policy.py``) must agree, and the grader may not import
 ``generators``.
 """

@@ -9,7 +9,10 @@ import subprocess
 from pathlib import Path
 
 from repo_factory import RepoBuilder
-from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
+from trajforge.generators.languages.javascript.environment import (
+    prepare_js_environment,
+    run_js_tests,
+)
 from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.schemas.params import EnvironmentParams, load_params
 from trajforge.schemas.task_instance import TaskInstance

@@ -13,7 +13,7 @@ import pytest
 from conftest import run_cli, write_params
 from coverage_repo import CORE, COVERED, PATH, build_halfway_repo
 from trajforge.generators.bugs.injector import inject_snapshot
-from trajforge.generators.bugs.mutations import function_targets
+from trajforge.generators.languages.python.mutations import function_targets
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.coverage_sites import (
     NAMESPACE,

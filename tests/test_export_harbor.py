@@ -337,8 +337,13 @@ def test_test_sh_runs_the_hosts_own_rule_files(exported):
 
     folders = [p.parent for p in exported.rglob("task.toml")]
     assert folders
-    for name in ("rules.py", "channel.py", "sentinels.py", "patch_policy.py"):
-        host = resources.files("trajforge.verifiers.grader").joinpath(name).read_bytes()
+    for package, name in (
+        ("trajforge.verifiers.grader", "rules.py"),
+        ("trajforge.verifiers.grader", "channel.py"),
+        ("trajforge.verifiers.grader", "sentinels.py"),
+        ("trajforge.verifiers.languages.python", "patch_policy.py"),
+    ):
+        host = resources.files(package).joinpath(name).read_bytes()
         for folder in folders:
             (shipped,) = folder.rglob(f"tests/**/{name}")
             assert shipped.read_bytes() == host, (folder.name, name)

@@ -20,8 +20,11 @@ import pytest
 from conftest import run_cli
 from js_forge import BUGGY, GOLD, WRONG, fake_record, forgery_routes
 from repo_factory import RepoBuilder
-from trajforge.generators.languages.javascript import REPORT_PATH, JavaScript
-from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
+from trajforge.generators.languages.javascript.environment import (
+    prepare_js_environment,
+    run_js_tests,
+)
+from trajforge.generators.languages.javascript.language import REPORT_PATH, JavaScript
 from trajforge.pipelines.evaluation.evaluator import Evaluator
 from trajforge.pipelines.evaluation.rewards import RewardClient, reward
 from trajforge.pipelines.evaluation.service import RewardService, serve

@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 from repo_factory import RepoBuilder
-from trajforge.generators.environments.base_image import ensure_node_base_image, node_image_tag
-from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
+from trajforge.generators.languages.javascript.base_image import (
+    ensure_node_base_image,
+    node_image_tag,
+)
+from trajforge.generators.languages.javascript.environment import (
+    prepare_js_environment,
+    run_js_tests,
+)
 from trajforge.generators.languages.registry import for_repo
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import EnvironmentParams

@@ -17,7 +17,8 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that
 from repo_factory import RepoBuilder
 from trajforge.generators.bugs.injector import inject_snapshot, is_library_source
-from trajforge.generators.bugs.js_mutations import JS_OPERATORS
+from trajforge.generators.languages.javascript.mutations import JS_OPERATORS
+from trajforge.generators.languages.registry import language_named
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.stages.inject import InjectBugs
 from trajforge.schemas.candidate import Candidate
@@ -75,6 +76,8 @@ DECOY = "function f(a, b) {\n  if (a > b) { return a - b; }\n  return a + b;\n}\
 
 PACKAGE = {"name": "statslib", "version": "1.0.0", "scripts": {"test": "jest"}}
 LIBRARY = {"src/stats.js", "src/range.ts"}
+
+JS = language_named("javascript")
 
 
 @pytest.fixture(scope="module")
@@ -141,13 +144,13 @@ def test_js_bugs_apply_and_undo_byte_exactly_with_git(js_repo, tmp_path):
 
 def test_only_library_sources_are_mutated():
     for path in LIBRARY | {"src/a.jsx", "lib/b.mjs", "packages/x/src/c.cts"}:
-        assert is_library_source(path, [], "javascript"), path
+        assert is_library_source(path, [], JS), path
     for path in (
         "src/range.spec.ts", "test/stats.test.js", "__tests__/decoy.js", "node_modules/a/i.js",
         "dist/stats.js", "lib/stats.min.js", "jest.config.js", "src/types.d.ts",
         ".eslintrc.js", "Gruntfile.js", "docs/conf.js", "src/stats.py", "README.md",
     ):  # fmt: skip
-        assert not is_library_source(path, [], "javascript"), path
+        assert not is_library_source(path, [], JS), path
     assert is_library_source("pkg/core.py", []) and not is_library_source("src/stats.js", [])
 
 

@@ -19,9 +19,9 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamPipeline
 from apache_beam.testing.util import assert_that
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.at_commit import language_at
+from trajforge.generators.languages.javascript.test_files import is_js_generated
 from trajforge.generators.mining.commits import has_tests, mine_commit
 from trajforge.generators.mining.diff_split import is_test_path
-from trajforge.generators.mining.js_test_files import is_js_generated
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.stages.mine import MineRepos
 from trajforge.schemas.candidate import Candidate

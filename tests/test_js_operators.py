@@ -6,14 +6,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from trajforge.generators.bugs.js_mutations import (
+from trajforge.generators.languages.javascript.mutations import (
     JS_OPERATORS,
     js_function_targets,
     js_mutants_of_file,
     sample_js_mutants,
 )
-from trajforge.generators.bugs.js_syntax import grammar_of, parse, parses
-from trajforge.generators.bugs.mutations import Mutant, MutationSourceError
+from trajforge.generators.languages.javascript.syntax import grammar_of, parse, parses
+from trajforge.generators.mutants.mutant import Mutant
+from trajforge.generators.mutants.targets import MutationSourceError
 from trajforge.schemas.diff import parse_patch, unified_diff
 from trajforge.schemas.errors import ParamsError
 

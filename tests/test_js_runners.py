@@ -10,7 +10,10 @@ import json
 
 import pytest
 from repo_factory import RepoBuilder
-from trajforge.generators.languages.js_environment import prepare_js_environment, run_js_tests
+from trajforge.generators.languages.javascript.environment import (
+    prepare_js_environment,
+    run_js_tests,
+)
 from trajforge.schemas.params import EnvironmentParams
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 

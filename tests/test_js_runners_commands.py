@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.base import Detection
-from trajforge.generators.languages.javascript import JavaScript
+from trajforge.generators.languages.javascript.language import JavaScript
 
 JS = JavaScript()
 

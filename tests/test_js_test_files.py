@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from trajforge.generators.mining.js_test_files import is_js_source_path, is_js_test_path
+from trajforge.generators.languages.javascript.test_files import is_js_source_path, is_js_test_path
 from trajforge.schemas.test_ids import is_test_path
 
 SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")

@@ -8,7 +8,7 @@ import json
 import pytest
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.at_commit import language_at
-from trajforge.generators.languages.js_profile import detect_at, js_profile, selected_files
+from trajforge.generators.languages.javascript.profile import detect_at, js_profile, selected_files
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 

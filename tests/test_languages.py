@@ -9,15 +9,22 @@ import subprocess
 
 import pytest
 from repo_factory import RepoBuilder, build_add_fix_repo
-from trajforge.generators.bugs.js_operators import JS_OPERATORS
-from trajforge.generators.bugs.operators import OPERATORS
-from trajforge.generators.environments.js_recipe import render_js_dockerfile
 from trajforge.generators.environments.profile import JUNIT_PATH, TEST_CMD, detect_profile
 from trajforge.generators.languages.base import Detection, ReportError
-from trajforge.generators.languages.javascript import REPORT_PATH, JavaScript
-from trajforge.generators.languages.node_choice import choose_node, satisfies
-from trajforge.generators.languages.registry import for_repo
-from trajforge.generators.mining.js_test_files import is_js_test_path
+from trajforge.generators.languages.javascript.language import REPORT_PATH, JavaScript
+from trajforge.generators.languages.javascript.node_choice import choose_node, satisfies
+from trajforge.generators.languages.javascript.operators import JS_OPERATORS
+from trajforge.generators.languages.javascript.recipe import render_js_dockerfile
+from trajforge.generators.languages.javascript.test_files import is_js_test_path
+from trajforge.generators.languages.python.operators import OPERATORS
+from trajforge.generators.languages.registry import (
+    BY_NAME,
+    DEFAULT,
+    LANGUAGES,
+    for_repo,
+    language_named,
+    spelled,
+)
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.test_ids import is_test_path
 
@@ -254,3 +261,61 @@ def test_recipe_refuses_a_package_manager_pin_that_is_not_one():
     assert "npm install -g yarn@1" in render_js_dockerfile("18", "yarn", True)
     with pytest.raises(ValueError):
         render_js_dockerfile("20", "yarn-berry", True, "yarn@4; curl evil | sh")
+
+
+# --- the registry and the callers' interface --------------------------------------------------
+
+
+def test_the_registry_names_each_language_once_and_resolves_dataset_spellings():
+    names = [language.name for language in LANGUAGES]
+    spellings = [s for language in LANGUAGES for s in (language.name, *language.aliases)]
+    assert DEFAULT is LANGUAGES[0] and DEFAULT.name == "python"
+    assert len(spellings) == len(set(spellings)) and all(s == s.lower() for s in spellings)
+    assert [language_named(name) for name in names] == list(LANGUAGES)
+    assert spelled("py") is DEFAULT and spelled(" TypeScript ") is spelled("js") is BY_NAME[JS.name]
+    assert spelled("JavaScript") is BY_NAME[JS.name] and spelled("go") is None
+
+
+def test_an_unknown_language_name_is_one_line():
+    with pytest.raises(UserError) as raised:
+        language_named("cobol")
+    message = str(raised.value)
+    assert "\n" not in message and "'cobol'" in message and "javascript, python" in message
+    assert raised.value.reason == "unknown_language"
+
+
+@pytest.mark.parametrize(
+    ("path", "python", "javascript"),
+    [
+        ("pkg/core.py", True, False), ("setup.py", False, False),
+        ("tests/test_a.py", False, False), ("src/stats.js", False, True),
+        ("src/a.d.ts", False, False), ("vite.config.ts", False, False),
+        ("dist/a.js", False, False), ("src/a.test.js", False, False),
+        ("Gruntfile.js", False, False),
+    ],
+)  # fmt: skip
+def test_library_sources_are_each_languages_own(path, python, javascript):
+    assert (DEFAULT.is_library_source(path), JS.is_library_source(path)) == (python, javascript)
+
+
+def test_suite_files_and_mining_rules_are_each_languages_own():
+    assert DEFAULT.is_suite_file("tests/test_a.py") and not DEFAULT.is_suite_file(
+        "tests/conftest.py"
+    )
+    assert JS.is_suite_file("src/a.test.ts") and not JS.is_suite_file("node_modules/a/a.test.js")
+    assert DEFAULT.is_source_file("ext/speed.c") and not DEFAULT.is_generated("package-lock.json")
+    assert JS.is_generated("package-lock.json") and not JS.is_source_file("README.md")
+
+
+def test_only_python_writes_model_bugs_and_probes_collection():
+    assert [(lang.writes_model_bugs, lang.probes_collection) for lang in LANGUAGES] == [
+        (True, True),
+        (False, False),
+    ]
+
+
+def test_each_language_says_its_prompts():
+    assert "Python repository" in DEFAULT.agent_system_prompt("pytest")
+    assert "npx jest" in JS.agent_system_prompt("npx jest")
+    assert (DEFAULT.issue_text.prompt.fence, JS.issue_text.prompt.fence) == ("python", "javascript")
+    assert DEFAULT.issue_text.prompt.version != JS.issue_text.prompt.version

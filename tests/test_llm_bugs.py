@@ -18,7 +18,7 @@ from conftest import run_cli, write_params
 from repo_factory import RepoBuilder
 from scripted_llm import ScriptedLLM
 from trajforge.generators.bugs.llm_rewrite import REASONS, check_rewrite, collect_test_ids
-from trajforge.generators.bugs.mutations import pick_functions
+from trajforge.generators.languages.python.mutations import pick_functions
 from trajforge.schemas.diff import unified_diff
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman, pytest.mark.llama]

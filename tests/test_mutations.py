@@ -10,7 +10,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
-from trajforge.generators.bugs.mutations import (
+from trajforge.generators.languages.python.mutations import (
     OPERATORS,
     FunctionTarget,
     Mutant,

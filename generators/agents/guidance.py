@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from trajforge.generators.issues.context import MAX_FAILURE_LINES, failure_excerpt
+from trajforge.generators.languages.base import Language
+from trajforge.generators.languages.registry import DEFAULT
 from trajforge.schemas.diff import parse_patch
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Trajectory
@@ -28,16 +30,19 @@ class Guidance:
     has_test_output: bool
 
 
-def failing_output(log: str, test_report: Mapping[str, str], limit: int) -> str:
-    """The failure sections of the tests ``test_report`` does not pass, in test id order, cut
-    to ``limit`` characters (head and tail); the log's last lines when no section is found; ""
-    when every graded test passed or nothing ran."""
+def failing_output(
+    log: str, test_report: Mapping[str, str], limit: int, language: Language = DEFAULT
+) -> str:
+    """The failure sections of the tests ``test_report`` does not pass, as ``language``'s
+    runner prints them, in test id order, cut to ``limit`` characters (head and tail); the
+    log's last lines when no section is found; "" when every graded test passed or nothing
+    ran."""
     failing = sorted(t for t, status in test_report.items() if status != PASSED)
     if not failing or not log.strip():
         return ""
     sections = []
     for test_id in failing:
-        if excerpt := failure_excerpt(log, test_id):
+        if excerpt := failure_excerpt(log, test_id, language):
             sections.append(f"{test_id} ({test_report[test_id]})\n{excerpt}")
     text = "\n\n".join(sections) or "\n".join(log.strip().splitlines()[-MAX_FAILURE_LINES:])
     return cut(text, limit)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from trajforge.generators.agents.guidance import failing_output
 from trajforge.generators.agents.loop import AgentRun, LoopLimits, run_agent
 from trajforge.generators.agents.task_env import PROMPT_VERSION, TaskEnv
+from trajforge.generators.languages.registry import language_named
 from trajforge.generators.llm.client import LLMClient
 from trajforge.schemas.params import RolloutParams
 from trajforge.schemas.records import content_id
@@ -82,7 +83,12 @@ def run_rollout(
     output = (
         ""
         if verdict.resolved
-        else failing_output(verdict.log, verdict.test_report, params.max_guidance_chars)
+        else failing_output(
+            verdict.log,
+            verdict.test_report,
+            params.max_guidance_chars,
+            language_named(task.language),
+        )
     )
     trajectory = Trajectory(
         trajectory_id=rollout_id(task, client.model, attempt, guidance),

@@ -16,6 +16,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
+from trajforge.generators.languages.registry import language_named
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.trajectory import Message
 from trajforge.verifiers.patch_verifier import PatchVerdict
@@ -25,21 +26,6 @@ from trajforge.verifiers.sandbox.workspace import StepOutcome, Workspace, tool_s
 
 PROMPT_VERSION = "rollout-v1"
 TOOLS = ("bash", "view", "str_replace", "create", "submit")
-
-SYSTEM = """\
-You are a software engineer working in a Python repository at /repo. Fix the issue you are given \
-by editing the source code. Explore with the tools, reproduce the problem, make the smallest \
-change that fixes it and check it. Do not change or add tests. The machine has no network. When \
-the fix is done, call `submit`."""
-
-# A JavaScript/TypeScript task's system message: the same tools, its language and its runner
-# named, and the task's own test command (jest, vitest, mocha from node_modules/.bin).
-SYSTEM_JS = """\
-You are a software engineer working in a JavaScript/TypeScript repository at /repo (its \
-dependencies are installed in node_modules). Fix the issue you are given by editing the source \
-code. Explore with the tools, reproduce the problem, make the smallest change that fixes it and \
-check it; the tests run with: {test_cmd} . Do not change or add tests, their configuration or \
-node_modules. The machine has no network. When the fix is done, call `submit`."""
 
 USER = """\
 <issue>
@@ -91,10 +77,8 @@ def prompt(task: TaskInstance, guidance: str = "") -> list[Message]:
 
 
 def system_message(task: TaskInstance) -> str:
-    """The system message for the task's language (Python's is unchanged)."""
-    if task.language == "javascript":
-        return SYSTEM_JS.format(test_cmd=task.test_cmd)
-    return SYSTEM
+    """The system message of the task's language (``Language.agent_system_prompt``)."""
+    return language_named(task.language).agent_system_prompt(task.test_cmd)
 
 
 class TaskEnv:

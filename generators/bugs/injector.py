@@ -1,11 +1,12 @@
 """A repository snapshot -> bug candidates: sampled mutants of its source files, as patches.
 
 The snapshot's language (``languages/at_commit.py``, read from the commit's tree) says which
-files are library code and which operators apply: Python's (bugs/operators.py through
-mutations.py) or JavaScript/TypeScript's (bugs/js_operators.py through js_mutations.py, on
-tree-sitter's tree). ``inject.mode`` says who writes the bugs: ``procedural`` (the operators),
-``llm`` (a model rewrites whole functions, bugs/llm_rewrite.py; Python only, as its splice and
-check are libcst's) or ``both``. The task starts at
+files are library code, which files make a suite, and which operators apply and how they are
+sampled (``Language.is_library_source``, ``is_suite_file``, ``bug_operators``,
+``sample_mutants``: Python's libcst operators, JavaScript/TypeScript's on tree-sitter's tree).
+``inject.mode`` says who writes the bugs: ``procedural`` (the operators), ``llm`` (a model
+rewrites whole functions, bugs/llm_rewrite.py; only a language that ``writes_model_bugs``, as
+the splice and check are libcst's) or ``both``. The task starts at
 ``base_commit + bug_patch`` (the injection) and ``patch`` is the fix that gives back the original
 bytes. Nothing executes here; ``validate`` proves each candidate (coverage-guided, see
 verifiers/validation/mutants.py) and decides which become tasks, whoever wrote it.
@@ -13,18 +14,18 @@ verifiers/validation/mutants.py) and decides which become tasks, whoever wrote i
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from trajforge.generators.bugs.js_mutations import JS_OPERATORS, sample_js_mutants
-from trajforge.generators.bugs.llm_rewrite import ACCEPTED, rewrite_functions
-from trajforge.generators.bugs.mutations import OPERATORS, Mutant, pick_functions, sample_mutants
-from trajforge.generators.bugs.sampling import text_digest
+from trajforge.generators.bugs.llm_rewrite import ACCEPTED, pick_functions, rewrite_functions
 from trajforge.generators.bugs.sites import Guide, guide_for
 from trajforge.generators.languages.at_commit import language_at
+from trajforge.generators.languages.base import Language
+from trajforge.generators.languages.registry import DEFAULT, LANGUAGES
 from trajforge.generators.llm.client import LLMClient
-from trajforge.generators.mining.diff_split import is_skipped, is_test_path, rules_for
+from trajforge.generators.mining.diff_split import is_skipped, is_test_path
+from trajforge.generators.mutants.mutant import Mutant
+from trajforge.generators.mutants.sampling import text_digest
 from trajforge.generators.sources.specs import RepoRef
 from trajforge.schemas.candidate import Candidate, CandidateMeta
 from trajforge.schemas.coverage_sites import CoveredLines
@@ -36,16 +37,7 @@ from trajforge.schemas.rejection import Rejection
 from trajforge.verifiers.sandbox.git_tree import git, resolve_commit
 
 STAGE = "inject"
-# Packaging and test plumbing: a bug there breaks the install or collection, never a test.
-NOT_LIBRARY = ("setup.py", "noxfile.py", "conftest.py", "__main__.py")
-TEST_PLUMBING = ("conftest.py", "__init__.py")  # in a test folder, yet no test
 MODES = CHOICES["inject.mode"]  # who writes the bugs: the operators, a model, or both
-OPERATORS_BY_LANGUAGE: dict[str, frozenset[str]] = {
-    "python": frozenset(OPERATORS),
-    "javascript": frozenset(JS_OPERATORS),
-}
-# JS/TS build and tool configuration: a bug there breaks the build or the runner, never a test.
-JS_NOT_LIBRARY = ("Gruntfile.js", "gulpfile.js", "karma.conf.js", "Jakefile.js")
 NOT_LIBRARY_DIRS = ("docs/", "doc/", "examples/", "benchmarks/")
 
 
@@ -59,13 +51,13 @@ class InjectionResult:
     moved: str = ""
     # coverage guidance: None when off; else whether sites came from the covered lines
     guided: bool | None = None
-    language: str = "python"  # the snapshot's, from its commit's tree
+    language: str = DEFAULT.name  # the snapshot's, from its commit's tree
 
 
 def check_operators(names: list[str]) -> list[str]:
     """The requested operators (empty: every one); a name no language knows is a one-line
     params error. Each snapshot then takes the ones of its language (``operators_for``)."""
-    known = {name for ops in OPERATORS_BY_LANGUAGE.values() for name in ops}
+    known = {name for language in LANGUAGES for name in language.bug_operators()}
     unknown = sorted(set(names) - known)
     if unknown:
         raise ParamsError(
@@ -75,16 +67,16 @@ def check_operators(names: list[str]) -> list[str]:
     return names
 
 
-def operators_for(language: str, names: list[str], snapshot: str) -> list[str]:
+def operators_for(language: Language, names: list[str], snapshot: str) -> list[str]:
     """The allow-list's operators that ``language`` has (all of its own when the list is
     empty); a list naming none of them is one line for this snapshot, not a silent nothing."""
-    own = OPERATORS_BY_LANGUAGE[language]
+    own = frozenset(language.bug_operators())
     if not names:
         return sorted(own)
     kept = [name for name in names if name in own]
     if not kept:
         raise SourceError(
-            f"{snapshot}: inject.operators ({', '.join(names)}) names no {language} operator "
+            f"{snapshot}: inject.operators ({', '.join(names)}) names no {language.name} operator "
             f"(its operators: {', '.join(sorted(own))}); add one or leave the list empty",
             reason="no_operator_for_language",
         )
@@ -133,16 +125,16 @@ def inject_snapshot(
             f"{repo.name}: commit {params.commit} not found; pass an existing SHA to --commit",
             reason="unknown_commit",
         )
-    language = language_at(repo.path, commit).name
+    language = language_at(repo.path, commit)
     commit, paths, moved = _commit_with_suite(repo, commit, params, language)
     if moved:
-        language = language_at(repo.path, commit).name
+        language = language_at(repo.path, commit)
     snapshot = f"{repo.name}@{commit[:12]}"
     operators = operators_for(language, params.operators, snapshot)
-    if language != "python" and params.mode == "llm":
+    if not language.writes_model_bugs and params.mode == "llm":
         raise SourceError(
-            f"{snapshot}: model-written bugs (inject.mode llm) are Python only; this snapshot is "
-            f"{language}: use inject.mode procedural or both",
+            f"{snapshot}: model-written bugs (inject.mode llm) are {_model_bug_languages()} "
+            f"only; this snapshot is {language.name}: use inject.mode procedural or both",
             reason="llm_bugs_python_only",
         )
     files, rejections = _library_sources(repo, commit, paths, skip_globs, language)
@@ -152,8 +144,11 @@ def inject_snapshot(
     if params.mode in ("procedural", "both"):
         mutants, unparsable = _sample(language, files, params, operators, guide)
     rewrites = 0
-    if language != "python" and uses_llm(params):
-        detail = f"{snapshot}: model-written bugs are Python only; {language} got the operators'"
+    if not language.writes_model_bugs and uses_llm(params):
+        detail = (
+            f"{snapshot}: model-written bugs are {_model_bug_languages()} only; {language.name} "
+            "got the operators'"
+        )
         rejections.append(Rejection(snapshot, STAGE, "llm_bugs_python_only", detail))
     elif client is not None and uses_llm(params):
         functions, unpicked = guide.sample(
@@ -204,48 +199,39 @@ def inject_snapshot(
             )
         )
     return InjectionResult(
-        candidates, rejections, len(files), rewrites, moved, guide.guided, language
+        candidates, rejections, len(files), rewrites, moved, guide.guided, language.name
     )
 
 
+def _model_bug_languages() -> str:
+    """The languages whose bugs a model may write, as a message names them."""
+    return ", ".join(language.name for language in LANGUAGES if language.writes_model_bugs)
+
+
 def _sample(
-    language: str, files: dict[str, str], params: InjectParams, operators: list[str], guide: Guide
+    language: Language,
+    files: dict[str, str],
+    params: InjectParams,
+    operators: list[str],
+    guide: Guide,
 ) -> tuple[list[Mutant], list[tuple[str, str, str]]]:
     """The procedural mutants of the snapshot's language, under the coverage guide."""
-    if language == "javascript":
-        return guide.sample(
-            lambda guided: sample_js_mutants(
-                files,
-                seed=params.seed,
-                max_mutants=params.max_candidates,
-                operators=operators,
-                min_complexity=params.min_complexity,
-                include=guided.runs if guided else None,
-            )
-        )
     return guide.sample(
-        lambda guided: sample_mutants(
+        lambda guided: language.sample_mutants(
             files,
             seed=params.seed,
             max_mutants=params.max_candidates,
             operators=operators,
             min_complexity=params.min_complexity,
-            covers=guided.executes if guided else None,
+            guide=guided,
         )
     )
 
 
-def has_suite(paths: list[str], language: str = "python") -> bool:
-    """A test module by the language's conventions: pytest's (test_*.py, *_test.py, a .py
-    under a tests/ folder), not just a conftest.py or a package's __init__.py; for JS/TS a
-    module under __tests__/ or test/, or named *.test.* / *.spec.*, outside node_modules."""
-    if language == "python":
-        return any(
-            is_test_path(p) and p.endswith(".py") and p.rsplit("/", 1)[-1] not in TEST_PLUMBING
-            for p in paths
-        )
-    rules = rules_for(language)
-    return any(rules.is_test(p) and rules.is_code(p) and not rules.is_generated(p) for p in paths)
+def has_suite(paths: list[str], language: Language = DEFAULT) -> bool:
+    """A test module by the language's conventions (``Language.is_suite_file``), not just
+    test plumbing (a conftest.py, a package's __init__.py)."""
+    return any(language.is_suite_file(p) for p in paths)
 
 
 def _tree(repo: RepoRef, commit: str) -> list[str]:
@@ -253,7 +239,7 @@ def _tree(repo: RepoRef, commit: str) -> list[str]:
 
 
 def _commit_with_suite(
-    repo: RepoRef, commit: str, params: InjectParams, language: str
+    repo: RepoRef, commit: str, params: InjectParams, language: Language
 ) -> tuple[str, list[str], str]:
     """The commit to mutate, its files, and "" or the line saying why it is an older one.
 
@@ -286,7 +272,8 @@ def _commit_with_suite(
 
 
 def _test_sources(repo: RepoRef, commit: str, paths: list[str]) -> dict[str, str]:
-    """The snapshot's test files (the model is told which tests exist, never which will fail)."""
+    """The snapshot's test files (the model is told which tests exist, never which will fail):
+    pytest's, as model-written bugs are libcst's (``Language.writes_model_bugs``)."""
     tests = {}
     for path in paths:
         if is_test_path(path) and path.endswith(".py"):
@@ -295,31 +282,16 @@ def _test_sources(repo: RepoRef, commit: str, paths: list[str]) -> dict[str, str
     return tests
 
 
-def is_library_source(path: str, skip_globs: list[str], language: str = "python") -> bool:
-    """A file a bug may go into: the language's source, not a test, not generated or vendored,
-    not packaging or tool configuration, not docs or examples."""
-    name = path.rsplit("/", 1)[-1]
+def is_library_source(path: str, skip_globs: list[str], language: Language = DEFAULT) -> bool:
+    """A file a bug may go into: not skipped, not docs or examples, and the language's library
+    source (not a test, not generated or vendored, not packaging or tool configuration)."""
     if is_skipped(path, skip_globs) or path.startswith(NOT_LIBRARY_DIRS):
         return False
-    if language == "python":
-        return path.endswith(".py") and not is_test_path(path) and name not in NOT_LIBRARY
-    rules = rules_for(language)
-    stem = posixpath.splitext(name)[0]
-    tooling = (
-        name in JS_NOT_LIBRARY
-        or stem.endswith((".config", ".conf", ".d"))  # vite.config.ts, a.d.ts (types only)
-        or name.startswith(".")  # .eslintrc.js, .mocharc.js
-    )
-    return (
-        rules.is_code(path)
-        and not rules.is_test(path)
-        and not rules.is_generated(path)
-        and not tooling
-    )
+    return language.is_library_source(path)
 
 
 def _library_sources(
-    repo: RepoRef, commit: str, paths: list[str], skip_globs: list[str], language: str
+    repo: RepoRef, commit: str, paths: list[str], skip_globs: list[str], language: Language
 ) -> tuple[dict[str, str], list[Rejection]]:
     """The snapshot's library files, decoded; undecodable ones are counted, not fatal."""
     wanted = [p for p in paths if is_library_source(p, skip_globs, language)]

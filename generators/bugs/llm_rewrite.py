@@ -27,12 +27,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from trajforge.generators.bugs.mutations import (
+from trajforge.generators.languages.python.mutations import (
     FunctionSource,
     Mutant,
     MutationSourceError,
     replace_function,
 )
+
+# the functions a model rewrites are drawn as the operators draw theirs (the injector's import)
+from trajforge.generators.languages.python.mutations import pick_functions as pick_functions
 from trajforge.generators.llm.client import LLMClient, LLMError
 from trajforge.schemas.records import content_id
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from trajforge.generators.bugs.targets import FunctionTarget
+from trajforge.generators.mutants.targets import FunctionTarget
 from trajforge.schemas.coverage_sites import CoveredLines
 from trajforge.verifiers.sandbox.git_tree import git
 

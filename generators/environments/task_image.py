@@ -21,8 +21,9 @@ a row may name any image, a victim's ``trajforge-env:<profile>`` included. So:
 3. Else a RegistryError that says what to do (the rollout stage never builds: it runs the very
    image its task was proven in).
 
-A JavaScript/TypeScript task goes the same way: its recipe (``js_recipe.py``) is labelled and
-hashed by the same builder; a rebuild first makes its node base image on demand.
+Every language's task goes the same way: its recipe is labelled and hashed by the same builder;
+a rebuild first calls the caller's ``ensure_base`` (its language's
+``Language.ensure_base_image``: a JavaScript task's node base image is made on demand).
 
 What runs is the image's id, not its name: a name moved after the check (a concurrent rebuild,
 a user's ``docker tag``) cannot change what a task runs in, and a verdict keyed by it is keyed by
@@ -31,11 +32,9 @@ content.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from trajforge.generators.environments.base_image import ensure_node_base_image
 from trajforge.generators.environments.image import build_recipe, recipe_digest
 from trajforge.generators.environments.recipe import EVAL_KIND, RECIPE_LABEL, eval_image_name
 from trajforge.generators.environments.registry import MISSING, check_digest, fetch_image
@@ -50,7 +49,6 @@ UNTRUSTED_COUNTER = "images_untrusted"  # a named image here that is not the row
 NAMED = "named"  # the image the row names, here or pulled
 EVAL = "eval"  # the row's recipe built before, found as trajforge-eval:<hash>
 REBUILT = "rebuilt"  # the row's recipe built now, as trajforge-eval:<hash>
-NODE_BASE = re.compile(r"^ARG BASE=trajforge-base:node(\d+)$", re.MULTILINE)  # js_recipe.py's
 
 
 @dataclass(frozen=True)
@@ -76,11 +74,14 @@ def ensure_task_image(
     *,
     rebuild: bool = True,
     say: Callable[[str], None] | None = None,
+    ensure_base: Callable[[str], None] | None = None,
 ) -> TaskImage:
     """The image ``task`` runs in (see the module doc); a RegistryError, or a UserError with
     reason ``environment_build_failed``, when there is none. ``repo_path`` is the task's source
     here (its setup commit is the recipe's build context). ``rebuild``: whether the row's recipe
-    may be built (evaluate: yes unless ``--no-rebuild``; rollout: never)."""
+    may be built (evaluate: yes unless ``--no-rebuild``; rollout: never). ``ensure_base``
+    makes the base image a recipe builds FROM before a rebuild, where the task's language
+    makes it on demand (``Language.ensure_base_image``)."""
     named = task.image_name
     why = f"the task names no image ({named!r})" if not _plausible(named) else ""
     if not why and fetch_image(store, named, env, count) != MISSING:
@@ -102,7 +103,7 @@ def ensure_task_image(
             f"{task.instance_id}: {why}, and {lack}; pull the image the task was proven in "
             "(`trajforge images pull --outputs DIR`, environment.registry) or rerun validate"
         )
-    return _built(store, task, repo_path, env, count, why, say)
+    return _built(store, task, repo_path, env, count, why, say, ensure_base)
 
 
 def _plausible(name: str) -> bool:
@@ -148,6 +149,7 @@ def _built(
     count: Callable[[str], None],
     why: str,
     say: Callable[[str], None] | None,
+    ensure_base: Callable[[str], None] | None,
 ) -> TaskImage:
     """The row's recipe as ``trajforge-eval:<its hash>``: found there already, or built now."""
     expected = row_recipe_hash(task, repo_path)
@@ -156,7 +158,8 @@ def _built(
     if info is not None and info.labels.get(RECIPE_LABEL) == expected:
         return TaskImage(info.image_id, tag, EVAL, why)
     commit = task.environment_setup_commit or task.base_commit
-    _ensure_node_base(store, task.env_recipe, say)
+    if ensure_base is not None:
+        ensure_base(task.env_recipe)
     result = build_recipe(
         store, tag, task.env_recipe, task.profile_id, commit, repo_path, env, EVAL_KIND
     )
@@ -172,14 +175,3 @@ def _built(
     if say is not None:
         say(f"{task.instance_id}: {why}; built the task's recipe as {tag} and ran it there")
     return TaskImage(info.image_id, tag, REBUILT, why)
-
-
-def _ensure_node_base(store: ImageStore, recipe: str, say: Callable[[str], None] | None) -> None:
-    """A JS task's recipe builds FROM ``trajforge-base:nodeN``, which is made on demand (Docker's
-    store) rather than pulled: made here before the rebuild, as ``prepare_js_environment`` does.
-    A Python recipe's base is left as before."""
-    match = NODE_BASE.search(recipe)
-    if match is not None and getattr(store, "name", "") == "docker":
-        ensure_node_base_image(
-            match.group(1), getattr(store, "docker_host", None), say or (lambda line: None)
-        )

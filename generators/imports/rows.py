@@ -36,13 +36,6 @@ STAGE = "import-tasks"
 
 
 LANGUAGE_NOT_SUPPORTED = "language_not_supported"
-# How the datasets spell a language -> the language layer's name (generators/languages/)
-LANGUAGE_NAMES = {
-    "py": "python",
-    "js": "javascript",
-    "ts": "javascript",
-    "typescript": "javascript",
-}
 
 
 class BadRow(UserError):
@@ -121,14 +114,16 @@ def parse_row(fmt: str, where: str, raw: Any) -> ImportRow:
 def check_language(language: str, label: str) -> None:
     """A row in a language with no layer here (``generators/languages/registry.py``) is refused
     before its repository is opened: ``language_not_supported``."""
-    from trajforge.generators.languages.registry import BY_NAME
+    from trajforge.generators.languages.registry import LANGUAGES, spelled
 
-    spelled = language.strip().lower()
-    if LANGUAGE_NAMES.get(spelled, spelled) not in BY_NAME:
-        known = ", ".join(sorted(BY_NAME))
+    if spelled(language) is None:
+        known = "; ".join(
+            f"{lang.name}" + (f" (also {', '.join(lang.aliases)})" if lang.aliases else "")
+            for lang in LANGUAGES
+        )
         raise BadRow(
             f"{label}: language {language.strip()[:40]!r} is not supported (the languages run "
-            f"here: {known}; typescript runs as javascript); the row is left out",
+            f"here: {known}); the row is left out",
             LANGUAGE_NOT_SUPPORTED,
         )
 

@@ -10,18 +10,15 @@ the ``expect``/``assert`` lines of the test's source.
 
 from __future__ import annotations
 
-import re
-
 from trajforge.filters.task_scores import leaks_test
 from trajforge.generators.issues.context import IssueContext
+from trajforge.generators.languages.registry import language_named
 from trajforge.schemas.diff import parse_patch
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_ids import short_test_name
 
 MAX_TESTS = 3
 MAX_EVIDENCE_LINES = 12
-_CODE_FRAME = re.compile(r"^\s*(?:\d+ )?\|")  # jest's code frame lines, other than its `>` line
-_JS_CHECK = re.compile(r"^(?:expect\(|assert\b|assert\.|t\.\w+\()")
 
 
 def template_statement(task: TaskInstance, context: IssueContext) -> str:
@@ -59,29 +56,11 @@ def template_statement(task: TaskInstance, context: IssueContext) -> str:
 
 
 def _evidence(context: IssueContext, test_id: str) -> list[str]:
-    """pytest's pointer and assertion lines when there is a failure report, else the asserts."""
-    if context.language == "javascript":
-        return _js_evidence(context, test_id)
-    report = context.failures.get(test_id, "")
-    lines = [
-        line.rstrip()
-        for line in report.splitlines()
-        if line.startswith((">", "E ")) and line[1:].strip()
-    ]
-    if lines:
-        return lines
-    source = context.test_sources.get(test_id, "")
-    return [line.strip() for line in source.splitlines() if line.strip().startswith("assert ")]
-
-
-def _js_evidence(context: IssueContext, test_id: str) -> list[str]:
-    report = context.failures.get(test_id, "")
-    lines = [line.rstrip() for line in report.splitlines() if line.strip()]
-    lines = [line for line in lines if not _CODE_FRAME.match(line)]
-    if lines:
-        return lines
-    source = context.test_sources.get(test_id, "")
-    return [line.strip() for line in source.splitlines() if _JS_CHECK.match(line.strip())]
+    """What went wrong, in the language's words: its runner's failure lines, else the test's
+    own checks (``IssueText.evidence``)."""
+    return language_named(context.language).issue_text.evidence(
+        context.failures.get(test_id, ""), context.test_sources.get(test_id, "")
+    )
 
 
 def _package(task: TaskInstance) -> str:

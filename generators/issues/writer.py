@@ -4,8 +4,9 @@ Following SWE-smith and R2E-Gym, the model sees the gold patch, the FAIL_TO_PASS
 their failure output, and writes a user's bug report (few-shot). Every statement is checked before
 it is kept; a rejected one is recorded as a failed attempt and the model tries again, and after
 ``attempts`` failures the template writer takes over, so every task still gets a statement and
-``provenance`` says which writer wrote it and why. A JavaScript/TypeScript task gets its own
-system line and example (``JS_PROMPT``), the Python prompt unchanged.
+``provenance`` says which writer wrote it and why. The system line is shared; its projects' name,
+the worked example, the code fence and the prompt's version are the task's language's
+(``Language.issue_text.prompt``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from dataclasses import dataclass
 from trajforge.generators.issues.context import IssueContext
 from trajforge.generators.issues.leaks import statement_leak
 from trajforge.generators.issues.template import template_statement
+from trajforge.generators.languages.registry import language_named
 from trajforge.generators.llm.client import LLMClient, LLMError
 from trajforge.schemas.diff import parse_patch
 from trajforge.schemas.task_instance import TaskInstance
 
-PROMPT_VERSION = "describe-v1"
-JS_PROMPT_VERSION = "describe-js-v1"
 MIN_PROSE_SHARE = 0.6  # of whitespace-separated tokens that look like words or code names
 MIN_FUNCTION_WORDS = 0.12  # English prose is ~40% function words; token soup from a bad model ~0
 FUNCTION_WORDS = frozenset(
@@ -114,115 +114,10 @@ _WORD = re.compile(r"^[`*(\"'\[]*[A-Za-z][\w.'\u2019\-/]*[`*)\"'\]:;,.!?]*$")
 _FENCED = re.compile(r"```.*?```", re.DOTALL)
 
 SYSTEM = """\
-You write GitHub issues for Python projects, as the user who ran into the bug. Say what you did, \
-what happened and what you expected, with a short example to reproduce it when that helps. \
+You write GitHub issues for {projects} projects, as the user who ran into the bug. Say what you \
+did, what happened and what you expected, with a short example to reproduce it when that helps. \
 Never describe, hint at or quote the fix, never quote the changed source lines, and never mention \
 the project's tests or test names. Plain Markdown, at most 250 words, no preamble."""
-
-EXAMPLE_REQUEST = """\
-Repository: example/textkit
-
-The fix (the reader must not see it):
-```diff
---- a/textkit/wrap.py
-+++ b/textkit/wrap.py
-@@ -10,3 +10,3 @@ def wrap(text, width):
--    while len(line) > width + 1:
-+    while len(line) > width:
-```
-
-Tests that fail before the fix:
-```python
-def test_wrap_exact_width():
-    assert wrap("abcdef", 3) == ["abc", "def"]
-```
-
-Their failure output:
-```
-E       AssertionError: assert ['abcd', 'ef'] == ['abc', 'def']
-```"""
-
-EXAMPLE_ANSWER = """\
-`wrap()` produces lines one character longer than the width
-
-When I wrap text with `textkit.wrap.wrap`, lines can end up longer than the width I asked for:
-
-```python
->>> from textkit.wrap import wrap
->>> wrap("abcdef", 3)
-['abcd', 'ef']
-```
-
-I expected every line to be at most 3 characters, i.e. `['abc', 'def']`."""
-
-
-JS_SYSTEM = SYSTEM.replace("for Python projects", "for JavaScript/TypeScript projects")
-
-JS_EXAMPLE_REQUEST = """\
-Repository: example/textkit
-
-The fix (the reader must not see it):
-```diff
---- a/lib/wrap.js
-+++ b/lib/wrap.js
-@@ -10,3 +10,3 @@ function wrap(text, width) {
--  while (line.length > width + 1) {
-+  while (line.length > width) {
-```
-
-Tests that fail before the fix:
-```javascript
-it('splits at the exact width', function () {
-  assert.deepStrictEqual(wrap('abcdef', 3), ['abc', 'def'])
-})
-```
-
-Their failure output:
-```
-AssertionError: Expected values to be strictly deep-equal:
-+ actual - expected
-  [
-+   'abcd',
-+   'ef'
--   'abc',
--   'def'
-  ]
-```"""
-
-JS_EXAMPLE_ANSWER = """\
-`wrap()` produces lines one character longer than the width
-
-When I wrap text with `wrap` from `textkit`, lines can end up longer than the width I asked for:
-
-```js
-const { wrap } = require('textkit')
-wrap('abcdef', 3) // => [ 'abcd', 'ef' ]
-```
-
-I expected every line to be at most 3 characters, i.e. `[ 'abc', 'def' ]`."""
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """One language's instructions, worked example and code fence."""
-
-    version: str
-    system: str
-    example_request: str
-    example_answer: str
-    fence: str
-
-
-PROMPTS = {
-    "python": Prompt(PROMPT_VERSION, SYSTEM, EXAMPLE_REQUEST, EXAMPLE_ANSWER, "python"),
-    "javascript": Prompt(
-        JS_PROMPT_VERSION, JS_SYSTEM, JS_EXAMPLE_REQUEST, JS_EXAMPLE_ANSWER, "javascript"
-    ),
-}
-
-
-def prompt_for(language: str) -> Prompt:
-    return PROMPTS.get(language, PROMPTS["python"])
 
 
 @dataclass(frozen=True)
@@ -236,7 +131,7 @@ class Attempt:
 
 
 def request_messages(context: IssueContext, max_chars: int) -> list[dict[str, str]]:
-    prompt = prompt_for(context.language)
+    prompt = language_named(context.language).issue_text.prompt
     tests = "\n\n".join(context.test_sources.values()) or "(source not available)"
     failures = "\n\n".join(context.failures.values()) or "(no output recorded)"
     request = (
@@ -246,7 +141,7 @@ def request_messages(context: IssueContext, max_chars: int) -> list[dict[str, st
         f"Their failure output:\n```\n{failures[:max_chars]}\n```"
     )
     return [
-        {"role": "system", "content": prompt.system},
+        {"role": "system", "content": SYSTEM.format(projects=prompt.projects)},
         {"role": "user", "content": prompt.example_request},
         {"role": "assistant", "content": prompt.example_answer},
         {"role": "user", "content": request},
@@ -296,7 +191,7 @@ def write_statement(
             attempt = _model_attempt(client, messages, task, context, min_chars, number)
             tried.append(attempt)
             if attempt.accepted:
-                version = prompt_for(context.language).version
+                version = language_named(context.language).issue_text.prompt.version
                 provenance = {"problem_statement": attempt.writer, "prompt": version}
                 return attempt.text, provenance, tried
     text = template_statement(task, context)

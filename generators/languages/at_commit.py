@@ -4,8 +4,9 @@ copy: mine splits a commit by its parent's language, inject mutates a snapshot b
 The registry decides (``for_repo``, Python first) on the commit's top-level files written to a
 scratch folder; every detector reads only top-level files (package.json, lock files, packaging
 files), and only the name of the language is kept (what it detected is validate's business).
-A tree no language knows is Python, as every repository was before the language layer, so a
-Python repository without packaging files mines and injects exactly as it did.
+A tree no language knows is the registry's ``DEFAULT`` (Python), as every repository was before
+the language layer, so a Python repository without packaging files mines and injects exactly as
+it did.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ import tempfile
 from functools import lru_cache
 
 from trajforge.generators.languages.base import Language
-from trajforge.generators.languages.registry import BY_NAME, for_repo
+from trajforge.generators.languages.registry import BY_NAME, DEFAULT, for_repo
 from trajforge.verifiers.sandbox.git_tree import git
 
-DEFAULT = "python"
 FILE_MODES = ("100644", "100755")  # plain files; links and submodules are never followed
 # A larger top-level file is written empty: only its presence can matter to a language's name
 # (package.json, which must parse, is always written whole).
@@ -49,4 +49,4 @@ def _name_of_files(repo_path: str, files: tuple[tuple[bytes, str, int], ...]) ->
             with open(os.path.join(scratch, os.fsdecode(name)), "wb") as handle:
                 handle.write(data)
         found = for_repo(scratch)
-    return found[0].name if found else DEFAULT
+    return found[0].name if found else DEFAULT.name

@@ -1,17 +1,33 @@
-"""Which language a repository is: the first in ``LANGUAGES`` whose evidence it has.
+"""The languages trajforge builds tasks for, and the one place that names them.
+
+A caller never compares a language's name: it asks here for the ``Language`` (``for_repo`` for
+a working tree, ``language_named`` for a task's or a profile's ``language``, ``spelled`` for a
+dataset's spelling of it) and calls the answer. Adding a language is its package under
+``languages/<lang>/`` and one line in ``LANGUAGES``.
 
 Python comes first, so a repository with both a Python project and a package.json (docs
-tooling, a web front end) stays the Python project it was before the language layer.
+tooling, a web front end) stays the Python project it was before the language layer; it is
+also ``DEFAULT``, the language of every task and tree that names none.
 """
 
 from __future__ import annotations
 
 from trajforge.generators.languages.base import Detection, Language
-from trajforge.generators.languages.javascript import JavaScript
-from trajforge.generators.languages.python import Python
+from trajforge.generators.languages.javascript.language import JavaScript
+from trajforge.generators.languages.python.language import Python
+from trajforge.schemas.errors import UserError
 
 LANGUAGES: tuple[Language, ...] = (Python(), JavaScript())
 BY_NAME = {language.name: language for language in LANGUAGES}
+DEFAULT = LANGUAGES[0]  # tasks written before the language layer, a tree no language knows
+# A dataset's spelling (name or alias, lower case) -> the language
+_SPELLINGS = {
+    spelling: language for language in LANGUAGES for spelling in (language.name, *language.aliases)
+}
+
+
+class UnknownLanguage(UserError):
+    reason = "unknown_language"
 
 
 def for_repo(repo_dir: str) -> tuple[Language, Detection] | None:
@@ -21,3 +37,21 @@ def for_repo(repo_dir: str) -> tuple[Language, Detection] | None:
         if detection is not None:
             return language, detection
     return None
+
+
+def language_named(name: str) -> Language:
+    """The language of a task's or a profile's ``language``; an unknown name is one line."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        known = ", ".join(sorted(BY_NAME))
+        raise UnknownLanguage(
+            f"language {name[:40]!r} is none of trajforge's ({known}); the record was written by "
+            "another version, or by hand"
+        ) from None
+
+
+def spelled(spelling: str) -> Language | None:
+    """The language a dataset spells ``spelling`` (``py``, ``TypeScript``), or None when
+    trajforge has no layer for it."""
+    return _SPELLINGS.get(spelling.strip().lower())

@@ -80,7 +80,7 @@ def has_tests(repo: RepoRef) -> bool:
     """Whether HEAD holds a test file by the conventions of HEAD's language."""
     try:
         names = git(repo.path, "ls-tree", "-r", "--name-only", "HEAD").decode("utf-8", "replace")
-        rules = rules_for(language_at(repo.path, "HEAD").name)
+        rules = rules_for(language_at(repo.path, "HEAD"))
     except GitError:
         return False
     return any(rules.is_test(name) and not rules.is_generated(name) for name in names.splitlines())
@@ -88,7 +88,7 @@ def has_tests(repo: RepoRef) -> bool:
 
 def rules_at(repo: RepoRef, commit: str) -> FileRules:
     """The file rules of the repository's language at ``commit``."""
-    return rules_for(language_at(repo.path, commit).name)
+    return rules_for(language_at(repo.path, commit))
 
 
 def changed_files(repo: RepoRef, parent: str, sha: str) -> list[ChangedFile]:

@@ -33,6 +33,7 @@ from trajforge.generators.environments.task_image import (
     TaskImage,
     ensure_task_image,
 )
+from trajforge.generators.languages.registry import language_named
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
@@ -238,9 +239,13 @@ class Evaluator:
         with lock:
             if asked not in self._ready:
                 try:
+                    language = language_named(task.language)
                     self._ready[asked] = ensure_task_image(
                         store, task, repo_path, self.params.environment, self._count,
                         rebuild=self.rebuild, say=self.say,
+                        ensure_base=lambda recipe: language.ensure_base_image(
+                            store, recipe, self.say
+                        ),
                     )  # fmt: skip
                 except UserError as exc:
                     self._ready[asked] = exc

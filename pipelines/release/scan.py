@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from trajforge.generators.languages.registry import DEFAULT
 from trajforge.pipelines.release.shards import batches
 from trajforge.pipelines.runtime.outputs import only, unreadable
 from trajforge.schemas.errors import UserError
@@ -38,7 +39,6 @@ ROW_SOURCE = {  # config -> the rows it is made of (one config row per such row)
 }
 TASK_INDEX = ["instance_id", "repo", "origin", "scores", "language", "test_runner", "test_cmd"]
 EXPLORE_INDEX = ["task_id", "repo", "origin", "trajectory_id"]
-EXPLORE_LANGUAGE = "python"  # explore builds its environments with Python's layer only
 RUN_INDEX = ["instance_id", "resolved", "origin", "model", "near_miss", "soft_reward", "guidance"]
 HINT_COLUMNS = ["trajectory_id", "instance_id", "resolved", "guidance"]  # an rl row's hint
 TRANSITION_INDEX = ["instance_id"]
@@ -204,8 +204,9 @@ def _scan_tasks(found: Inputs) -> None:
 def _scan_explore(found: Inputs) -> None:
     for row in _rows(found, "explore_tasks", ExploreTask.ARROW_SCHEMA, EXPLORE_INDEX):
         found.repo_of[row["task_id"]] = row["repo"]
-        found.language_of[row["task_id"]] = EXPLORE_LANGUAGE
-        found.task_languages[EXPLORE_LANGUAGE] += 1
+        # explore builds its environments with the default language's layer only
+        found.language_of[row["task_id"]] = DEFAULT.name
+        found.task_languages[DEFAULT.name] += 1
         found.repo_rows["explore"][row["repo"]] += 1
         found.task_origins[row["origin"]] += 1
         found.explore_runs.add(row["trajectory_id"])

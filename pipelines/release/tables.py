@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 from trajforge.filters.task_scores import TASK_SCORE_RANGES
 from trajforge.filters.trajectory_scores import TRAJECTORY_SCORE_RANGES, trajectory_scores
+from trajforge.generators.languages.registry import DEFAULT
 from trajforge.generators.trajectories.rl_prompt import rl_prompt
 from trajforge.generators.trajectories.sft import swesmith_messages, trl_messages
 from trajforge.schemas.explore_task import ExploreTask
@@ -65,7 +66,6 @@ _TRAJECTORY_META = [
     ("origin", pa.string()),
     ("language", pa.string()),  # the joined task's
 ]
-DEFAULT_LANGUAGE = "python"  # a run whose task names none: every task before the language layer
 SFT_SCHEMA = pa.schema(
     [
         *_TRAJECTORY_META,
@@ -221,7 +221,7 @@ def _meta(
         "repo": repo_of[trajectory.instance_id],
         "model": trajectory.model,
         "origin": trajectory.origin,
-        "language": language_of.get(trajectory.instance_id, DEFAULT_LANGUAGE),
+        "language": language_of.get(trajectory.instance_id, DEFAULT.name),
     }
 
 

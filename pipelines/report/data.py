@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
+from trajforge.generators.languages.registry import DEFAULT
 from trajforge.pipelines.runtime import outputs
 from trajforge.pipelines.runtime.outputs import read_frame, table_files
 from trajforge.pipelines.runtime.tables import RECORDS
@@ -217,16 +218,14 @@ def counts(frame: pl.DataFrame | None, column: str) -> list[tuple[str, int]]:
     return [(str(v), int(n)) for v, n in grouped.iter_rows()]
 
 
-DEFAULT_LANGUAGE = "python"  # tasks written before the language layer name none
-
-
 def languages(frame: pl.DataFrame | None) -> list[tuple[str, int]]:
-    """Tasks per language, most first; a table without the column (older runs) is Python's."""
+    """Tasks per language, most first; a table without the column, or a task naming none (runs
+    before the language layer), is the registry's ``DEFAULT``'s."""
     if frame is None or frame.height == 0:
         return []
     if "language" not in frame.columns:
-        return [(DEFAULT_LANGUAGE, frame.height)]
-    filled = frame.with_columns(pl.col("language").fill_null(DEFAULT_LANGUAGE))
+        return [(DEFAULT.name, frame.height)]
+    filled = frame.with_columns(pl.col("language").fill_null(DEFAULT.name))
     return counts(filled, "language")
 
 

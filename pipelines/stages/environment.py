@@ -13,10 +13,11 @@ neither builds nor probes again; a failed profile's items are rejected with the 
 line (the raw build log stays in ``<cache_dir>/build-logs/``).
 
 The language of a site is the registry's answer for its commit's tree
-(``generators/languages/at_commit.py:language_at``): a JavaScript project gets a profile of
-its own (``language="javascript"``, its runner, its node, the runner's full-suite command) and
-an image built from its recipe (``build_js_profile``); everything else is decided by
-``detect_profile`` exactly as before.
+(``generators/languages/at_commit.py:language_at``), and the language makes its profile
+(``Language.site_profile``: Python's ``detect_profile`` exactly as before; a JavaScript
+project's runner, Node and full-suite command) and prepares its environment
+(``Language.prepare``: Python's built or pulled, collected and repaired; a JavaScript image from
+its recipe).
 """
 
 from __future__ import annotations
@@ -28,11 +29,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import apache_beam as beam
-from trajforge.generators.environments.prepare import Count, Prepared, prepare_environment
-from trajforge.generators.environments.profile import detect_profile
+from trajforge.generators.environments.prepare import Count, Prepared
 from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
 from trajforge.generators.languages.at_commit import language_at
-from trajforge.generators.languages.js_profile import build_js_profile, js_profile
+from trajforge.generators.languages.registry import language_named
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.runtime import progress, reach
 from trajforge.pipelines.runtime.pool_work import InFlight, PoolCounts
@@ -70,17 +70,12 @@ class DetectProfileFn(StageFn):
 
     def process(self, item: Any):
         site = self.locate(item)
-        env = self.params.environment
         try:
             repo = open_source(site.source, SourceOptions.from_params(self.params))
-            if language_at(repo.path, site.commit).name == "javascript":
-                profile = js_profile(repo.path, site.commit, site.repo, repo.identity, self.params)
-            else:  # Python, decided exactly as before the language layer
-                profile = detect_profile(
-                    repo.path, site.commit, site.repo,
-                    default_python=env.default_python, pythons=tuple(env.pythons),
-                    source=repo.identity, registry=env.registry,
-                )  # fmt: skip
+            language = language_at(repo.path, site.commit)
+            profile = language.site_profile(
+                repo.path, site.commit, site.repo, repo.identity, self.params
+            )
         except UserError as exc:
             yield self.reject_error(site.input_id, exc)
             return
@@ -177,8 +172,9 @@ class BuildEnvironmentFn(SandboxFn):
         yield beam.pvalue.TaggedOutput(PROFILES, built)
         if self.STAGE == "validate" and built.status == "built":
             reach.mark(self, "installed", built.repo)
-            # a JS profile has no collection probe: validate marks it when its suite runs
-            if prepared.reason in ("", "no_tests") and built.language == "python":
+            # a language without a collection probe: validate marks it when its suite runs
+            probed = language_named(built.language).probes_collection
+            if prepared.reason in ("", "no_tests") and probed:
                 reach.mark(self, "collected", built.repo)
         # No tests at the setup commit is no reason to drop the profile's items: a mined fix
         # may add the repository's first tests (each item's own run decides).
@@ -199,20 +195,16 @@ class BuildEnvironmentFn(SandboxFn):
         env = self.params.environment
         store = self.sandbox if isinstance(self.sandbox, ImageStore) else None
         say = lambda line: progress.say(f"{self.STAGE}: {line}")  # noqa: E731
-        if profile.language == "javascript":  # no collection probe: each item's run decides
-            prepared = build_js_profile(
-                self.sandbox, profile, repo_path, first.commit, self.params, say
-            )
-        else:
-            fetch = None
-            if store is not None:  # pulled when the registry has it: no build
+        fetch = None
+        if store is not None:  # pulled when the registry has it: no build
 
-                def fetch(image: str) -> None:
-                    self._registry(profile, lambda: fetch_image(store, image, env, count), count)
+            def fetch(image: str) -> None:
+                self._registry(profile, lambda: fetch_image(store, image, env, count), count)
 
-            prepared = prepare_environment(
-                self.sandbox, profile, repo_path, self.params, count=count, fetch=fetch, say=say,
-            )  # fmt: skip
+        prepared = language_named(profile.language).prepare(
+            self.sandbox, profile, repo_path, first.commit, self.params,
+            count=count, fetch=fetch, say=say,
+        )  # fmt: skip
         built = prepared.profile
         if store is None or built.status != "built":
             return prepared

@@ -3,9 +3,9 @@
 Candidates are keyed by their environment profile, so each profile's image is built once (a
 GroupByKey) and shared by all its commits. Mined candidates are then validated one by one in fresh
 containers, ``workers`` at a time per Beam worker; injected bugs (``bug/*``) are grouped by the
-snapshot they mutate and validated together, with coverage-guided test selection (a JavaScript
-profile's bugs: a full run each, ``verifiers/validation/js_mutants.py``; its runs read through
-the runner's report, ``js_profile.py:js_reading``). A candidate
+snapshot they mutate and validated together as the profile's language proves them
+(``Language.validate_mutations``: Python's with coverage-guided test selection, a JavaScript
+profile's a full run each; its runs read as ``Language.reading`` says). A candidate
 imported from a published dataset (``labels``) also gets a ``label_check`` row: their
 FAIL_TO_PASS / PASS_TO_PASS against ours, test by test (``verifiers/validation/labels.py``).
 Every kept task's gold patch is then graded by the grader RL uses (``gold_runs``), in the same
@@ -21,8 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import apache_beam as beam
 from trajforge.generators.bugs.combiner import combine_bugs
-from trajforge.generators.environments.profile import JUNIT_PATH
-from trajforge.generators.languages.js_profile import js_reading
+from trajforge.generators.languages.registry import language_named
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.report.data import LABEL_CHECK_COLUMNS, label_figures_of
 from trajforge.pipelines.runtime import reach
@@ -45,14 +44,12 @@ from trajforge.verifiers.validation.candidate import (
     validate_candidate,
 )
 from trajforge.verifiers.validation.gold_runs import GoldRuns, grade_gold, grades
-from trajforge.verifiers.validation.js_mutants import validate_js_mutations
 from trajforge.verifiers.validation.labels import check_labels, class_counts
 from trajforge.verifiers.validation.mutants import (
     AuditBook,
     Mutation,
     check_combination,
     mutation_of,
-    validate_mutations,
 )
 
 RUNS = "runs"
@@ -278,13 +275,8 @@ class ValidateMutantsFn(ValidateFn):
     ):
         assert self.sandbox is not None
         workers = self.params.validate.workers
-        if profile.language == "javascript":  # no per-test coverage: a full run per bug
-            return validate_js_mutations(
-                self.sandbox, profile, repo_path, clean, mutations, self.params.validate,
-                js_reading(profile), self.cache, workers, on_done=self._outcome,
-            )  # fmt: skip
-        return validate_mutations(
-            self.sandbox, profile, clean, mutations, self.params.validate, JUNIT_PATH, self.cache,
+        return language_named(profile.language).validate_mutations(
+            self.sandbox, profile, repo_path, clean, mutations, self.params.validate, self.cache,
             workers, on_done=self._outcome, audit=self.audit,
         )  # fmt: skip
 
@@ -337,8 +329,8 @@ def label_figures(output: str) -> dict[str, object]:
 
 
 def _reading(profile: EnvProfile) -> str | Reading:
-    """How the profile's runs read: pytest's JUnit XML, or the JS runner's report."""
-    return js_reading(profile) if profile.language == "javascript" else JUNIT_PATH
+    """How the profile's runs read: its language's report (``Language.reading``)."""
+    return language_named(profile.language).reading(profile)
 
 
 def _injected(candidate: Candidate) -> bool:

@@ -45,7 +45,8 @@ def read_records(text: str) -> Evidence:
             tampering.append(f"record {number} came after the session finished")
             continue
         kind = record["t"]
-        if kind == "tamper":  # the seal refused something the tests did (python/in_container/seal.py)
+        # "tamper": the seal refused something the tests did (python/in_container/seal.py)
+        if kind == "tamper":
             tampering.append(f"the seal: {record['why']}")
         elif kind == "finish":
             finished = True

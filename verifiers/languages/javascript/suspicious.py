@@ -1,6 +1,7 @@
-"""JavaScript's and TypeScript's reader: the new file's tree-sitter tree (the grammar by suffix, as
-``generators/bugs/js_syntax.py`` chooses it), names resolved through ``require``, ``import``,
-destructuring and ``globalThis``/``global``/``window``; only nodes on added lines count. A file
+"""JavaScript's and TypeScript's reader: the new file's tree-sitter tree (the grammar by suffix,
+as ``generators/languages/javascript/syntax.py`` chooses it), names resolved through
+``require``, ``import``, destructuring and ``globalThis``/``global``/``window``; only nodes on
+added lines count. A file
 with parse errors is still read (tree-sitter recovers), and one too large is read as text."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@
 // through NODE_OPTIONS set here from the grader's `trajforge_node_options.json`, so no project
 // code runs in this, the reporter's, process.
 //
-// Ids are validate's (generators/languages/js_node_reporter.py read by verifiers/reports/junit.py):
+// Ids are validate's (generators/languages/javascript/node_reporter.py read by verifiers/reports/junit.py):
 // `file > describe path > title`, the file relative to /repo, the describe path from each
 // file's `test:start` nesting; suites are not tests; skip and todo are skipped; a file that
 // fails on its own is that file's `collect_error`. One record per id, the worst outcome winning.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from trajforge.generators.environments.base_image import NODE_VERSIONS
+from trajforge.generators.languages.javascript.base_image import NODE_VERSIONS
 
 Version = tuple[int, int, int]
 # The newest Node a commit before each date gets: the era ladder (first date that is later wins).

@@ -10,9 +10,12 @@ so for them the writer works from the test's source alone.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import tree_sitter
-from trajforge.generators.bugs.js_syntax import grammar_of, parse
+from trajforge.generators.languages.base import IssuePrompt, IssueText
+from trajforge.generators.languages.javascript.syntax import grammar_of, parse
+from trajforge.verifiers.sandbox.git_tree import read_file_at
 
 SEPARATOR = " > "
 JEST_JOIN = " \u203a "  # U+203A: jest's header joins the describe titles and the title with it
@@ -36,11 +39,9 @@ JS_HUNK_CONTEXT = re.compile(
 _JS_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"|`(?:[^`\\]|\\.)*`")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _JEST_HEADER = re.compile(r"^\s*● (.+)$", re.MULTILINE)
+_CODE_FRAME = re.compile(r"^\s*(?:\d+ )?\|")  # jest's code frame lines, other than its `>` line
+_JS_CHECK = re.compile(r"^(?:expect\(|assert\b|assert\.|t\.\w+\()")
 _JEST_END = re.compile(r"^\s*(?:● |Test Suites:|Tests:|Snapshots:)", re.MULTILINE)
-
-
-def is_js_id(test_id: str) -> bool:
-    return "::" not in test_id and SEPARATOR in test_id
 
 
 def js_title(test_id: str) -> str:
@@ -126,3 +127,49 @@ def js_anchor_names(patch: str) -> set[str]:
                     part = part.removesuffix(ext)
                 names.add(part)
     return names
+
+
+class JavaScriptIssueText(IssueText):
+    """A JS task's tests read by tree-sitter, its failures as jest prints them."""
+
+    ignored_names = JS_COMMON
+
+    def __init__(self, prompt: IssuePrompt) -> None:
+        self.prompt = prompt
+
+    def test_sources(
+        self, repo_path: str, tree: str, test_ids: Sequence[str], max_lines: int
+    ) -> dict[str, str]:
+        files: dict[str, bytes | None] = {}
+        sources: dict[str, str] = {}
+        for test_id in test_ids:
+            path = js_test_file(test_id)
+            if path not in files:
+                try:
+                    files[path] = read_file_at(repo_path, tree, path).encode("utf-8")
+                except Exception:  # not in the tree (odd ids): no source shown
+                    files[path] = None
+            data = files[path]
+            if data is not None and (text := js_test_source(path, data, test_id, max_lines)):
+                sources[test_id] = text
+        return sources
+
+    def failure_excerpt(self, log: str, test_id: str, max_lines: int) -> str:
+        return js_failure_excerpt(log, test_id, max_lines)
+
+    def patch_names(self, patch: str) -> set[str]:
+        return js_anchor_names(patch)
+
+    def test_name(self, test_id: str) -> str:
+        return js_title(test_id)
+
+    def code_words(self, source: str) -> str:
+        return without_strings(source)
+
+    def evidence(self, failure: str, test_source: str) -> list[str]:
+        """jest's section without its code frame, else the test's expect/assert lines."""
+        lines = [line.rstrip() for line in failure.splitlines() if line.strip()]
+        lines = [line for line in lines if not _CODE_FRAME.match(line)]
+        if lines:
+            return lines
+        return [line.strip() for line in test_source.splitlines() if _JS_CHECK.match(line.strip())]

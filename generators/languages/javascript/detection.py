@@ -1,10 +1,13 @@
-"""JavaScript and TypeScript: package.json projects, Node from Debian, npm/yarn/pnpm, jest.
+"""A JavaScript/TypeScript project as found in a working tree: package.json, Node from Debian,
+npm/yarn/pnpm, its runner; and the recipe and test command that follow from what was found.
 
-Detection reads the working tree's package.json, lock files and version files: the package
-manager from ``packageManager`` or the lock file, the runner from the ``test`` script or the
-dependencies, the Node from ``node_choice.py``. jest, vitest and mocha run with their own JSON
-reporter, which needs nothing installed beyond the runner; ``verifiers/reports/`` reads them.
-Test files follow ``generators/mining/js_test_files.py``.
+Module functions, not the ``Language`` (``language.py``), so that the profile and environment
+modules, which the ``Language`` calls, use them without a circle. Detection reads the working
+tree's package.json, lock files and version files: the package manager from ``packageManager``
+or the lock file, the runner from the ``test`` script or the dependencies, the Node from
+``node_choice.py``. jest, vitest and mocha run with their own JSON reporter, which needs nothing
+installed beyond the runner; ``verifiers/reports/`` reads them. Test files follow
+``test_files.py``.
 """
 
 from __future__ import annotations
@@ -15,17 +18,14 @@ import posixpath
 import re
 import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any
 
-from trajforge.generators.bugs.js_operators import JS_OPERATORS
-from trajforge.generators.environments.base_image import node_image_tag
-from trajforge.generators.environments.js_recipe import render_js_dockerfile
-from trajforge.generators.languages.base import Detection, Language, ReportError
-from trajforge.generators.languages.js_runners import REPORT_FORMATS, REPORT_PATH, suite_command
-from trajforge.generators.languages.js_workspaces import read_package, workspace_dirs
-from trajforge.generators.languages.node_choice import choose_node
-from trajforge.generators.mining.js_test_files import is_js_test_path
+from trajforge.generators.languages.base import Detection, ReportError
+from trajforge.generators.languages.javascript.node_choice import choose_node
+from trajforge.generators.languages.javascript.recipe import render_js_dockerfile
+from trajforge.generators.languages.javascript.runners import REPORT_FORMATS, suite_command
+from trajforge.generators.languages.javascript.workspaces import read_package, workspace_dirs
 from trajforge.schemas.errors import UserError
 from trajforge.verifiers.log_parsers import ParsedLog
 from trajforge.verifiers.reports import read_report
@@ -47,91 +47,71 @@ _OWN = ("--reporter", "--reporter-option", "--timeout", "-w", "--watch", "--insp
         "--test-reporter", "--test-timeout", "--experimental-test-coverage",
         "--test-coverage")  # fmt: skip
 _NODE_TEST = re.compile(r"\bnode\s+((?:\S+\s+)*?--test\b.*)")  # node [opts] --test [paths]
+NAME = "javascript"  # the registry's name of the language, the tasks' ``language``
 
 
-class JavaScript(Language):
-    name: ClassVar[str] = "javascript"
+def detect(repo_dir: str) -> Detection | None:
+    """The package.json project in the working tree ``repo_dir``, or None when there is none."""
+    package = _package_json(repo_dir)
+    if package is None:
+        return None
+    evidence = ["package.json"]
+    manager, lockfile = _manager(repo_dir, package)
+    if lockfile:
+        evidence.append(lockfile)
+    runner = _runner(package)
+    package_dir, tested = "", package
+    if not _names_runner(_test_script(package)):
+        package_dir, tested = _tested_workspace(repo_dir, package)
+        if package_dir:
+            runner = _runner(tested)
+            evidence.append(f"{package_dir}/package.json")
+    nvmrc = _first_file(repo_dir, (".nvmrc", ".node-version"))
+    engines = _table(package, "engines").get("node")
+    choice = choose_node(
+        engines if isinstance(engines, str) else None,
+        _read(repo_dir, nvmrc) if nvmrc else None,
+        _commit_date(repo_dir),
+    )
+    evidence += [nvmrc] if nvmrc else []
+    deps = _dependencies(package) | _dependencies(tested)
+    typescript = "typescript" in deps or os.path.isfile(os.path.join(repo_dir, "tsconfig.json"))
+    return Detection(
+        language=NAME,
+        package_manager=manager,
+        runner=runner,
+        runtime=choice.major,
+        evidence=tuple(evidence),
+        lockfile=lockfile,
+        typescript=typescript,
+        manager_spec=_pin(repo_dir, package, manager),
+        runner_args=_runner_args(tested, runner),
+        why=f"{choice.why}; runner {runner or 'none found'}"
+        + (f" in workspace package {package_dir}" if package_dir else ""),
+        package_dir=package_dir,
+    )
 
-    def detect(self, repo_dir: str) -> Detection | None:
-        package = _package_json(repo_dir)
-        if package is None:
-            return None
-        evidence = ["package.json"]
-        manager, lockfile = _manager(repo_dir, package)
-        if lockfile:
-            evidence.append(lockfile)
-        runner = _runner(package)
-        package_dir, tested = "", package
-        if not _names_runner(_test_script(package)):
-            package_dir, tested = _tested_workspace(repo_dir, package)
-            if package_dir:
-                runner = _runner(tested)
-                evidence.append(f"{package_dir}/package.json")
-        nvmrc = _first_file(repo_dir, (".nvmrc", ".node-version"))
-        engines = _table(package, "engines").get("node")
-        choice = choose_node(
-            engines if isinstance(engines, str) else None,
-            _read(repo_dir, nvmrc) if nvmrc else None,
-            _commit_date(repo_dir),
-        )
-        evidence += [nvmrc] if nvmrc else []
-        deps = _dependencies(package) | _dependencies(tested)
-        typescript = "typescript" in deps or os.path.isfile(os.path.join(repo_dir, "tsconfig.json"))
-        return Detection(
-            language=self.name,
-            package_manager=manager,
-            runner=runner,
-            runtime=choice.major,
-            evidence=tuple(evidence),
-            lockfile=lockfile,
-            typescript=typescript,
-            manager_spec=_pin(repo_dir, package, manager),
-            runner_args=_runner_args(tested, runner),
-            why=f"{choice.why}; runner {runner or 'none found'}"
-            + (f" in workspace package {package_dir}" if package_dir else ""),
-            package_dir=package_dir,
-        )
 
-    def base_image(self, detection: Detection) -> str:
-        return node_image_tag(detection.runtime)
+def recipe(detection: Detection, install: Sequence[str] = ()) -> str:
+    """The project's Dockerfile (``recipe.py``)."""
+    return render_js_dockerfile(
+        detection.runtime,
+        detection.package_manager,
+        bool(detection.lockfile),
+        detection.manager_spec,
+        install,
+    )
 
-    def render_recipe(self, detection: Detection, install: Sequence[str] = ()) -> str:
-        return render_js_dockerfile(
-            detection.runtime,
-            detection.package_manager,
-            bool(detection.lockfile),
-            detection.manager_spec,
-            install,
-        )
 
-    def test_command(
-        self, detection: Detection, selection: Sequence[str] = (), per_test_timeout_s: int = 0
-    ) -> str:
-        """The full-suite command (``suite_command``) with the selection's test files appended,
-        as a caller appends them to a task's stored command (a runner's title filter is a
-        pattern, not an id: the caller limits the statuses to the ids it selected)."""
-        files = sorted({test_file(t) for t in selection})
-        suite = self.suite_command(detection, per_test_timeout_s)
-        return " ".join([suite, *(shlex.quote(f) for f in files)])
-
-    def suite_command(self, detection: Detection, per_test_timeout_s: int = 0) -> str:
-        """The runner's full-suite command writing ``REPORT_PATH`` (``js_runners.py``)."""
-        return suite_command(detection, per_test_timeout_s)
-
-    def report_path(self, detection: Detection) -> str:
-        return REPORT_PATH
-
-    def parse_report(self, text: str, runner: str) -> dict[str, str]:
-        parsed = read_runner_report(text.encode("utf-8", "replace"), runner)
-        if parsed.problem:
-            raise ReportError(parsed.problem)
-        return parsed.statuses
-
-    def is_test_file(self, path: str) -> bool:
-        return is_js_test_path(path)
-
-    def bug_operators(self) -> Mapping[str, object]:
-        return JS_OPERATORS
+def test_command(
+    detection: Detection, selection: Sequence[str] = (), per_test_timeout_s: int = 0
+) -> str:
+    """The full-suite command (``suite_command``) with the selection's test files appended,
+    as a caller appends them to a task's stored command (a runner's title filter is a
+    pattern, not an id: the caller limits the statuses to the ids it selected)."""
+    files = sorted({test_file(t) for t in selection})
+    suite = suite_command(detection, per_test_timeout_s)
+    return " ".join([suite, *(shlex.quote(f) for f in files)])
 
 
 def read_runner_report(report: bytes, runner: str) -> ParsedLog:
@@ -270,7 +250,7 @@ def _test_script(package: dict[str, Any]) -> str:
 
 def _tested_workspace(repo_dir: str, package: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """The first workspace package whose ``test`` script names a runner, with its package.json;
-    ("", the root's) when there is none (``js_workspaces.py``)."""
+    ("", the root's) when there is none (``workspaces.py``)."""
     for rel in workspace_dirs(repo_dir, package):
         member = read_package(repo_dir, rel)
         if member is not None and _names_runner(_test_script(member)):

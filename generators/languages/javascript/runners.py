@@ -6,7 +6,7 @@ so the arguments land where the runner reads them. Reports and their formats in
 ``verifiers/reports/`` (``REPORT_FORMATS``):
 
   jest, vitest, mocha: their own JSON reporter (nothing to install);
-  node (``node --test``): JUnit from ``js_node_reporter.py``'s reporter, because node's own
+  node (``node --test``): JUnit from ``node_reporter.py``'s reporter, because node's own
       reporters leave the file out of a test's name;
   ava: ``--tap`` (``file <U+203A> title``); tap (node-tap): its own TAP, one subtest per file.
 
@@ -23,8 +23,8 @@ import shlex
 from collections.abc import Callable, Sequence
 
 from trajforge.generators.languages.base import Detection
-from trajforge.generators.languages.js_list_tests import LIST_TESTS_JS, compact
-from trajforge.generators.languages.js_node_reporter import NODE_REPORTER_JS
+from trajforge.generators.languages.javascript.list_tests import LIST_TESTS_JS, compact
+from trajforge.generators.languages.javascript.node_reporter import NODE_REPORTER_JS
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.js_commands import in_package
 
@@ -140,9 +140,9 @@ def _mocha(detection: Detection, seconds: int, bin_dir: str) -> str:
 
 
 def _node(detection: Detection, seconds: int, bin_dir: str) -> str:
-    """One ``node --test`` run over the files with ``js_node_reporter.py``'s reporter, which
+    """One ``node --test`` run over the files with ``node_reporter.py``'s reporter, which
     keeps each test's file. Without files: those the script's paths name (a folder searched by
-    node's conventions, a glob), else the tree's by convention (``js_list_tests.py``)."""
+    node's conventions, a glob), else the tree's by convention (``list_tests.py``)."""
     options, specs = split_args(detection.runner_args)
     typescript = any(loader in option for option in options for loader in _TS_LOADERS)
     exts = "js,cjs,mjs" + (",ts,cts,mts" if typescript else "")
@@ -159,7 +159,7 @@ def _node(detection: Detection, seconds: int, bin_dir: str) -> str:
 
 
 def _listed(mode: str, exts: str, specs: Sequence[str]) -> str:
-    """Shell setting "$@" to the test files (``js_list_tests.py``) when none were given."""
+    """Shell setting "$@" to the test files (``list_tests.py``) when none were given."""
     lister = f"node -e {shlex.quote(compact(LIST_TESTS_JS))} -- {mode} {exts} {_words(specs)}"
     return (
         "[ $# -gt 0 ] || { IFS=$(printf '\\n+'); IFS=${IFS%+}; "

@@ -20,7 +20,7 @@ from functools import cache
 import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
-from trajforge.generators.bugs.targets import FunctionTarget, MutationSourceError
+from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
 
 JS_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 FUNCTION_TYPES = frozenset(

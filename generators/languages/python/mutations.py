@@ -27,9 +27,10 @@ from itertools import islice, pairwise
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # printing a node under enclosing indentation
-from trajforge.generators.bugs.operators import OPERATORS, Edit, Operator, Parents
-from trajforge.generators.bugs.sampling import Site, draw_sites, text_digest
-from trajforge.generators.bugs.targets import FunctionTarget, MutationSourceError
+from trajforge.generators.languages.python.operators import OPERATORS, Edit, Operator, Parents
+from trajforge.generators.mutants.mutant import Mutant
+from trajforge.generators.mutants.sampling import Site, draw_sites, text_digest
+from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
 from trajforge.schemas.errors import ParamsError
 from trajforge.schemas.records import content_id
 
@@ -47,18 +48,6 @@ __all__ = [
 ]
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # how libcst counts lines, so offsets agree with positions
-
-
-@dataclass(frozen=True)
-class Mutant:
-    mutant_id: str  # content hash of path, operator and mutated text
-    path: str
-    qualname: str  # the innermost function mutated
-    operator: str  # a key of OPERATORS, or llm; the task's origin is ``bug/<operator>``
-    original: str  # whole original file text
-    mutated: str  # whole mutated file text
-    lines: tuple[int, ...]  # lines of the original the mutated node covers (select tests)
-    description: str  # one line: "flip `<` to `>=` in Stack.push line 12"
 
 
 # --- parsing and functions --------------------------------------------------------------------

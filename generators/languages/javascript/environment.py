@@ -15,11 +15,13 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
-from trajforge.generators.environments.base_image import ensure_node_base_image
 from trajforge.generators.environments.image import build_recipe, recipe_digest
 from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
 from trajforge.generators.languages.base import Detection, ReportError
-from trajforge.generators.languages.javascript import JavaScript, read_runner_report
+from trajforge.generators.languages.javascript import detection as project
+from trajforge.generators.languages.javascript.base_image import ensure_node_base_image
+from trajforge.generators.languages.javascript.detection import read_runner_report
+from trajforge.generators.languages.javascript.runners import REPORT_PATH
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import EnvironmentParams
 from trajforge.schemas.records import content_id
@@ -30,7 +32,6 @@ from trajforge.verifiers.sandbox.git_tree import archive, git
 from trajforge.verifiers.test_runner import RunContext, run_tests
 
 JS_PROFILE_FORMAT = "js-profile-v1"
-JAVASCRIPT = JavaScript()
 # A failed install's own words: npm's "npm ERR!" (npm 9) or "npm error" (npm 10) lines, pnpm's
 # ERR_PNPM_ code, yarn's "error"/"YN0000:" lines; npm's bookkeeping lines say nothing.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -70,11 +71,11 @@ def prepare_js_environment(
             "javascript environments build images: use the docker or podman sandbox",
             reason="no_image_store",
         )
-    detection = detection or JAVASCRIPT.detect(repo_dir)  # given: a benchmark's baseline
+    detection = detection or project.detect(repo_dir)  # given: a benchmark's baseline
     if detection is None:
         raise UserError(f"{repo_dir}: no package.json; not a JavaScript project", reason="no_js")
     setup_commit = git(repo_dir, "rev-parse", "--verify", f"{commit}^{{commit}}").decode().strip()
-    recipe = JAVASCRIPT.render_recipe(detection)
+    recipe = project.recipe(detection)
     identity = f"file://{os.path.realpath(repo_dir)}"
     profile_id = content_id(JS_PROFILE_FORMAT, identity, recipe, length=16)
     image = image_name(params.registry, profile_id)
@@ -133,12 +134,12 @@ def run_js_tests(
     selected test the run did not report is absent, as in a pytest run) on the repository at
     ``tree``, in a fresh container with no network."""
     detection = env.detection
-    command = JAVASCRIPT.test_command(detection, selection, per_test_timeout_s)
+    command = project.test_command(detection, selection, per_test_timeout_s)
     ctx = RunContext(
         candidate_id=candidate_id or env.profile_id,
         profile_id=env.profile_id,
         test_cmd=command,
-        junit_path=JAVASCRIPT.report_path(detection),
+        junit_path=REPORT_PATH,
         timeout_s=timeout_s,
         parse=_reader(detection.runner),
     )

@@ -5,7 +5,7 @@ An operator reads a tree-sitter node inside a function body (``js_syntax.JsFile.
 yields ``JsEdit``s: replace bytes ``start:end`` of the file with ``new``. Every other byte of the
 file stays as it was, so the reverse diff (the task's patch) touches only the bug and undoes it
 byte for byte. An edit that would not parse is dropped where the mutant is made
-(``js_mutations.py``). Like Python's operators, these skip rewrites a test rarely observes
+(``mutations.py``). Like Python's operators, these skip rewrites a test rarely observes
 (a ``console`` call, a string built for a message).
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import tree_sitter
-from trajforge.generators.bugs.js_syntax import JsFile, operator_of
+from trajforge.generators.languages.javascript.syntax import JsFile, operator_of
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The install runs at the root (its lock file covers every package); when the root's ``test``
 script names no runner, the suite that runs is the first workspace package (in path order)
-whose own ``test`` script names one, from that package's folder (``js_runners.py``), with test
+whose own ``test`` script names one, from that package's folder (``runners.py``), with test
 ids still relative to the repository root. Workspace globs are package.json's ``workspaces``
 (a list, or yarn's ``{"packages": [...]}``) or pnpm-workspace.yaml's ``packages`` list; a
 pattern is matched folder by folder (``*`` one level, ``**`` any), never outside the tree.

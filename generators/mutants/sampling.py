@@ -1,5 +1,6 @@
 """How procedural bugs are drawn, whatever the language: one sampler, so a seed means the same
-draw for Python (mutations.py) and JavaScript/TypeScript (js_mutations.py).
+draw for Python (languages/python/mutations.py) and JavaScript/TypeScript (languages/javascript/
+mutations.py).
 
 A language's sampler surveys its files into *sites* (operator -> function -> edit indices) with
 each function's complexity; ``draw_sites`` orders them. ``text_digest`` is the one identity of a

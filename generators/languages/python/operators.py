@@ -1,7 +1,7 @@
 """Bug-injection operators: each finds the places where one small, plausible mistake fits.
 
 An operator only builds libcst nodes: given a node inside a function body (and its ancestors) it
-yields Edits, "rewrite this node as that one". bugs/mutations.py decides where operators may
+yields Edits, "rewrite this node as that one". mutations.py decides where operators may
 look (function bodies only: never docstrings, decorators, annotations or default values) and
 turns an Edit into source text, byte-identical outside the rewritten node.
 

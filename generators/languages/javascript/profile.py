@@ -18,18 +18,19 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 
-from trajforge.generators.environments.base_image import ensure_node_base_image
 from trajforge.generators.environments.image import build_recipe, recipe_digest
 from trajforge.generators.environments.prepare import Prepared
 from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
 from trajforge.generators.languages.base import Detection
-from trajforge.generators.languages.javascript import LOCKS, JavaScript, test_file
-from trajforge.generators.languages.js_environment import (
+from trajforge.generators.languages.javascript import detection as project
+from trajforge.generators.languages.javascript.base_image import ensure_node_base_image
+from trajforge.generators.languages.javascript.detection import LOCKS, test_file
+from trajforge.generators.languages.javascript.environment import (
     JS_PROFILE_FORMAT,
     _reader,
     install_cause,
 )
-from trajforge.generators.languages.js_runners import REPORT_PATH
+from trajforge.generators.languages.javascript.runners import REPORT_PATH
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
@@ -39,7 +40,6 @@ from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
 from trajforge.verifiers.sandbox.git_tree import GitError, git, read_file_at
 from trajforge.verifiers.test_runner import Reading
 
-JAVASCRIPT = JavaScript()
 BUILD_VERSION = "js-build-v1"  # the cache of failed installs
 MAX_TOP_FILE = 64 * 1024 * 1024  # a top-level file larger than this is no project file
 # Workspace packages read for detection: folders this deep at most, this many at most, never
@@ -62,7 +62,7 @@ def detect_at(repo_path: str, commit: str) -> Detection:
     with tempfile.TemporaryDirectory(prefix="trajforge-js-") as tree:
         _write_top_files(repo_path, commit, tree)
         _borrow_commit(repo_path, commit, tree)
-        detection = JAVASCRIPT.detect(tree)
+        detection = project.detect(tree)
     if detection is None:
         raise UserError(f"{commit[:12]}: no package.json at the top; not a JavaScript project",
                         reason="no_js")  # fmt: skip
@@ -73,8 +73,8 @@ def js_profile(repo_path: str, commit: str, repo: str, identity: str, params: Pa
     """The detected (not yet built) profile of a JS project at ``commit``; a UserError with one
     line for a runner trajforge cannot run yet (``unsupported_runner``)."""
     detection = detect_at(repo_path, commit)
-    test_cmd = JAVASCRIPT.test_command(detection, (), params.validate.per_test_timeout_s)
-    recipe = JAVASCRIPT.render_recipe(detection)
+    test_cmd = project.test_command(detection, (), params.validate.per_test_timeout_s)
+    recipe = project.recipe(detection)
     installs = _install_evidence(repo_path, commit, detection.lockfile)
     decides = (identity, repo, recipe, test_cmd, installs)
     profile_id = content_id(JS_PROFILE_FORMAT, *decides, length=16)

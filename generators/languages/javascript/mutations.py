@@ -13,10 +13,11 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 
-from trajforge.generators.bugs.js_operators import JS_OPERATORS, JsEdit, JsOperator
-from trajforge.generators.bugs.js_syntax import JsFile
-from trajforge.generators.bugs.mutations import FunctionTarget, Mutant, MutationSourceError
-from trajforge.generators.bugs.sampling import Site, draw_sites, text_digest
+from trajforge.generators.languages.javascript.operators import JS_OPERATORS, JsEdit, JsOperator
+from trajforge.generators.languages.javascript.syntax import JsFile
+from trajforge.generators.mutants.mutant import Mutant
+from trajforge.generators.mutants.sampling import Site, draw_sites, text_digest
+from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
 from trajforge.schemas.errors import ParamsError
 from trajforge.schemas.records import content_id
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from trajforge.generators.environments.base_image import node_image_tag
 from trajforge.generators.environments.recipe import (
     CA_FILE,
     ENV_MARKER,
@@ -22,6 +21,7 @@ from trajforge.generators.environments.recipe import (
     STAMP,
 )
 from trajforge.generators.environments.recipe import _run as run_step
+from trajforge.generators.languages.javascript.base_image import node_image_tag
 
 JS_RECIPE_FORMAT = "js-dockerfile-v1"
 OUT = "/tmp/trajforge-out"  # the build stage's node_modules and generated files, for the copy

@@ -1,0 +1,1 @@
+"""Python: its ``Language`` (language.py) and its libcst bug operators and mutant sampler."""
