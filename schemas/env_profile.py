@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
+from trajforge.schemas.task_instance import DEFAULT_LANGUAGE
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class EnvProfile:
     system_packages: tuple[str, ...] = ()
     # The language layer's answers (generators/languages/): which language installs and tests
     # this profile, and which runner's report its test command writes (pytest: JUnit XML).
-    language: str = "python"  # python | javascript
+    language: str = DEFAULT_LANGUAGE  # a language's name (languages/registry.py)
     runner: str = "pytest"  # pytest | jest | vitest | mocha | node | ava | tap
     runtime: str = ""  # the interpreter's version for a non-Python profile ("18" for node)
     build_s: float = 0.0  # seconds this image's build took here (0: reused, pulled or not built)

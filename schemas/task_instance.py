@@ -19,6 +19,11 @@ VALIDATION_TYPE = pa.struct(
 )
 
 
+# The language of a task, profile or run that names none (everything written before the language
+# layer); both registries' DEFAULT is the language of this name.
+DEFAULT_LANGUAGE = "python"
+
+
 @dataclass(frozen=True)
 class Validation:
     base_exit_code: int
@@ -61,7 +66,7 @@ class TaskInstance:
     excluded_tests: tuple[str, ...] = ()
     # The task's language and the runner whose report its test_cmd writes; the grader reads
     # the statuses through that runner's parser (generators/languages/, verifiers/reports/).
-    language: str = "python"  # python | javascript
+    language: str = DEFAULT_LANGUAGE  # a language's name (languages/registry.py)
     test_runner: str = "pytest"  # pytest | jest | vitest | mocha | node | ava | tap
     # The gold patch graded by the grader RL uses, resolved/total ("1/1"; validate.gold_runs);
     # "" where it was not (a row from before the column, validate's local backend)

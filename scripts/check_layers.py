@@ -37,10 +37,10 @@ NAMED_ELSEWHERE: dict[str, str] = {
     "generators/environments/relax.py": "the 'python -m pip' command",
     "generators/imports/multiswebench.py": "the dataset's own folder names (c++, go, rust...); "
     "ours come from registry.spelled",
-    "schemas/task_instance.py": "the language of rows written before the language layer "
-    "(schemas import no language)",
-    "schemas/env_profile.py": "the same default, and the Arrow column 'python' (a profile's "
-    "Python version: a stored field's name)",
+    "schemas/task_instance.py": "DEFAULT_LANGUAGE, the language of rows that name none: the one "
+    "place both registries and the report read it from (schemas import no language)",
+    "schemas/env_profile.py": "the Arrow column 'python' (a profile's Python version: a stored "
+    "field's name)",
 }
 # Modules outside the homes that may still import one language's package, and why.
 IMPORTS_ELSEWHERE: dict[str, str] = {

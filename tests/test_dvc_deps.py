@@ -101,15 +101,45 @@ def _sections_read(stage: str) -> set[str]:
         for node in _tree(module).body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
     ]
+    # A registry's value (``LANGUAGES = (Python(), ...)``) reaches a class's methods one by one:
+    # a stage calls them through the interface (``language.prepare(...)``), so a method counts
+    # when its name is used, not every method of every language.
+    values = {
+        target.id: node.value
+        for module in modules
+        for node in _tree(module).body
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
+    methods = [
+        (node.name, method.name, method)
+        for module in modules
+        for node in _tree(module).body
+        if isinstance(node, ast.ClassDef)
+        for method in node.body
+        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
     run = next(
         node for name, node in defs if name == "run" and node in _tree(_stage_module(stage)).body
     )
     used, reached, reads = _names(run), {id(run)}, _section_reads(run)
+    registered: set[str] = set()  # names a reached registry value holds
     grew = True
     while grew:
         grew = False
-        for name, node in defs:
-            if name in used and id(node) not in reached:
+        for name, value in values.items():
+            if name in used and not _names(value) <= registered:
+                registered |= _names(value)
+                used |= {n for n in _names(value) if n in values}
+                grew = True
+        reachable = [(name, node) for name, node in defs if name in used] + [
+            (method, node)
+            for owner, method, node in methods
+            if owner in registered and method in used
+        ]
+        for _name, node in reachable:
+            if id(node) not in reached:
                 reached.add(id(node))
                 used |= _names(node)
                 reads |= _section_reads(node)

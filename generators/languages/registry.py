@@ -16,10 +16,11 @@ from trajforge.generators.languages.base import Detection, Language
 from trajforge.generators.languages.javascript.language import JavaScript
 from trajforge.generators.languages.python.language import Python
 from trajforge.schemas.errors import UserError
+from trajforge.schemas.task_instance import DEFAULT_LANGUAGE
 
 LANGUAGES: tuple[Language, ...] = (Python(), JavaScript())
 BY_NAME = {language.name: language for language in LANGUAGES}
-DEFAULT = LANGUAGES[0]  # tasks written before the language layer, a tree no language knows
+DEFAULT = BY_NAME[DEFAULT_LANGUAGE]  # a task or profile that names none: schemas' default
 # A dataset's spelling (name or alias, lower case) -> the language
 _SPELLINGS = {
     spelling: language for language in LANGUAGES for spelling in (language.name, *language.aliases)

@@ -16,13 +16,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from trajforge.generators.languages.registry import DEFAULT
 from trajforge.pipelines.release.shards import batches
 from trajforge.pipelines.runtime.outputs import only, unreadable
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.explore_task import ExploreTask
 from trajforge.schemas.storage import join, parquet_files
-from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.task_instance import DEFAULT_LANGUAGE, TaskInstance
 from trajforge.schemas.trajectory import Trajectory
 from trajforge.schemas.transition import Transition
 from trajforge.verifiers.grader.gradable import grading_gap
@@ -205,8 +204,8 @@ def _scan_explore(found: Inputs) -> None:
     for row in _rows(found, "explore_tasks", ExploreTask.ARROW_SCHEMA, EXPLORE_INDEX):
         found.repo_of[row["task_id"]] = row["repo"]
         # explore builds its environments with the default language's layer only
-        found.language_of[row["task_id"]] = DEFAULT.name
-        found.task_languages[DEFAULT.name] += 1
+        found.language_of[row["task_id"]] = DEFAULT_LANGUAGE
+        found.task_languages[DEFAULT_LANGUAGE] += 1
         found.repo_rows["explore"][row["repo"]] += 1
         found.task_origins[row["origin"]] += 1
         found.explore_runs.add(row["trajectory_id"])

@@ -25,12 +25,11 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 from trajforge.filters.task_scores import TASK_SCORE_RANGES
 from trajforge.filters.trajectory_scores import TRAJECTORY_SCORE_RANGES, trajectory_scores
-from trajforge.generators.languages.registry import DEFAULT
 from trajforge.generators.trajectories.rl_prompt import rl_prompt
 from trajforge.generators.trajectories.sft import swesmith_messages, trl_messages
 from trajforge.schemas.explore_task import ExploreTask
 from trajforge.schemas.records import to_row
-from trajforge.schemas.task_instance import TaskInstance
+from trajforge.schemas.task_instance import DEFAULT_LANGUAGE, TaskInstance
 from trajforge.schemas.trajectory import MESSAGE_TYPE, Trajectory
 from trajforge.schemas.transition import Transition
 
@@ -221,7 +220,7 @@ def _meta(
         "repo": repo_of[trajectory.instance_id],
         "model": trajectory.model,
         "origin": trajectory.origin,
-        "language": language_of.get(trajectory.instance_id, DEFAULT.name),
+        "language": language_of.get(trajectory.instance_id, DEFAULT_LANGUAGE),
     }
 
 

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
-from trajforge.generators.languages.registry import DEFAULT
 from trajforge.pipelines.runtime import outputs
 from trajforge.pipelines.runtime.outputs import read_frame, table_files
 from trajforge.pipelines.runtime.tables import RECORDS
@@ -28,6 +27,7 @@ from trajforge.schemas.label_check import (
     VERDICTS,
 )
 from trajforge.schemas.storage import exists, join, read_bytes
+from trajforge.schemas.task_instance import DEFAULT_LANGUAGE
 
 PATCH_BREAKS = [0, 5, 10, 25, 50, 100, 250, 500, 1000]
 PATCH_LABELS = ["0", "1-5", "6-10", "11-25", "26-50", "51-100", "101-250", "251-500", "501-1k"]
@@ -220,12 +220,12 @@ def counts(frame: pl.DataFrame | None, column: str) -> list[tuple[str, int]]:
 
 def languages(frame: pl.DataFrame | None) -> list[tuple[str, int]]:
     """Tasks per language, most first; a table without the column, or a task naming none (runs
-    before the language layer), is the registry's ``DEFAULT``'s."""
+    before the language layer), is the schemas' ``DEFAULT_LANGUAGE``."""
     if frame is None or frame.height == 0:
         return []
     if "language" not in frame.columns:
-        return [(DEFAULT.name, frame.height)]
-    filled = frame.with_columns(pl.col("language").fill_null(DEFAULT.name))
+        return [(DEFAULT_LANGUAGE, frame.height)]
+    filled = frame.with_columns(pl.col("language").fill_null(DEFAULT_LANGUAGE))
     return counts(filled, "language")
 
 

@@ -1,10 +1,11 @@
 """The grader's languages by name: the one place of the proving floor that lists them.
 
-A task written before the language layer names none: it is Python's (``DEFAULT``).
+A task written before the language layer names none: it is ``DEFAULT_LANGUAGE``'s (schemas).
 """
 
 from __future__ import annotations
 
+from trajforge.schemas.task_instance import DEFAULT_LANGUAGE
 from trajforge.verifiers.grader.supervised import UnsupportedTestCommand
 from trajforge.verifiers.languages.base import Grading
 from trajforge.verifiers.languages.javascript.grading import JavaScriptGrading
@@ -12,7 +13,6 @@ from trajforge.verifiers.languages.python.grading import PythonGrading
 
 GRADINGS: tuple[Grading, ...] = (PythonGrading(), JavaScriptGrading())
 BY_NAME = {grading.name: grading for grading in GRADINGS}
-DEFAULT = "python"
 
 
 class UnknownLanguage(UnsupportedTestCommand):
@@ -22,7 +22,7 @@ class UnknownLanguage(UnsupportedTestCommand):
 def grading_for(language: str) -> Grading:
     """The grader's answers for a task of ``language``; UnknownLanguage (one line) when no
     language of the grader has that name."""
-    found = BY_NAME.get(language or DEFAULT)
+    found = BY_NAME.get(language or DEFAULT_LANGUAGE)
     if found is None:
         raise UnknownLanguage(
             f"grader: no language named {language!r} (the grader knows "
