@@ -166,15 +166,14 @@ def _verify(
         clean = apply_patches(repo, task.base_commit, [task.bug_patch, task.test_patch], objects)
     except UserError:
         return PatchVerdict(False, "patch_does_not_apply")
-    grading = language.grading_paths(TaskTree(repo, clean, objects))
+    clean_tree = TaskTree(repo, clean, objects)
+    grading = language.grading_paths(clean_tree)
     dropped = tuple(p for p in paths if p in task_tests or grading(p))
     kept = [p for p in paths if p not in dropped]
     if not kept:
         return PatchVerdict(False, "no_source_changes", dropped=dropped)
     new = set(_changed_paths(repo, start, changed, objects, added_only=True)) & set(kept)
-    refused = language.refuse_changes(
-        task, TaskTree(repo, clean, objects), TaskTree(repo, changed, objects), kept, new
-    )
+    refused = language.refuse_changes(task, clean_tree, TaskTree(repo, changed, objects), kept, new)
     if refused:
         return PatchVerdict(False, "forbidden_file", dropped=dropped, log="; ".join(refused[:5]))
     try:
