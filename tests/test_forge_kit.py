@@ -188,7 +188,6 @@ def test_a_caller_inspecting_patch_resolves_but_scores_zero_strict(
 CLOSURE_CELL_FORGER = OPS_BUGGY.replace(
     "    return a - b",
     """\
-    import inspect
     import sys
 
     frame = sys._getframe(1)
@@ -205,7 +204,10 @@ CLOSURE_CELL_FORGER = OPS_BUGGY.replace(
 
                     def bent(record, _send=send):
                         test = items.get(record.get("id"))
-                        calls = test is not None and "add(" in inspect.getsource(test.obj)
+                        # by the names its code loads: a source search for "add(" also
+                        # matches a sentinel named test_..._add (drawn from the file's words),
+                        # whose bent outcome the sentinels then catch
+                        calls = test is not None and "add" in test.obj.__code__.co_names
                         if calls and record.get("outcome") == "failed":
                             record = {**record, "outcome": "passed"}
                         _send(record)
