@@ -207,7 +207,13 @@ class _Types:
         outer = function
         while outer is not None and outer.type == "func_literal":
             outer = _function(outer)  # a closure sees its enclosing function's names
-        self.names = _declared_types(file, outer or function) if (outer or function) else {}
+        scope = outer or function
+        if scope is None:
+            self.names: dict[str, str] = {}
+        else:
+            if scope.id not in file.declared:
+                file.declared[scope.id] = _declared_types(file, scope)
+            self.names = file.declared[scope.id]
 
     def of(self, node: tree_sitter.Node) -> str | None:
         if node.type == "parenthesized_expression" and node.named_child_count == 1:
@@ -505,6 +511,8 @@ def _swap_call_args(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     first, second = named
     if file.text_of(first) == file.text_of(second):
         return
+    if any(_untyped(arg) for arg in named):
+        return  # a constant fits its own parameter, maybe not the other's (-1 as a uint)
     types = _Types(file, node)
     kind = types.of(first)
     if kind is None or kind != types.of(second):
@@ -517,6 +525,26 @@ def _swap_call_args(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
 
 
 # --- removals ---------------------------------------------------------------------------------
+
+
+def _untyped(node: tree_sitter.Node) -> bool:
+    """A constant whose type its use decides: ``1``, ``-1``, ``"a"``, ``'x'``, ``1 << 3``."""
+    if node.type in ("parenthesized_expression", "unary_expression"):
+        return all(_untyped(child) for child in node.named_children)
+    if node.type == "binary_expression":
+        parts = _binary_parts(node)
+        return parts is not None and _untyped(parts[0]) and _untyped(parts[2])
+    return node.type in (
+        "int_literal",
+        "float_literal",
+        "imaginary_literal",
+        "rune_literal",
+        "interpreted_string_literal",
+        "raw_string_literal",
+        "true",
+        "false",
+        "nil",
+    )
 
 
 def _is_quiet(file: GoFile, call: tree_sitter.Node) -> bool:
