@@ -15,7 +15,8 @@ whole file (jest's PASS/FAIL line for it) is kept with the ids of ours in that f
 check to judge the file as their runner did. A name that none or several of our ids answer to is
 not mapped: it stays as theirs with why, for the label check's ``name_unmapped``. Go's names
 (``TestX/sub``, no package) map to our ``package/dir::TestX/sub`` when one package alone has the
-test. Nothing is guessed. Other datasets' ids are ours already (pytest node ids) and pass through untouched.
+test. Nothing is guessed. Other datasets' ids are ours already (pytest node ids) and pass
+through untouched.
 """
 
 from __future__ import annotations
