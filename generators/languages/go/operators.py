@@ -563,8 +563,10 @@ def _is_quiet(file: GoFile, call: tree_sitter.Node) -> bool:
 def _terminates_function(stmt: tree_sitter.Node) -> bool:
     """Whether the statement is (part of) the terminating statement a function that returns
     values must end with: removing it would be ``missing return``."""
-    node = stmt
-    while True:
+    node: tree_sitter.Node | None = stmt
+    while node is not None:
+        while node.parent is not None and node.parent.type == "labeled_statement":
+            node = node.parent
         holder = node.parent  # a statement_list
         if holder is None or holder.type != "statement_list":
             return False
@@ -583,16 +585,13 @@ def _terminates_function(stmt: tree_sitter.Node) -> bool:
                 while above.parent is not None and above.parent.type == "if_statement":
                     above = above.parent  # an else-if chain ends where its first `if` does
                 node = above
-            elif above.type in ("block", "labeled_statement"):
-                node = above
+            elif above.type in ("statement_list", "labeled_statement"):
+                node = owner  # a bare block is a statement of its own
             else:
                 return False  # a loop body: a loop terminates by its condition, not its body
         else:
             return False
-        if node is None:
-            return False
-        while node.parent is not None and node.parent.type == "labeled_statement":
-            node = node.parent
+    return False
 
 
 def _drop(file: GoFile, stmt: tree_sitter.Node, what: str) -> GoEdit | None:
@@ -711,7 +710,8 @@ def _break_loop_early(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     body = node.child_by_field_name("body")
     if body is None:
         return
-    last = (statements(body) or [None])[-1]
+    body_statements = statements(body)
+    last = body_statements[-1] if body_statements else None
     if last is None or last.type in _ENDS:
         return
     if last.type == "expression_statement" and file.text_of(last).startswith("panic("):
