@@ -192,8 +192,8 @@ def _literal_type(file: GoFile, node: tree_sitter.Node) -> str | None:
         func = node.child_by_field_name("function")
         if func is not None and file.text_of(func) in ("len", "cap"):
             return "int"
-        if func is not None and file.text_of(func) in _NUMERIC_TYPES:
-            return file.text_of(func)  # a conversion: int(x)
+        if func is not None and file.text_of(func) in (*_NUMERIC_TYPES, "string"):
+            return file.text_of(func)  # a conversion: int(x), string(r)
     return None
 
 
@@ -367,8 +367,11 @@ def _swap_arith_op(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
         if _constant(left) and _constant(right):
             return  # a constant expression: the new value may overflow its type
     types = _Types(file, node)
-    if not (types.numeric(left) or types.numeric(right)):
-        return  # `a + b` may join strings: `-` would not compile
+    kinds = (types.of(left), types.of(right))
+    if not any(k in _NUMERIC_TYPES for k in kinds) or any(
+        k is not None and k not in _NUMERIC_TYPES for k in kinds
+    ):
+        return  # `a + b` may join strings (`"n=" + s + 1`...): `-` would not compile
     if new.startswith("/") and _zero(file, right):
         return  # `x * 0` -> `x / 0`: division by a constant zero does not compile
     around = file.data[op.start_byte - 1 : op.start_byte] + file.data[op.end_byte : op.end_byte + 1]

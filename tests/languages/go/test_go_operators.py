@@ -141,6 +141,10 @@ func Contains(hay, needle string) bool {
 	return true
 }
 
+func Label(n int, name string) string {
+	return "item " + name + string(rune('a'+n))
+}
+
 func Count(xs []int, want int) int {
 	n := 0
 	for _, x := range xs {
@@ -444,6 +448,9 @@ def test_removals_that_would_not_compile_are_not_made(mutants: list[Mutant]) -> 
     assert not any(m.qualname == "Kind" and "change `0`" in m.description for m in mutants)
     # `a + b` on strings is never made `a - b`; `xs[i] * by` on floats may be
     assert not any(m.qualname == "Contains" and m.operator == "swap_arith_op" for m in mutants)
+    # in `"item " + name + string(...)` only the rune arithmetic inside may swap
+    label = [m for m in mutants if m.qualname == "Label" and m.operator == "swap_arith_op"]
+    assert len(label) == 1 and "string(rune('a'-n))" in label[0].mutated
 
 
 def test_an_unused_import_or_variable_is_refused() -> None:
