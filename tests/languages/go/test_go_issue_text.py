@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -214,3 +217,63 @@ def test_prompts() -> None:
     assert ISSUE_PROMPT.fence == "go" and ISSUE_PROMPT.projects == "Go"
     assert "```go" in ISSUE_PROMPT.example_request
     assert AGENT_SYSTEM.format(test_cmd="go test ./...").count("go test ./...") == 1
+
+
+REAL_CODE = """\
+package calc
+
+func Add(a, b int) int { return a - b }
+
+func Div(a, b int) int { return a / b }
+"""
+REAL_TESTS = """\
+package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	t.Run("neg", func(t *testing.T) {
+		if got := Add(-1, -2); got != -3 {
+			t.Errorf("Add(-1, -2) = %d, want -3", got)
+		}
+	})
+	t.Run("zero", func(t *testing.T) {})
+}
+
+func TestDiv(t *testing.T) {
+	zero := 0
+	if Div(1, zero) != 0 {
+		t.Fatal("unreachable")
+	}
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs the go toolchain")
+@pytest.mark.parametrize("flag", ["-v", "-json"])
+def test_failure_excerpt_of_a_real_go_test_run(tmp_path: Path, flag: str) -> None:
+    """The host's go test, both ways the runners call it: a failed subtest's message and a
+    panic's first line, no goroutine trace."""
+    (tmp_path / "go.mod").write_text("module example.com/real\n\ngo 1.21\n")
+    (tmp_path / "calc").mkdir()
+    (tmp_path / "calc" / "calc.go").write_text(REAL_CODE)
+    (tmp_path / "calc" / "calc_test.go").write_text(REAL_TESTS)
+    env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod", "GOPROXY": "off"}
+    log = subprocess.run(
+        ["go", "test", flag, "-count=1", "./..."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    ).stdout
+    log = re.sub(r"\(\d+\.\d+s\)", "(0.00s)", log)  # a slow machine's durations
+    neg = TEXT.failure_excerpt(log, "calc::TestAdd/neg", 20).splitlines()
+    assert [line.strip() for line in neg] == [
+        "calc_test.go:8: Add(-1, -2) = 1, want -3",
+        "--- FAIL: TestAdd/neg (0.00s)",
+    ]
+    div = TEXT.failure_excerpt(log, "calc::TestDiv", 20)
+    assert div.startswith("panic: runtime error: integer divide by zero")
+    assert div.endswith("--- FAIL: TestDiv (0.00s)") and "goroutine" not in div
+    assert TEXT.failure_excerpt(log, "calc::TestAdd/zero", 20) == ""
