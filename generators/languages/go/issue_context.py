@@ -168,13 +168,14 @@ def go_failure_excerpt(log: str, test_id: str, max_lines: int) -> str:
     ]
     before: list[str] = []
     for line in lines[own[-1] + 1 : verdict] if own else []:  # from its RUN (NAME, CONT) line
-        if _RUN.match(line) or _VERDICT.match(line):
+        marker = _RUN.match(line) or _VERDICT.match(line)
+        if marker and not _mine(marker.group(marker.lastindex or 1), name):
             break  # another test's output follows
         before.append(line)
     indent = _indent(lines[verdict])
     after: list[str] = []
     for line in lines[verdict + 1 :]:  # what go test prints under the verdict, and a panic
-        if not line.strip() or _VERDICT.match(line) or _RUN.match(line):
+        if not line.strip() or _RUN.match(line):
             break
         if _indent(line) <= indent and not line.startswith("panic: "):
             break
@@ -182,9 +183,19 @@ def go_failure_excerpt(log: str, test_id: str, max_lines: int) -> str:
     kept = [
         line.rstrip()
         for line in [*before, *after, lines[verdict]]
-        if line.strip() and not _TRACE.match(line)
+        if line.strip() and not _TRACE.match(line) and not _RUN.match(line) and not _passed(line)
     ]
     return "\n".join(kept[-max_lines:])
+
+
+def _mine(test: str, name: str) -> bool:
+    """The test itself or one of its subtests."""
+    return test == name or test.startswith(name + "/")
+
+
+def _passed(line: str) -> bool:
+    verdict = _VERDICT.match(line)
+    return verdict is not None and verdict.group(2) != "FAIL"
 
 
 def _indent(line: str) -> int:

@@ -137,6 +137,12 @@ def test_failure_excerpt_from_a_verbose_log() -> None:
         "    add_test.go:8: Add(-1, -2) = -1, want -3",
         "    --- FAIL: TestAdd/neg (0.00s)",
     ]
+    parent = TEXT.failure_excerpt(VERBOSE_LOG, "internal/calc::TestAdd", 20)
+    assert parent.splitlines() == [  # its failed subtests' output, not the passed ones
+        "    add_test.go:8: Add(-1, -2) = -1, want -3",
+        "    --- FAIL: TestAdd/neg (0.00s)",
+        "--- FAIL: TestAdd (0.00s)",
+    ]
     sub = TEXT.failure_excerpt(VERBOSE_LOG, "internal/calc::TestSub", 20)
     assert sub.splitlines() == ["    add_test.go:15: Sub(3, 1) != 2", "--- FAIL: TestSub (0.00s)"]
     div = TEXT.failure_excerpt(VERBOSE_LOG, "internal/calc::TestDiv", 20)
@@ -273,6 +279,8 @@ def test_failure_excerpt_of_a_real_go_test_run(tmp_path: Path, flag: str) -> Non
         "calc_test.go:8: Add(-1, -2) = 1, want -3",
         "--- FAIL: TestAdd/neg (0.00s)",
     ]
+    parent = TEXT.failure_excerpt(log, "calc::TestAdd", 20)
+    assert "want -3" in parent and "TestAdd/zero" not in parent
     div = TEXT.failure_excerpt(log, "calc::TestDiv", 20)
     assert div.startswith("panic: runtime error: integer divide by zero")
     assert div.endswith("--- FAIL: TestDiv (0.00s)") and "goroutine" not in div
