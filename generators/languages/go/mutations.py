@@ -3,9 +3,11 @@
 Same records (``Mutant``, ``FunctionTarget``), same sampling (``sampling.draw_sites``: round the
 operators, functions drawn by complexity), so inject treats a Go mutant as any other. A mutant is
 one byte-range replacement inside one function body, so every other byte of the file is unchanged
-and the reverse diff undoes it exactly. A mutant is dropped when it changes nothing, does not
-parse, or leaves what the Go compiler refuses and a parser does not see: a local variable or
-label nothing uses any more, an import whose last reference it removed (``scopes.py``).
+and the reverse diff undoes it exactly. A file the go tool leaves out of a linux/amd64 build
+(``//go:build ignore``, ``windows``) gives none: no test could see its bug. A mutant is dropped
+when it changes nothing, does not parse, or leaves what the Go compiler refuses and a parser
+does not see: a local variable or label nothing uses any more, an import whose last reference it
+removed (``scopes.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from trajforge.generators.languages.base import SiteGuide, Unparsable
 from trajforge.generators.languages.go.operators import GO_OPERATORS, GoEdit, GoOperator
 from trajforge.generators.languages.go.scopes import qualifiers, unused_locals
 from trajforge.generators.languages.go.syntax import GoFile
+from trajforge.generators.languages.go.test_files import (
+    TARGET_ARCH,
+    TARGET_OS,
+    excluding_constraint,
+)
 from trajforge.generators.mutants.mutant import Mutant
 from trajforge.generators.mutants.sampling import Sites, draw_sites, text_digest
 from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
@@ -181,6 +188,10 @@ def sample_go_mutants(
             file = GoFile(path, files[path])
         except MutationSourceError as exc:
             rejected.append((path, exc.reason, str(exc)))
+            continue
+        if constraint := excluding_constraint(files[path]):
+            detail = f"{path}: not built on {TARGET_OS}/{TARGET_ARCH} ({constraint})"
+            rejected.append((path, "no_targets", detail))  # no test could ever see its bug
             continue
         checked[path] = _Checked(file)
         found = False

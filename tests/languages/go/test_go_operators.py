@@ -512,6 +512,15 @@ def test_sampling_is_deterministic_and_an_unparsable_file_is_a_row() -> None:
     ]
 
 
+def test_a_file_no_linux_amd64_build_compiles_gives_no_mutant() -> None:
+    ignored = "//go:build ignore\n\n" + STACK
+    made, rejected = sample_go_mutants({"gen/main.go": ignored}, seed=1, max_mutants=5)
+    assert made == []
+    assert rejected == [
+        ("gen/main.go", "no_targets", "gen/main.go: not built on linux/amd64 (//go:build ignore)")
+    ]
+
+
 class _OnlyLines:
     def __init__(self, path: str, lines: range) -> None:
         self.path, self.lines = path, lines

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from trajforge.generators.languages.go.test_files import (
+    built_on_target,
+    excluding_constraint,
     is_generated,
     is_library_source,
     is_source_file,
@@ -78,3 +80,43 @@ def test_other_sources_and_not_code() -> None:
     assert not is_library_source(".github/tools/x.go")
     assert is_source_file("_examples/demo/main.go")
     assert not is_generated("calc/strings.go")  # `_string.go` is stringer's, `strings.go` not
+
+
+def test_files_the_go_tool_leaves_out_of_a_linux_amd64_build() -> None:
+    for path in (
+        "a_windows.go",
+        "a_darwin.go",
+        "a_linux_arm64.go",
+        "a_386.go",
+        "z_windows_test.go",
+    ):
+        assert not built_on_target(path), path
+        assert not is_library_source(path)
+    for path in ("a_linux.go", "a_linux_amd64.go", "a_amd64.go", "linux_amd64.go", "my_file.go"):
+        assert built_on_target(path), path
+    assert is_library_source("sys/a_linux.go") and is_library_source("windows.go")
+
+
+@pytest.mark.parametrize(
+    ("header", "excluded"),
+    [
+        ("//go:build ignore", True),
+        ("//go:build windows || darwin", True),
+        ("//go:build integration", True),  # a custom tag: not set by go test
+        ("// +build windows", True),
+        ("// +build !linux", True),
+        ("//go:build linux && amd64", False),
+        ("//go:build !windows", False),
+        ("//go:build (linux || darwin) && !appengine", False),
+        ("//go:build go1.18", False),
+        ("//go:build cgo", False),
+        ("// +build linux,cgo darwin", False),
+        ("//go:build &&", False),  # not an expression: the go tool's error, not ours
+        ("// just a comment", False),
+    ],
+)
+def test_build_constraints(header: str, excluded: bool) -> None:
+    source = f"// Copyright\n\n{header}\n\npackage x\n"
+    assert (excluding_constraint(source) == header) is excluded
+    # only the comments before the package clause count
+    assert excluding_constraint(f"package x\n\n{header}\n") is None
