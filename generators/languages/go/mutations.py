@@ -19,7 +19,7 @@ from itertools import islice
 
 from trajforge.generators.languages.base import SiteGuide, Unparsable
 from trajforge.generators.languages.go.operators import GO_OPERATORS, GoEdit, GoOperator
-from trajforge.generators.languages.go.scopes import qualifiers, unused_locals
+from trajforge.generators.languages.go.scopes import locals_of, qualifiers, unused_locals
 from trajforge.generators.languages.go.syntax import GoFile
 from trajforge.generators.languages.go.test_files import (
     TARGET_ARCH,
@@ -72,16 +72,18 @@ class _Checked:
 
     def __init__(self, file: GoFile) -> None:
         self.file = file
-        self._facts: dict[int, tuple[Counter[str], Counter[str]]] = {}
+        self._facts: dict[int, tuple[Counter[str], Counter[str], Counter[str]]] = {}
         self._qualifiers: Counter[str] | None = None
 
-    def facts(self, index: int) -> tuple[Counter[str], Counter[str]]:
+    def facts(self, index: int) -> tuple[Counter[str], Counter[str], Counter[str]]:
+        """The function's unused names, its qualifiers, and those of them that may be imports
+        (not its receiver's, parameters' or locals' ``s.items``)."""
         if index not in self._facts:
             node = self.file.functions[index].node
-            self._facts[index] = (
-                unused_locals(self.file.data, node),
-                qualifiers(self.file.data, node),
-            )
+            declared, unused = locals_of(self.file.data, node)
+            used = qualifiers(self.file.data, node)
+            imports = Counter({name: n for name, n in used.items() if name not in declared})
+            self._facts[index] = unused, used, imports
         return self._facts[index]
 
     def file_qualifiers(self) -> Counter[str]:
@@ -104,13 +106,13 @@ class _Checked:
             function = function.parent
         if function is None or function.start_byte != original.start_byte:
             return False
-        unused, used = self.facts(index)
+        unused, used, imports = self.facts(index)
         if unused_locals(mutated, function) - unused:
             return False
         # the rest of the file is unchanged: its references are the file's less the function's
         rest = self.file_qualifiers() - used
         after = qualifiers(mutated, function)
-        return all(after[name] or rest[name] for name in used)
+        return all(after[name] or rest[name] for name in imports)
 
 
 def _mutant(checked: _Checked, index: int, operator: str, edit: GoEdit) -> Mutant | None:

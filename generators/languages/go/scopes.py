@@ -184,11 +184,16 @@ class _Resolver:
 
 def unused_locals(data: bytes, function: tree_sitter.Node) -> Counter[str]:
     """The names of the function's variables nothing reads and its labels nothing names."""
+    return locals_of(data, function)[1]
+
+
+def locals_of(data: bytes, function: tree_sitter.Node) -> tuple[frozenset[str], Counter[str]]:
+    """Every name the function declares (receiver, parameters, locals), and ``unused_locals``."""
     resolver = _Resolver(data)
     resolver.function(function, _Scope(None))
     unused = Counter(d.name for d in resolver.decls if d.must_use and not d.used)
     unused.update(resolver.unused_labels)
-    return unused
+    return frozenset(d.name for d in resolver.decls), unused
 
 
 def qualifiers(data: bytes, root: tree_sitter.Node) -> Counter[str]:

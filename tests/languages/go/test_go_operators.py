@@ -547,3 +547,21 @@ def test_a_guide_keeps_the_draw_to_executed_lines() -> None:
 def test_unknown_operator_is_one_line() -> None:
     with pytest.raises(ParamsError, match="unknown Go mutation operator 'nope'"):
         sample_go_mutants({"a.go": STACK}, seed=1, max_mutants=1, operators=["nope"])
+
+
+def test_a_receiver_is_no_import() -> None:
+    """``s.items`` is the receiver's: removing its file's last ``s.`` compiles (a package's last
+    ``pkg.`` would not)."""
+    source = """\
+package p
+
+type Stack[T any] struct{ items []T }
+
+func (s *Stack[T]) Push(x T) {
+	if len(s.items) < 10 {
+		s.items = append(s.items, x)
+	}
+}
+"""
+    made = go_mutants_of_file("p/p.go", source, operators=["remove_conditional"])
+    assert [m.description for m in made] == ["remove `if len(s.items) < 10` in Stack.Push line 6"]
