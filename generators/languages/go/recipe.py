@@ -74,6 +74,9 @@ def render_go_dockerfile(
         fetch = [
             f"cd /tmp && go mod download -json {module} > /dev/null",
             f"ln -s {GOPATH}/pkg/mod/{module} {TOOLCHAIN_LINK}",
+            # a module zip keeps no modes: the go command of 1.21+ marks a toolchain's programs
+            # executable when it switches to one; Debian's does not know toolchains
+            f"find {TOOLCHAIN_LINK}/bin {TOOLCHAIN_LINK}/pkg/tool -type f -exec chmod a+x {{}} +",
             f"ln -sf {TOOLCHAIN_LINK}/bin/go /usr/local/bin/go",
             "hash -r; go version",
         ]

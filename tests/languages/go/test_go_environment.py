@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from go_calc import CALC, CLEAN, calc_repo
+from repo_factory import RepoBuilder
 from trajforge.generators.languages.go.profile import build_go_profile, go_profile, go_reading
 from trajforge.schemas.params import Params
 from trajforge.verifiers.sandbox.base import SessionSpec
@@ -71,3 +72,46 @@ def test_a_bug_fails_its_tests_and_a_broken_package_leaves_the_suite_not_run(bui
     assert not failed.suite_ran and failed.exit_code == 2
     assert "# example.com/calc/internal/text" in failed.log
     assert failed.statuses().get(".::TestAdd/neg") == "PASSED"
+
+
+RANGE_OVER_INT = """\
+package count
+
+// Sum adds 0..n-1 with Go 1.22's range over an int (Debian's 1.19 cannot compile it).
+func Sum(n int) (total int) {
+\tfor i := range n {
+\t\ttotal += i
+\t}
+\treturn total
+}
+"""
+RANGE_TESTS = """\
+package count
+
+import "testing"
+
+func TestSum(t *testing.T) {
+\tif Sum(4) != 6 {
+\t\tt.Fatal(Sum(4))
+\t}
+}
+"""
+
+
+def test_a_newer_go_line_fetches_its_toolchain_and_runs_offline(tmp_path, docker_engine):
+    repo = RepoBuilder(tmp_path / "count")
+    go_mod = "module example.com/count\n\ngo 1.22\n"
+    files = {"go.mod": go_mod, "count.go": RANGE_OVER_INT, "count_test.go": RANGE_TESTS}
+    commit = repo.commit("count", files)
+    params = Params()
+    box = DockerSandbox()
+    try:
+        profile = go_profile(str(repo.path), commit, "count", "file:///count", params)
+        assert profile.runtime == "1.22.12" and "go 1.22.12 (fetched toolchain)" in profile.log
+        prepared = build_go_profile(box, profile, str(repo.path), commit, params, say=print)
+        assert prepared.reason == "", prepared.detail
+        clean = run(box, repo, commit, prepared.profile)
+        assert clean.statuses() == {".::TestSum": "PASSED"}, clean.log[-2000:]
+    finally:
+        box.close()
+        box.remove_image(profile.image)
