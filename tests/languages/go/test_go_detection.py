@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 from trajforge.generators.languages.go import detection as project
-from trajforge.generators.languages.go.recipe import modules_in_recipe, recipe
 from trajforge.generators.languages.go import runners
+from trajforge.generators.languages.go.recipe import modules_in_recipe, recipe
 from trajforge.generators.languages.go.toolchain import DEBIAN_GO, choose_toolchain
 
 
