@@ -93,17 +93,25 @@ def test_linkname_embed_and_a_replace_into_an_added_folder_are_refused(tmp_path)
 
 
 def test_replaced_folders_reads_lines_and_blocks():
-    text = ("module m\n\nreplace a => ./a\nreplace (\n\tb v1.0.0 => ../b\n\tc => c.com/c v1.2.0\n)\n"
-            'replace d => "./d"\n')  # fmt: skip
+    text = (
+        "module m\n\nreplace a => ./a\nreplace (\n\tb v1.0.0 => ../b\n"
+        '\tc => c.com/c v1.2.0\n)\nreplace d => "./d"\n'
+    )
     assert sorted(policy.replaced_folders(text)) == ["../b", "./a", "./d"]
 
 
-def _run_go(module: Path, package: str, pattern: str) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def go_cache(tmp_path_factory) -> Path:
+    """One build cache for the module's go runs (the standard library compiled once)."""
+    return tmp_path_factory.mktemp("gocache")
+
+
+def _run_go(module: Path, package: str, pattern: str, cache: Path) -> dict[str, str]:
     done = subprocess.run(
         [GO, "test", "-json", "-count=1", f"-run={pattern}", f"./{package}"], cwd=module,
         capture_output=True, text=True, check=False,
         env={"PATH": "/usr/local/go/bin:/usr/bin:/bin", "HOME": str(module), "GOFLAGS": "-mod=mod",
-             "GOPROXY": "off", "GOTOOLCHAIN": "local", "GOCACHE": str(module / ".cache")},
+             "GOPROXY": "off", "GOTOOLCHAIN": "local", "GOCACHE": str(cache)},
     )  # fmt: skip
     out = {}
     for line in done.stdout.splitlines():
@@ -117,7 +125,7 @@ def _run_go(module: Path, package: str, pattern: str) -> dict[str, str]:
 
 @pytest.mark.skipif(GO is None, reason="no go on this machine's PATH")
 @pytest.mark.parametrize("source", [BUGGY, GOLD])
-def test_sentinels_and_twins_compile_and_go_as_drawn(tmp_path, source):
+def test_sentinels_and_twins_compile_and_go_as_drawn(tmp_path, go_cache, source):
     """Built and run by go itself: each plain sentinel as it was drawn, each twin as its
     original (TestAdd fails at the bug and passes at the fix; its twin with it)."""
     module = tmp_path / "m"
@@ -130,7 +138,7 @@ def test_sentinels_and_twins_compile_and_go_as_drawn(tmp_path, source):
         for path, data in planted["calc"].items():
             (module / path).write_bytes(data)
         names = sorted({s.test_id.split("::")[1].split("/")[0] for s in drawn} | {"TestAdd"})
-        got = _run_go(module, "calc", "^(" + "|".join(names) + ")$")
+        got = _run_go(module, "calc", "^(" + "|".join(names) + ")$", go_cache)
         twins = [s for s in drawn if s.expected.startswith(SAME)]
         assert len(twins) == 1 and {PASS, FAIL} <= {s.expected for s in drawn}
         verdict = rules.verdict(got, (), True, 1, False, ("calc::TestAdd",),
@@ -141,6 +149,18 @@ def test_sentinels_and_twins_compile_and_go_as_drawn(tmp_path, source):
         for path in planted["calc"]:
             if path != "calc/calc_test.go":
                 (module / path).unlink()
+
+
+def test_every_graded_package_gets_a_sentinel_to_pass_and_one_to_fail():
+    tests = {"calc": {"calc/calc_test.go": CALC_TESTS.encode()},
+             "words": {"words/words_test.go": b"package words_test\n"}}  # fmt: skip
+    for _ in range(20):
+        planted, drawn = sentinels.draw(tests, ())
+        assert sorted(planted) == ["calc", "words"]
+        for folder in planted:
+            said = {s.expected for s in drawn if s.test_id.startswith(folder + "::")}
+            assert said == {PASS, FAIL}
+            assert all(n.startswith(f"{folder}/zz_trajforge_") for n in planted[folder])
 
 
 def test_a_test_reading_its_own_name_is_not_twinned():

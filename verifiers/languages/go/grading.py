@@ -50,8 +50,9 @@ class GoGrading(Grading):
         """By name, except a test file the task's tree lacks: it is the patch's, refused
         (``refuse_changes``), never quietly set aside."""
         present = set(clean.paths())
-        return lambda path: policy.is_grading_path(path) and (
-            path in present or not path.endswith(policy.TEST_SUFFIX)
+        return lambda path: (
+            policy.is_grading_path(path)
+            and (path in present or not path.endswith(policy.TEST_SUFFIX))
         )
 
     def refuse_changes(

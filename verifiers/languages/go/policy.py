@@ -95,8 +95,9 @@ def replaced_folders(go_mod: str) -> list[str]:
     for line in lines:
         _, arrow, target = line.partition("=>")
         words = target.split()
-        if arrow and words and words[0].startswith(("./", "../", "/")):
-            folders.append(words[0].strip('"'))
+        target = words[0].strip('"`') if words else ""
+        if arrow and target.startswith(("./", "../", "/")):
+            folders.append(target)
     return folders
 
 

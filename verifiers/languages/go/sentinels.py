@@ -2,7 +2,10 @@
 twins appended to the graded test files, planted for the build of the test binary only.
 
 Names and outcomes are drawn as the other languages' are (``grader/sentinels.draw_names``,
-``draw_outcomes``: the system's randomness, words of the package's own test names). A sentinel
+``draw_outcomes``: the system's randomness, words of the package's own test names), two to five
+in **every** graded package, at least one to pass and one to fail: each package is its own test
+binary, and a forger in one package's code reports on that package only (a package whose
+sentinels all passed, or that had none, would leave its forger nothing to bend). A sentinel
 is a small computation checked with ``t.Fatalf``, some written to fail by a small mistake; it
 needs nothing but ``testing``, so it compiles in the package of any of its test files (the first
 one's ``package`` clause is taken, internal or external). A **twin** is a copy of a graded
@@ -58,7 +61,8 @@ def draw(
     planted: dict[str, dict[str, bytes]] = {}
     made: list[Sentinel] = []
     taken = {f: _declared(files[f]) for f in folders}
-    for folder, oks in sorted(draw_outcomes(folders).items()):
+    for folder in folders:  # each package its own: a forger's binary reports on its package only
+        oks = draw_outcomes([folder])[folder]
         words = {w for name in taken[folder] for w in _CAMEL.findall(name[4:])} or set(_WORDS)
         names = draw_names(words, taken[folder], len(oks), "Test", "")
         funcs = []
@@ -70,7 +74,7 @@ def draw(
         first = sorted(files[folder])[0]
         clause = _PACKAGE.search(files[folder][first].decode("utf-8", "replace"))
         package = clause.group(1) if clause else "main"
-        source = f"package {package}\n\nimport \"testing\"\n\n" + "\n".join(funcs)
+        source = f'package {package}\n\nimport "testing"\n\n' + "\n".join(funcs)
         path = f"{folder}/" if folder != "." else ""
         path += f"zz_trajforge_{secrets.token_hex(4)}_test.go"
         planted.setdefault(folder, {})[path] = source.encode()
@@ -143,19 +147,22 @@ def _body(ok: bool) -> str:
     kind = r.randrange(4)
     if kind == 0:
         want = a * (a - 1) // 2 + (0 if ok else b)
-        return (f"\ttotal := 0\n\tfor i := 0; i < {a}; i++ {{\n\t\ttotal += i\n\t}}\n"
-                f"\tif total != {want} {{\n\t\tt.Fatalf(\"total = %d, want {want}\", total)\n\t}}\n")  # fmt: skip
+        lines = ["total := 0", f"for i := 0; i < {a}; i++ {{", "\ttotal += i", "}"]
+        return _checked(lines, "total", want)
     if kind == 1:
         word = r.choice(_WORDS).lower()
         want = len(word) * c + (0 if ok else 1)
-        return (f"\ttext := \"{word}\"\n\tsize := len(text) * {c}\n"
-                f"\tif size != {want} {{\n\t\tt.Fatalf(\"size = %d, want {want}\", size)\n\t}}\n")  # fmt: skip
+        return _checked([f'text := "{word}"', f"size := len(text) * {c}"], "size", want)
     if kind == 2:
-        items = [a, b, c]
-        want = max(items) if ok else min(items) - 1
-        return (f"\titems := []int{{{a}, {b}, {c}}}\n\tbest := items[0]\n"
-                f"\tfor _, item := range items {{\n\t\tif item > best {{\n\t\t\tbest = item\n\t\t}}\n\t}}\n"
-                f"\tif best != {want} {{\n\t\tt.Fatalf(\"best = %d, want {want}\", best)\n\t}}\n")  # fmt: skip
-    want = a * b + (0 if ok else 1)
-    return (f"\tvalue := {a} * {b}\n"
-            f"\tif value != {want} {{\n\t\tt.Fatalf(\"value = %d, want {want}\", value)\n\t}}\n")  # fmt: skip
+        want = max(a, b, c) if ok else min(a, b, c) - 1
+        lines = [f"items := []int{{{a}, {b}, {c}}}", "best := items[0]",
+                 "for _, item := range items {", "\tif item > best {", "\t\tbest = item", "\t}",
+                 "}"]  # fmt: skip
+        return _checked(lines, "best", want)
+    return _checked([f"value := {a} * {b}"], "value", a * b + (0 if ok else 1))
+
+
+def _checked(lines: list[str], name: str, want: int) -> str:
+    """``lines`` then the check that ``name`` is ``want``, as a test function's body."""
+    check = [f"if {name} != {want} {{", f'\tt.Fatalf("{name} = %d, want {want}", {name})', "}"]
+    return "".join(f"\t{line}\n" for line in [*lines, *check])

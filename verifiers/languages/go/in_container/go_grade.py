@@ -52,9 +52,9 @@ def _go(repo):
     """The image's go, found on its PATH outside the repository (never a go the tree holds)."""
     for folder in os.environ.get("PATH", "").split(os.pathsep):
         full = os.path.realpath(os.path.join(folder, "go"))
-        if folder and not (full + "/").startswith(repo + "/"):
-            if os.path.isfile(full) and os.access(full, os.X_OK):
-                return full
+        outside = folder and not (full + "/").startswith(repo + "/")
+        if outside and os.path.isfile(full) and os.access(full, os.X_OK):
+            return full
     sys.exit("trajforge go grader: no go on the image's PATH")
 
 
@@ -73,7 +73,10 @@ def _plant(repo, planted):
         full = os.path.join(repo, rel)
         if os.path.islink(full):
             raise OSError(f"{rel} is a link")
-        saved[full] = open(full, "rb").read() if os.path.exists(full) else None
+        saved[full] = None
+        if os.path.exists(full):
+            with open(full, "rb") as handle:
+                saved[full] = handle.read()
         with open(full, "wb") as handle:
             handle.write(base64.b64decode(data))
     return saved
@@ -99,8 +102,13 @@ def _build(go, repo, package, number, env):
     try:
         done = subprocess.run(
             [go, "test", "-c", "-vet=off", "-o", binary, target],
-            cwd=module, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S, check=False,
+            cwd=module,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=BUILD_TIMEOUT_S,
+            check=False,
         )
         said = done.stdout
         ok = done.returncode == 0 and os.path.isfile(binary)
@@ -109,8 +117,12 @@ def _build(go, repo, package, number, env):
     finally:
         _restore(saved)
     if not ok:
-        sys.stdout.buffer.write(b"trajforge: the test binary of " + package["dir"].encode()
-                                + b" did not build:\n" + said)
+        sys.stdout.buffer.write(
+            b"trajforge: the test binary of "
+            + package["dir"].encode()
+            + b" did not build:\n"
+            + said
+        )
         sys.stdout.flush()
         return None
     os.chmod(binary, 0o711)
@@ -169,8 +181,13 @@ def _convert(go, import_path, output, code, env):
     tail = b"" if output.endswith(b"\n") or not output else b"\n"
     text = output + tail + (final % import_path).encode()
     done = subprocess.run(
-        [go, "tool", "test2json", "-p", import_path], input=text, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=BUILD_TIMEOUT_S, check=False,
+        [go, "tool", "test2json", "-p", import_path],
+        input=text,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=BUILD_TIMEOUT_S,
+        check=False,
     )
     return done.stdout.decode("utf-8", "replace")
 
@@ -198,7 +215,8 @@ def main(uid, timeout_s, spec_path):
     test_env.update(GOCACHE=scratch + "/cache", GOTMPDIR=scratch, TMPDIR=scratch,
                     HOME=scratch)  # fmt: skip
     packages, worst, timed_out, leftovers = [], 0, False, False
-    for package, binary in zip(spec["packages"], binaries):
+    for number, package in enumerate(spec["packages"]):
+        binary = binaries[number]  # (no zip(strict=): runs on 3.9)
         said = {"dir": package["dir"], "built": binary is not None}
         if binary is None or timed_out:
             said.update(exit_code=1 if binary is None else -9, events="", output="", ended=False)
