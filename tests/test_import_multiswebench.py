@@ -346,6 +346,19 @@ def test_polybench_names_map_only_where_exact():
     assert found.unmapped["/elsewhere/nothing.test.js->x"] == NO_MATCH
 
 
+def test_go_names_map_to_the_one_package_that_has_the_test():
+    ours = {".::TestParse/empty", "internal/lex::TestParse/empty", "internal/lex::TestLex",
+            "cmd/tool::TestMain_flags"}  # fmt: skip
+    found = map_names("multi-swe-bench", ["TestLex", "TestParse/empty", "TestMain_flags",
+                                          "TestGone"], ours)  # fmt: skip
+    assert found.ours == {
+        "TestLex": "internal/lex::TestLex",
+        "TestMain_flags": "cmd/tool::TestMain_flags",
+    }
+    assert found.unmapped["TestParse/empty"].startswith("2 tests here answer to it")
+    assert found.unmapped["TestGone"] == NO_MATCH
+
+
 def test_python_datasets_and_runless_checks_map_nothing():
     assert map_names("swe-bench", ["tests/test_a.py::test_x"], {"tests/test_a.py::t"}).ours == {}
     assert map_names("multi-swe-bench", ["test/a.test.js"], ()).unmapped == {}

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import os
 import shutil
 import subprocess
+import tarfile
 import tempfile
 import threading
 import urllib.request
@@ -171,6 +173,51 @@ def ensure_for_sandbox(sandbox, python: str, say: Callable[[str], None] = print)
         f"base image {base_image_tag(python)}: the {kind or 'given'} sandbox cannot build one; "
         f"run `trajforge base-image --python {python}`",
         reason="no_base_image",
+    )
+
+
+def ensure_apt_layer(
+    tag: str, python: str, packages: str, check: str, docker_host: str | None = None, say=print
+) -> str:
+    """Docker's ``tag``: the Python base image of ``python``'s Debian release plus that
+    release's ``packages`` (a language's toolchain: node, Go), made once per machine under the
+    tag's lock; ``check`` is a shell command the build runs to prove the layer works. The
+    archive is reached over plain http, as debootstrap reached it: no CA bundle is needed."""
+    client = connect(docker_host)
+    if client.images.list(name=tag):
+        return tag
+    with _build_lock(tag):
+        if client.images.list(name=tag):
+            return tag
+        ensure_base_image(python, docker_host, say)
+        say(f"base image {tag}: installing Debian's {packages} (a minute or two)")
+        dockerfile = apt_layer_recipe(python, packages, check).encode()
+        context = io.BytesIO()
+        with tarfile.open(fileobj=context, mode="w") as tar:
+            info = tarfile.TarInfo("Dockerfile")
+            info.size = len(dockerfile)
+            tar.addfile(info, io.BytesIO(dockerfile))
+        context.seek(0)
+        try:
+            client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+        except Exception as exc:  # docker.errors.BuildError, APIError: the cause is its text
+            raise _no_base(
+                tag, f"apt could not install {packages}: {str(exc).splitlines()[-1:]}",
+                "check that deb.debian.org is reachable",
+            ) from None  # fmt: skip
+    say(f"base image {tag}: built")
+    return tag
+
+
+def apt_layer_recipe(python: str, packages: str, check: str) -> str:
+    """The Dockerfile of an apt layer on ``python``'s base image (``ensure_apt_layer``)."""
+    return "\n".join(
+        [
+            f"FROM {base_image_tag(python)}",
+            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+            f"--no-install-recommends {packages} && rm -rf /var/lib/apt/lists/* && {check}",
+            "",
+        ]
     )
 
 

@@ -13,8 +13,10 @@ tests by what their log parsers could see:
 A name maps when exactly one of our ids answers to it under its dataset's readings. A name for a
 whole file (jest's PASS/FAIL line for it) is kept with the ids of ours in that file, for the label
 check to judge the file as their runner did. A name that none or several of our ids answer to is
-not mapped: it stays as theirs with why, for the label check's ``name_unmapped``. Nothing is
-guessed. Other datasets' ids are ours already (pytest node ids) and pass through untouched.
+not mapped: it stays as theirs with why, for the label check's ``name_unmapped``. Go's names
+(``TestX/sub``, no package) map to our ``package/dir::TestX/sub`` when one package alone has the
+test. Nothing is guessed. Other datasets' ids are ours already (pytest node ids) and pass
+through untouched.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from trajforge.verifiers.reports.ids import SEPARATOR
+
+NODE_SEPARATOR = "::"  # a pytest node id's, and Go's package/dir::TestName
 
 MULTI_SWE_BENCH = "multi-swe-bench"
 SWE_POLYBENCH = "swe-polybench"
@@ -58,12 +62,20 @@ class _Ours:
         for test_id in self.ids:
             file, sep, rest = test_id.partition(SEPARATOR)
             if not sep:
+                self._node_id(test_id)
                 continue
             self.files[file].add(test_id)
             parts = rest.split(SEPARATOR)
             for key in (("leaf", parts[-1]), ("full", " ".join(parts))):
                 self.by_key[(key[0], file, key[1])].add(test_id)
                 self.by_key[(key[0], "", key[1])].add(test_id)
+
+    def _node_id(self, test_id: str) -> None:
+        """A node id (``file::name``, Go's ``package/dir::TestX/sub``) answers to its name
+        alone: Go datasets (Multi-SWE-bench, SWE-smith) print ``TestX/sub`` with no package."""
+        _, sep, name = test_id.partition(NODE_SEPARATOR)
+        if sep and name:
+            self.by_key[("full", "", name)].add(test_id)
 
     def titled(self, file: str, title: str) -> set[str]:
         """Ours in ``file`` ("" for any file) whose title, or describe path and title joined by

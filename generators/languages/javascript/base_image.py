@@ -3,16 +3,12 @@ release's nodejs and npm, made on demand (Docker's store) under the tag's lock."
 
 from __future__ import annotations
 
-import io
 import re
-import tarfile
 from collections.abc import Callable
 
-from trajforge.generators.environments.base_image import _build_lock as build_lock
 from trajforge.generators.environments.base_image import _no_base as no_base
-from trajforge.generators.environments.base_image import base_image_tag, ensure_base_image
+from trajforge.generators.environments.base_image import apt_layer_recipe, ensure_apt_layer
 from trajforge.verifiers.sandbox.base import ImageStore
-from trajforge.verifiers.sandbox.docker import connect
 
 # Node major -> the Python base image of the Debian release whose archive ships that nodejs (one
 # per release: an era ladder). The node image is that image plus Debian's nodejs and npm, so a
@@ -21,6 +17,7 @@ from trajforge.verifiers.sandbox.docker import connect
 NODE_RELEASES = {"12": "3.9", "18": "3.11", "20": "3.13"}
 NODE_VERSIONS = {"12": (12, 22, 12), "18": (18, 20, 4), "20": (20, 19, 2)}
 NODE_PACKAGES = "nodejs npm"
+NODE_CHECK = "node --version && npm --version && python3 --version"
 NODE_BASE = re.compile(r"^ARG BASE=trajforge-base:node(\d+)$", re.MULTILINE)  # recipe.py's line
 
 
@@ -30,17 +27,8 @@ def node_image_tag(node: str) -> str:
 
 def node_image_recipe(node: str) -> str:
     """The node base image's Dockerfile: its release's Python base plus Debian's nodejs and npm
-    (the archive over plain http, as debootstrap fetched it: no CA bundle is needed)."""
-    python = NODE_RELEASES[node]
-    return "\n".join(
-        [
-            f"FROM {base_image_tag(python)}",
-            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "
-            f"--no-install-recommends {NODE_PACKAGES} && rm -rf /var/lib/apt/lists/* "
-            "&& node --version && npm --version && python3 --version",
-            "",
-        ]
-    )
+    (so the grader's Python supervisor runs in a JS task's image too: checked by the build)."""
+    return apt_layer_recipe(NODE_RELEASES[node], NODE_PACKAGES, NODE_CHECK)
 
 
 def ensure_node_base_image(node: str, docker_host: str | None = None, say=print) -> str:
@@ -52,36 +40,9 @@ def ensure_node_base_image(node: str, docker_host: str | None = None, say=print)
             node_image_tag(node), f"no release in trajforge's table ships node {node} ({known})",
             "choose one of those majors",
         )  # fmt: skip
-    tag = node_image_tag(node)
-    client = connect(docker_host)
-    if client.images.list(name=tag):
-        return tag
-    with build_lock(tag):
-        if client.images.list(name=tag):
-            return tag
-        ensure_base_image(NODE_RELEASES[node], docker_host, say)
-        say(f"base image {tag}: installing Debian's nodejs and npm (a minute or two)")
-        dockerfile = node_image_recipe(node).encode()
-        context = _single_file_context("Dockerfile", dockerfile)
-        try:
-            client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
-        except Exception as exc:  # docker.errors.BuildError, APIError: the cause is its text
-            raise no_base(
-                tag, f"apt could not install {NODE_PACKAGES}: {str(exc).splitlines()[-1:]}",
-                "check that deb.debian.org is reachable",
-            ) from None  # fmt: skip
-    say(f"base image {tag}: built")
-    return tag
-
-
-def _single_file_context(name: str, data: bytes) -> io.BytesIO:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    out.seek(0)
-    return out
+    return ensure_apt_layer(
+        node_image_tag(node), NODE_RELEASES[node], NODE_PACKAGES, NODE_CHECK, docker_host, say
+    )
 
 
 def ensure_recipe_base(store: ImageStore, recipe: str, say: Callable[[str], None] | None) -> None:

@@ -1,0 +1,1 @@
+"""Go's building floor: detection, toolchain, environments, bug operators and texts."""
