@@ -44,9 +44,9 @@ BUILD_VERSION = "go-build-v1"  # the cache of failed builds
 # The files detection reads, at any depth (a monorepo's modules), outside vendor/testdata.
 PROJECT_FILES = ("go.mod", "go.work", "go.sum", "vendor/modules.txt")
 MAX_FILE = 16 * 1024 * 1024
-_CAUSE = re.compile(r"^(?:go: |go: downloading |verifying |.*: reading .*: )?.*(?:error|missing|"
-                    r"not found|unrecognized|invalid|cannot|refused|timeout).*$",
-                    re.IGNORECASE | re.MULTILINE)  # fmt: skip
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The go command's progress lines, which say nothing about a failure.
+_PROGRESS = ("go: downloading ", "go: finding ", "go: extracting ", "go: found ")
 
 
 def detect_at(repo_path: str, commit: str) -> Detection:
@@ -126,11 +126,12 @@ def build_go_profile(
 
 
 def build_cause(log: str) -> str:
-    """One line saying why the build failed: the go command's first error line (``go: ...``),
-    else the log's last line."""
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    """One line saying why the build failed: the go command's first error line (``go: ...``,
+    not its progress lines), else the log's last line."""
+    text = _ANSI.sub("", log.replace("\x1b[0m\n", ""))  # the classic builder's stderr colour
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in lines:
-        if line.startswith("go: ") and _CAUSE.match(line) and "downloading" not in line:
+        if line.startswith("go: ") and not line.startswith(_PROGRESS):
             return line[:300]
     return (lines[-1] if lines else "the build said nothing")[:300]
 
