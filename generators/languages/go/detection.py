@@ -63,8 +63,8 @@ def detect(repo_dir: str) -> Detection | None:
         if match and SAFE.fullmatch(folder) and SAFE.fullmatch(match.group(1)):
             modules.append(Module(folder, match.group(1)))
             texts.append((_join(folder, "go.mod"), text))
-    if not modules:
-        return None
+    if not modules and work is None:
+        return None  # a go.work names the project Go even where its modules are not at hand
     chosen = choose_toolchain([*([("go.work", work)] if work is not None else []), *texts])
     evidence = ["go.work"] if work is not None else []
     for path, text in texts:
@@ -77,7 +77,7 @@ def detect(repo_dir: str) -> Detection | None:
     sums = [_join(m.folder, "go.sum") for m in modules]
     lockfile = next((s for s in sums if os.path.isfile(os.path.join(repo_dir, s))), "")
     shape = "vendored, -mod=vendor" if vendored else "modules from the proxy"
-    count = f"{len(modules)} modules from {where}" if len(modules) > 1 else f"module from {where}"
+    count = f"{len(modules)} modules from {where}" if len(modules) != 1 else f"module from {where}"
     return Detection(
         language=NAME,
         package_manager="go-vendor" if vendored else "go",

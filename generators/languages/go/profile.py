@@ -57,6 +57,9 @@ def detect_at(repo_path: str, commit: str) -> Detection:
         detection = project.detect(tree)
     if detection is None:
         raise UserError(f"{commit[:12]}: no go.mod or go.work; not a Go project", reason="no_go")
+    if not detection.runner_args:
+        raise UserError(f"{commit[:12]}: go.work names no folder with a go.mod that has a module "
+                        "line; no module to test", reason="no_go_module")  # fmt: skip
     return detection
 
 

@@ -6,8 +6,11 @@ import os
 import subprocess
 
 import pytest
+from repo_factory import RepoBuilder
+from trajforge.generators.languages.at_commit import language_at
 from trajforge.generators.languages.go import detection as project
 from trajforge.generators.languages.go import runners
+from trajforge.generators.languages.go.profile import detect_at
 from trajforge.generators.languages.go.recipe import modules_in_recipe, recipe
 from trajforge.generators.languages.go.toolchain import DEBIAN_GO, choose_toolchain
 
@@ -168,3 +171,14 @@ def test_the_command_runs_every_module_and_a_selection_in_its_own_module(tmp_pat
         f"<repo>/sub|{flags} .",
         f"<repo>/sub/deep|{flags} ./y",
     ]
+
+
+def test_language_at_names_a_go_module_or_workspace_from_its_top_level_files(tmp_path) -> None:
+    repo = RepoBuilder(tmp_path / "ws")
+    rooted = repo.commit("module", {"go.mod": go_mod("example.com/m", "1.21")})
+    work = repo.commit("workspace", {"go.mod": None, "go.work": "go 1.21\n\nuse ./a\n",
+                                     "a/go.mod": go_mod("example.com/a", "1.21")})  # fmt: skip
+    assert language_at(str(repo.path), rooted).name == "go"
+    assert language_at(str(repo.path), work).name == "go"  # a.go.mod is not a top-level file
+    found = detect_at(str(repo.path), work)  # the profile reads every module's go.mod
+    assert found.runner_args == ("example.com/a=a",) and found.runtime == "1.21.13"
