@@ -77,10 +77,12 @@ def detect(repo_dir: str) -> Detection | None:
     sums = [_join(m.folder, "go.sum") for m in modules]
     lockfile = next((s for s in sums if os.path.isfile(os.path.join(repo_dir, s))), "")
     shape = "vendored, -mod=vendor" if vendored else "modules from the proxy"
+    shape = "a workspace's modules, no -mod" if work is not None else shape
+    manager = "go-vendor" if vendored else "go-work" if work is not None else "go"
     count = f"{len(modules)} modules from {where}" if len(modules) != 1 else f"module from {where}"
     return Detection(
         language=NAME,
-        package_manager="go-vendor" if vendored else "go",
+        package_manager=manager,
         runner=RUNNER,
         runtime=chosen.version,
         evidence=tuple(evidence),

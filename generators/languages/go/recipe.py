@@ -47,22 +47,24 @@ WARM_TIMEOUT = "10m"  # the warm-up's test binaries run no test; a hanging TestM
 def recipe(detection: Detection, extra: Sequence[str] = ()) -> str:
     """The project's Dockerfile, from what detection found."""
     toolchain = Toolchain(detection.runtime, "")
-    vendored = detection.package_manager == "go-vendor"
-    return render_go_dockerfile(toolchain, modules(detection), vendored, extra)
+    return render_go_dockerfile(toolchain, modules(detection), detection.package_manager, extra)
 
 
 def render_go_dockerfile(
-    toolchain: Toolchain, found: Sequence[Module], vendored: bool, extra: Sequence[str] = ()
+    toolchain: Toolchain, found: Sequence[Module], manager: str, extra: Sequence[str] = ()
 ) -> str:
     """The Dockerfile for a Go project: a pure function of its Go, its modules, whether they
-    are vendored, and extra build steps."""
-    mod = "-mod=vendor" if vendored else "-mod=mod"
-    version = toolchain.version if toolchain.fetched else "local"
-    build_env = {**GO_ENV, "GOFLAGS": mod, "GOTOOLCHAIN": "local"}
+    come from (``go``: the proxy; ``go-vendor``: ``vendor/``; ``go-work``: a workspace, whose
+    go command refuses any ``-mod`` but readonly, and whose ``go mod download`` looks for the
+    workspace's own modules on the proxy: its warm-up downloads what the tests need) and extra
+    build steps."""
+    mod = {"go-vendor": "-mod=vendor", "go-work": ""}.get(manager, "-mod=mod")
+    flags = {"GOFLAGS": mod} if mod else {}
+    build_env = {**GO_ENV, **flags, "GOTOOLCHAIN": "local"}
     final_env = {
         **GO_ENV,
-        "GOFLAGS": mod,
-        "GOTOOLCHAIN": f"go{version}" if toolchain.fetched else "local",
+        **flags,
+        "GOTOOLCHAIN": f"go{toolchain.version}" if toolchain.fetched else "local",
         "GOPROXY": "off",
         "GOSUMDB": "off",  # go.sum lines the cache already verified; nothing to ask
         "GONOSUMDB": "*",
@@ -81,7 +83,7 @@ def render_go_dockerfile(
             "hash -r; go version",
         ]
         link = [run_step([f"ln -sf {TOOLCHAIN_LINK}/bin/go /usr/local/bin/go", "go version"])]
-    download = [] if vendored else [
+    download = [] if manager in ("go-vendor", "go-work") else [
         f"(cd {shlex.quote(m.folder)} && go mod download)" for m in found
     ]  # fmt: skip
     warm = [

@@ -182,3 +182,15 @@ def test_language_at_names_a_go_module_or_workspace_from_its_top_level_files(tmp
     assert language_at(str(repo.path), work).name == "go"  # a.go.mod is not a top-level file
     found = detect_at(str(repo.path), work)  # the profile reads every module's go.mod
     assert found.runner_args == ("example.com/a=a",) and found.runtime == "1.21.13"
+
+
+def test_a_workspace_builds_without_mod_flags_and_without_go_mod_download(tmp_path) -> None:
+    repo = write(tmp_path, {"go.work": "go 1.19\n\nuse ./a\n",
+                            "a/go.mod": go_mod("example.com/a", "1.19")})  # fmt: skip
+    found = project.detect(repo)
+    assert found is not None and found.package_manager == "go-work"
+    dockerfile = recipe(found)
+    # the go command refuses -mod=mod in workspace mode, and its go mod download looks for the
+    # workspace's own modules on the proxy
+    assert "GOFLAGS" not in dockerfile and "go mod download" not in dockerfile
+    assert "go test -count=1 -run '^$'" in dockerfile
