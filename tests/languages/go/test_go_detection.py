@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -10,9 +11,11 @@ from repo_factory import RepoBuilder
 from trajforge.generators.languages.at_commit import language_at
 from trajforge.generators.languages.go import detection as project
 from trajforge.generators.languages.go import runners
-from trajforge.generators.languages.go.profile import detect_at
+from trajforge.generators.languages.go.profile import detect_at, go_reading
 from trajforge.generators.languages.go.recipe import modules_in_recipe, recipe
 from trajforge.generators.languages.go.toolchain import DEBIAN_GO, choose_toolchain
+from trajforge.generators.languages.registry import for_repo, spelled
+from trajforge.schemas.env_profile import EnvProfile
 
 
 def write(root, files: dict[str, str]) -> str:
@@ -194,3 +197,29 @@ def test_a_workspace_builds_without_mod_flags_and_without_go_mod_download(tmp_pa
     # workspace's own modules on the proxy
     assert "GOFLAGS" not in dockerfile and "go mod download" not in dockerfile
     assert "go test -count=1 -run '^$'" in dockerfile
+
+
+def test_the_language_answers_through_the_registry_and_reads_ids_by_the_recipe_s_modules(
+    tmp_path,
+) -> None:
+    repo = write(tmp_path, {"go.mod": go_mod("example.com/calc", "1.19")})
+    language, found = for_repo(repo) or (None, None)
+    assert language is spelled("golang") and found is not None and language.name == "go"
+    assert language.base_image(found) == "trajforge-base:go"
+    assert language.render_recipe(found) == recipe(found)
+    assert language.test_command(found, ("internal/x::TestA",), 9).endswith(" internal/x")
+    events = "\n".join(json.dumps(e) for e in [
+        {"Action": "run", "Package": "example.com/calc/internal/x", "Test": "TestA"},
+        {"Action": "pass", "Package": "example.com/calc/internal/x", "Test": "TestA"},
+    ])  # fmt: skip
+    # without the recipe's modules a package keeps its import path...
+    assert language.parse_report(events, "go") == {"example.com/calc/internal/x::TestA": "PASSED"}
+    profile = EnvProfile("p", "calc", "", (), language.test_command(found), "img", "built", "", "",
+                         recipe=recipe(found), language="go", runner="go")  # fmt: skip
+    reading = go_reading(profile)
+    # ...with them, its folder; a selection passes package folders
+    assert reading.parse is not None and reading.select is not None
+    assert reading.parse(events.encode(), "").statuses == {"internal/x::TestA": "PASSED"}
+    assert reading.parse(None, "").collection_errors == ("go test wrote no report",)
+    assert list(reading.select(["internal/x::TestA", ".::TestB/sub", "internal/x::TestC"])) == [
+        ".", "internal/x"]  # fmt: skip
