@@ -1,9 +1,10 @@
 """What an issue writer may see of a Go task: its tests' source and failures.
 
-A Go test id is ``<package dir>::<TestName>[/<subtest>...]`` (``verifiers/languages/go/``), or,
-as imported datasets spell it, ``TestName/sub`` with no package. Its source is the ``func
-TestName`` in that package's ``*_test.go`` files at the task's tree (every test file of the tree
-when the id names no package), read with tree-sitter-go as inject reads code. Its failure is the
+A Go test id is ``<package dir>::<TestName>[/<subtest>...]`` (``verifiers/languages/go/
+test_events.py``), or, as imported datasets spell it, ``TestName/sub`` with no package. Its
+source is the ``func TestName`` in that package's ``*_test.go`` files at the task's tree (every
+test file of the tree when the id names no package), read with tree-sitter-go as inject reads
+code. Its failure is the
 ``--- FAIL: TestName/sub`` block of ``go test -v`` (or, from ``go test -json``, that test's
 output events): the lines the test printed before its verdict (``wrap_test.go:12: got ...``) and
 those indented below it, without a panic's goroutine traces.
@@ -19,9 +20,10 @@ from collections.abc import Sequence
 import tree_sitter
 from trajforge.generators.languages.base import IssuePrompt, IssueText
 from trajforge.generators.languages.go.syntax import parse
+from trajforge.verifiers.languages.go.test_events import SEPARATOR
+from trajforge.verifiers.languages.go.test_events import package_dir as package_of
 from trajforge.verifiers.sandbox.git_tree import git, read_file_at
 
-SEPARATOR = "::"
 GO_COMMON = frozenset(
     {
         "func", "return", "nil", "true", "false", "string", "int", "int64", "float64", "bool",
@@ -49,7 +51,7 @@ _CHECK = re.compile(r"^(?:t\.(?:Error|Errorf|Fatal|Fatalf)\(|assert\.|require\.)
 
 def package_dir(test_id: str) -> str | None:
     """``internal/calc::TestAdd/neg`` -> ``internal/calc``; ``TestAdd`` (no package) -> None."""
-    return test_id.split(SEPARATOR, 1)[0] if SEPARATOR in test_id else None
+    return package_of(test_id) if SEPARATOR in test_id else None
 
 
 def test_path(test_id: str) -> str:

@@ -18,7 +18,7 @@ from itertools import islice
 from trajforge.generators.languages.base import SiteGuide, Unparsable
 from trajforge.generators.languages.go.operators import GO_OPERATORS, GoEdit, GoOperator
 from trajforge.generators.languages.go.scopes import qualifiers, unused_locals
-from trajforge.generators.languages.go.syntax import GoFile, parse
+from trajforge.generators.languages.go.syntax import GoFile
 from trajforge.generators.mutants.mutant import Mutant
 from trajforge.generators.mutants.sampling import Sites, draw_sites, text_digest
 from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
@@ -60,41 +60,50 @@ def apply_edit(file: GoFile, edit: GoEdit) -> str:
 
 
 class _Checked:
-    """One file's compile facts, computed once: each function's unused names (none, for a file
+    """One file's compile facts, computed once per function: its unused names (none, for a file
     that compiles, but the check is by name and compares like with like) and its qualifiers."""
 
     def __init__(self, file: GoFile) -> None:
         self.file = file
-        self._unused: dict[int, Counter[str]] = {}
+        self._facts: dict[int, tuple[Counter[str], Counter[str]]] = {}
         self._qualifiers: Counter[str] | None = None
 
-    def unused(self, index: int) -> Counter[str]:
-        if index not in self._unused:
-            self._unused[index] = unused_locals(self.file.data, self.file.functions[index].node)
-        return self._unused[index]
+    def facts(self, index: int) -> tuple[Counter[str], Counter[str]]:
+        if index not in self._facts:
+            node = self.file.functions[index].node
+            self._facts[index] = (
+                unused_locals(self.file.data, node),
+                qualifiers(self.file.data, node),
+            )
+        return self._facts[index]
 
-    def qualifiers(self) -> Counter[str]:
+    def file_qualifiers(self) -> Counter[str]:
         if self._qualifiers is None:
             self._qualifiers = qualifiers(self.file.data, self.file.tree.root_node)
         return self._qualifiers
 
-    def compiles(self, index: int, mutated: bytes) -> bool:
-        """The mutated file parses, and leaves no name unused that the original used."""
-        tree = parse(mutated)
+    def compiles(self, index: int, edit: GoEdit, new: bytes) -> bool:
+        """The mutated file parses, and leaves no name unused that the original used: no local
+        or label of the function, no qualifier (an import) of the file."""
+        tree = self.file.reparsed(edit.start, edit.end, new)
         if tree.root_node.has_error:
             return False
-        start = self.file.functions[index].node.start_byte
-        function = tree.root_node.descendant_for_byte_range(start, start)
-        while function is not None and function.start_byte == start:
-            if function.type == self.file.functions[index].node.type:
-                break
+        mutated = self.file.data[: edit.start] + new + self.file.data[edit.end :]
+        original = self.file.functions[index].node
+        function = tree.root_node.descendant_for_byte_range(
+            original.start_byte, original.start_byte
+        )
+        while function is not None and function.type != original.type:
             function = function.parent
-        if function is None or function.start_byte != start:
+        if function is None or function.start_byte != original.start_byte:
             return False
-        if unused_locals(mutated, function) - self.unused(index):
+        unused, used = self.facts(index)
+        if unused_locals(mutated, function) - unused:
             return False
-        after = qualifiers(mutated, tree.root_node)
-        return all(after[name] for name in self.qualifiers())
+        # the rest of the file is unchanged: its references are the file's less the function's
+        rest = self.file_qualifiers() - used
+        after = qualifiers(mutated, function)
+        return all(after[name] or rest[name] for name in used)
 
 
 def _mutant(checked: _Checked, index: int, operator: str, edit: GoEdit) -> Mutant | None:
@@ -102,7 +111,7 @@ def _mutant(checked: _Checked, index: int, operator: str, edit: GoEdit) -> Mutan
     new = edit.new.encode("utf-8")
     if new == file.data[edit.start : edit.end]:
         return None
-    if not checked.compiles(index, file.data[: edit.start] + new + file.data[edit.end :]):
+    if not checked.compiles(index, edit, new):
         return None
     mutated = apply_edit(file, edit)
     first, last = edit.focus.start_point.row + 1, edit.focus.end_point.row + 1

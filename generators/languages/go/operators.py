@@ -207,7 +207,13 @@ class _Types:
         outer = function
         while outer is not None and outer.type == "func_literal":
             outer = _function(outer)  # a closure sees its enclosing function's names
-        self.names = _declared_types(file, outer or function) if (outer or function) else {}
+        scope = outer or function
+        if scope is None:
+            self.names: dict[str, str] = {}
+        else:
+            if scope.id not in file.declared:
+                file.declared[scope.id] = _declared_types(file, scope)
+            self.names = file.declared[scope.id]
 
     def of(self, node: tree_sitter.Node) -> str | None:
         if node.type == "parenthesized_expression" and node.named_child_count == 1:
@@ -374,8 +380,8 @@ def _swap_arith_op(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
 @_operator("swap_inc_dec", "inc_statement", "dec_statement", example="`i++` -> `i--`")
 def _swap_inc_dec(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     op = next((c for c in node.children if c.type in ("++", "--")), None)
-    if op is None:
-        return
+    if op is None or node.parent is None or node.parent.type == "for_clause":
+        return  # `for i := 0; i < n; i--` runs until the test times out, not until it fails
     new = "--" if op.type == "++" else "++"
     yield _replace(op, new, _statement(node), f"`{op.type}` for `{new}`")
 
@@ -505,6 +511,8 @@ def _swap_call_args(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     first, second = named
     if file.text_of(first) == file.text_of(second):
         return
+    if any(_untyped(arg) for arg in named):
+        return  # a constant fits its own parameter, maybe not the other's (-1 as a uint)
     types = _Types(file, node)
     kind = types.of(first)
     if kind is None or kind != types.of(second):
@@ -517,6 +525,26 @@ def _swap_call_args(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
 
 
 # --- removals ---------------------------------------------------------------------------------
+
+
+def _untyped(node: tree_sitter.Node) -> bool:
+    """A constant whose type its use decides: ``1``, ``-1``, ``"a"``, ``'x'``, ``1 << 3``."""
+    if node.type in ("parenthesized_expression", "unary_expression"):
+        return all(_untyped(child) for child in node.named_children)
+    if node.type == "binary_expression":
+        parts = _binary_parts(node)
+        return parts is not None and _untyped(parts[0]) and _untyped(parts[2])
+    return node.type in (
+        "int_literal",
+        "float_literal",
+        "imaginary_literal",
+        "rune_literal",
+        "interpreted_string_literal",
+        "raw_string_literal",
+        "true",
+        "false",
+        "nil",
+    )
 
 
 def _is_quiet(file: GoFile, call: tree_sitter.Node) -> bool:
@@ -535,8 +563,10 @@ def _is_quiet(file: GoFile, call: tree_sitter.Node) -> bool:
 def _terminates_function(stmt: tree_sitter.Node) -> bool:
     """Whether the statement is (part of) the terminating statement a function that returns
     values must end with: removing it would be ``missing return``."""
-    node = stmt
-    while True:
+    node: tree_sitter.Node | None = stmt
+    while node is not None:
+        while node.parent is not None and node.parent.type == "labeled_statement":
+            node = node.parent
         holder = node.parent  # a statement_list
         if holder is None or holder.type != "statement_list":
             return False
@@ -555,16 +585,13 @@ def _terminates_function(stmt: tree_sitter.Node) -> bool:
                 while above.parent is not None and above.parent.type == "if_statement":
                     above = above.parent  # an else-if chain ends where its first `if` does
                 node = above
-            elif above.type in ("block", "labeled_statement"):
-                node = above
+            elif above.type in ("statement_list", "labeled_statement"):
+                node = owner  # a bare block is a statement of its own
             else:
                 return False  # a loop body: a loop terminates by its condition, not its body
         else:
             return False
-        if node is None:
-            return False
-        while node.parent is not None and node.parent.type == "labeled_statement":
-            node = node.parent
+    return False
 
 
 def _drop(file: GoFile, stmt: tree_sitter.Node, what: str) -> GoEdit | None:
@@ -683,7 +710,8 @@ def _break_loop_early(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     body = node.child_by_field_name("body")
     if body is None:
         return
-    last = (statements(body) or [None])[-1]
+    body_statements = statements(body)
+    last = body_statements[-1] if body_statements else None
     if last is None or last.type in _ENDS:
         return
     if last.type == "expression_statement" and file.text_of(last).startswith("panic("):

@@ -147,8 +147,8 @@ class _Resolver:
         elif kind in ("break_statement", "continue_statement", "goto_statement"):
             for child in node.named_children:
                 if child.type == "label_name":
-                    name = self.text(child)
-                    decl = self.labels[-1].setdefault(name, _Decl(name, True))
+                    label_text = self.text(child)
+                    decl = self.labels[-1].setdefault(label_text, _Decl(label_text, True))
                     decl.used = True
         elif kind in ("type_declaration", "field_identifier", "type_identifier"):
             return

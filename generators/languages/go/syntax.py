@@ -34,6 +34,10 @@ def parse(source: bytes) -> tree_sitter.Tree:
     return tree_sitter.Parser(language()).parse(source)
 
 
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
+
+
 def operator_of(node: tree_sitter.Node) -> tree_sitter.Node | None:
     """A binary, unary or assignment expression's operator token."""
     found = node.child_by_field_name("operator")
@@ -80,8 +84,27 @@ class GoFile:
         if self.tree.root_node.has_error:
             raise MutationSourceError(f"{path}: does not parse as Go")
         self.functions: list[GoFunction] = []
+        # a function node's id -> its names' written types (operators.py fills it once)
+        self.declared: dict[int, dict[str, str]] = {}
         for node in self.tree.root_node.named_children:
             self._collect(node)
+
+    def reparsed(self, start: int, end: int, new: bytes) -> tree_sitter.Tree:
+        """The tree of the file with bytes ``start:end`` replaced by ``new``, parsed
+        incrementally from the file's tree (the same tree as a fresh parse, at a fraction of its
+        cost on a large file)."""
+        data = self.data[:start] + new + self.data[end:]
+        tree = self.tree.copy()
+        new_end = start + len(new)
+        tree.edit(
+            start_byte=start,
+            old_end_byte=end,
+            new_end_byte=new_end,
+            start_point=_point(self.data, start),
+            old_end_point=_point(self.data, end),
+            new_end_point=_point(data, new_end),
+        )
+        return tree_sitter.Parser(language()).parse(data, tree)
 
     def text_of(self, node: tree_sitter.Node) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8")

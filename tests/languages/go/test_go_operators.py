@@ -196,6 +196,92 @@ func Scale(xs []float64, by float64) {
 }
 """
 
+# Where Go's rules bite: terminating statements, labels, closures, scopes, type switches.
+EDGES = """\
+package edges
+
+func Block(x int) int {
+	{
+		if x > 0 {
+			return 1
+		}
+		panic("no")
+	}
+}
+
+func Labeled(x int) int {
+L:
+	for {
+		x++
+		if x > 3 {
+			break L
+		}
+	}
+	return x
+}
+
+func Receive(ch chan int, done chan struct{}) int {
+	select {
+	case v := <-ch:
+		return v + 1
+	case <-done:
+		return 0
+	}
+}
+
+func Kind(v any) int {
+	switch t := v.(type) {
+	case int:
+		if t > 2 {
+			return t
+		}
+	case string:
+		return len(t)
+	}
+	return 0
+}
+
+func Closure(xs []int) (total int) {
+	for _, x := range xs {
+		func() {
+			if x > 0 {
+				total += x
+			}
+		}()
+	}
+	return
+}
+
+func Shadow(m map[string]int, k string) int {
+	if v, ok := m[k]; ok {
+		return v
+	}
+	n := len(m)
+	if n > 2 {
+		n--
+	}
+	return n
+}
+
+func Goto(n int) int {
+	i := 0
+loop:
+	if i < n {
+		i += 2
+		goto loop
+	}
+	return i
+}
+
+func Either(a, b bool) int {
+	if a || b {
+		return 1
+	} else {
+		return 2
+	}
+}
+"""
+
 GO_MOD = "module example.com/mutants\n\ngo 1.21\n"
 
 
@@ -281,9 +367,10 @@ def _build_each(tmp_path: Path, mutants: list[Mutant]) -> dict[int, str]:
     for i, mutant in enumerate(mutants):
         folder = tmp_path / f"m{i}"
         folder.mkdir()
-        (folder / "stack.go").write_text(mutant.mutated)
-    (tmp_path / "orig").mkdir()
-    (tmp_path / "orig" / "stack.go").write_text(STACK)
+        (folder / "code.go").write_text(mutant.mutated)
+    for i, source in enumerate((STACK, EDGES)):
+        (tmp_path / f"orig{i}").mkdir()
+        (tmp_path / f"orig{i}" / "code.go").write_text(source)
     proc = subprocess.run(
         ["go", "build", "./..."],
         cwd=tmp_path,
@@ -297,7 +384,7 @@ def _build_each(tmp_path: Path, mutants: list[Mutant]) -> dict[int, str]:
         match = re.match(r"^(?:\./)?m(\d+)/", line)
         if match:
             errors.setdefault(int(match.group(1)), line)
-        assert not line.startswith(("orig/", "./orig/")), line
+        assert not line.startswith(("orig", "./orig")), line
     return errors
 
 
@@ -314,9 +401,29 @@ def _go_env(tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.skipif(shutil.which("go") is None, reason="needs the go toolchain")
 def test_every_mutant_compiles(tmp_path: Path, mutants: list[Mutant]) -> None:
-    errors = _build_each(tmp_path, mutants)
-    failed = [f"{mutants[i].operator}: {mutants[i].description}: {e}" for i, e in errors.items()]
+    every = mutants + go_mutants_of_file("edges/edges.go", EDGES)
+    errors = _build_each(tmp_path, every)
+    failed = [f"{every[i].operator}: {every[i].description}: {e}" for i, e in errors.items()]
     assert not failed, "\n".join(failed)
+
+
+def test_go_rules_that_decide_which_edits_exist() -> None:
+    made = go_mutants_of_file("edges/edges.go", EDGES)
+    removed = {(m.qualname, m.operator) for m in made if m.operator.startswith("remove")}
+    # `panic("no")` ends Block's body, `for {` ends Labeled's path to its label
+    assert not any(m.qualname == "Block" and "panic" not in m.mutated for m in made)
+    # the label's only use: its `break L` stays (remove_conditional of `if x > 3`)
+    assert ("Labeled", "remove_conditional") not in removed
+    # `goto loop` is the label's only use: the `if` holding it stays; `i += 2` may go
+    assert ("Goto", "remove_conditional") not in removed
+    assert ("Goto", "remove_assignment") in removed
+    # the closure's `if x > 0` may go: `x` is the range's own, read nowhere else, so not
+    assert ("Closure", "remove_conditional") not in removed
+    # `n--` may go (n is read by the return), and the `if` around it
+    assert {("Shadow", "remove_assignment"), ("Shadow", "remove_conditional")} <= removed
+    assert any(m.qualname == "Either" and m.operator == "swap_if_else" for m in made)
+    # `t` is read in both clauses: removing one clause's `if` leaves the other's read
+    assert ("Kind", "remove_conditional") in removed
 
 
 def test_removals_that_would_not_compile_are_not_made(mutants: list[Mutant]) -> None:
