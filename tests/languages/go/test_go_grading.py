@@ -163,6 +163,11 @@ def test_every_graded_package_gets_a_sentinel_to_pass_and_one_to_fail():
             assert all(n.startswith(f"{folder}/zz_trajforge_") for n in planted[folder])
 
 
+def test_examples_and_fuzz_targets_are_declared_names():
+    source = "package calc\n\nfunc ExampleAdd() {}\n\nfunc FuzzAdd(f *testing.F) {}\n" + CALC_TESTS
+    assert sentinels.reported_names(source) == {"ExampleAdd", "FuzzAdd", "TestAdd", "TestMul"}
+
+
 def test_a_test_reading_its_own_name_is_not_twinned():
     named = CALC_TESTS.replace('t.Fatalf("Add', 't.Fatalf(t.Name()+"Add')
     _, drawn = sentinels.draw({"calc": {"calc/calc_test.go": named.encode()}}, ("calc::TestAdd",))

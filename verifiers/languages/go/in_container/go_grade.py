@@ -43,6 +43,8 @@ def _supervisor():
     spec = importlib.util.spec_from_file_location(
         "trajforge_supervisor", os.path.join(ROOT, "supervisor.py")
     )
+    if spec is None or spec.loader is None:
+        sys.exit("trajforge go grader: the supervisor is not beside it")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -68,7 +70,7 @@ def _root_env():
 
 def _plant(repo, planted):
     """Write the planted files; return what puts the tree back (originals, or removal)."""
-    saved = {}
+    saved: dict = {}
     for rel, data in planted.items():
         full = os.path.join(repo, rel)
         if os.path.islink(full):
