@@ -62,8 +62,7 @@ def _go(repo):
 
 def _root_env():
     env = dict(os.environ)
-    env["GOPROXY"] = "off"  # nothing is fetched at grading time
-    env.setdefault("GOFLAGS", "-mod=mod")
+    env["GOPROXY"] = "off"  # nothing is fetched at grading time; GOFLAGS are the image's
     env.pop("GOENV", None)
     return env
 
