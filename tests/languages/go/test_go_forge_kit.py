@@ -6,13 +6,15 @@ read the selection from the command line, make the code right only for the grade
 caller, leave a daemon behind, or write the test files; others add a test file with a
 ``TestMain``, a ``go.mod`` replace into a folder they add, a ``//go:linkname`` or ``//go:embed``,
 a vendored copy, or edit the test only. None earns anything; the honest fix resolves and a no-op
-does not (docs/security.md's Go section says what closes each).
+does not (docs/security.md's Go section says what closes each). The residue is measured too: a
+forger that learns every sentinel by running the binary again and pairs each twin with its
+original by their failure message gets through, and only the suspicious-patch flag sees it.
 """
 
 from __future__ import annotations
 
 import pytest
-from go_forge import F2P, P2P, ROUTES, go_task, model_patch
+from go_forge import F2P, P2P, RESIDUE, ROUTES, go_task, model_patch
 from trajforge.generators.languages.go.base_image import ensure_go_base_image
 from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.docker import DockerSandbox
@@ -27,7 +29,8 @@ def graded(tmp_path_factory, docker_engine):
     task, repo = go_task(root, ensure_go_base_image(say=lambda _line: None))
     sandbox = DockerSandbox()
     out = {}
-    for name, (files, _) in ROUTES.items():
+    every = {**{name: files for name, (files, _) in ROUTES.items()}, **RESIDUE}
+    for name, files in every.items():
         patch = model_patch(task, repo, tmp_path_factory.mktemp(name), files)
         out[name] = verify_patch(sandbox, task, repo, patch, 120, None)
     out["gold"] = verify_patch(sandbox, task, repo, task.patch, 120, None)
@@ -56,3 +59,12 @@ def test_route_comes_out_as_designed(graded, route):
     assert verdict.resolved == (reasons == ("resolved",))
     if verdict.reason == "forged_result":
         assert not verdict.trusted
+
+
+@pytest.mark.parametrize("route", sorted(RESIDUE))
+def test_residue_gets_through_and_is_flagged(graded, route):
+    """What stays open, measured (docs/security.md): resolved and trusted, so a plain reward
+    pays it; the reader flags it, so a strict reward does not."""
+    verdict = graded[route]
+    assert (verdict.resolved, verdict.trusted) == (True, True), verdict.log[-3000:]
+    assert "reaches into the test runner" in verdict.suspicious_patch

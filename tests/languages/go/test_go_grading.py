@@ -163,6 +163,11 @@ def test_every_graded_package_gets_a_sentinel_to_pass_and_one_to_fail():
             assert all(n.startswith(f"{folder}/zz_trajforge_") for n in planted[folder])
 
 
+def test_examples_and_fuzz_targets_are_declared_names():
+    source = "package calc\n\nfunc ExampleAdd() {}\n\nfunc FuzzAdd(f *testing.F) {}\n" + CALC_TESTS
+    assert sentinels.reported_names(source) == {"ExampleAdd", "FuzzAdd", "TestAdd", "TestMul"}
+
+
 def test_a_test_reading_its_own_name_is_not_twinned():
     named = CALC_TESTS.replace('t.Fatalf("Add', 't.Fatalf(t.Name()+"Add')
     _, drawn = sentinels.draw({"calc": {"calc/calc_test.go": named.encode()}}, ("calc::TestAdd",))
@@ -239,3 +244,30 @@ def test_the_reader_passes_the_honest_fix():
     lines = set(range(1, GOLD.count("\n") + 2))
     reason = suspicious_reason(GO_READER, {"calc/calc.go": GOLD.encode()}, {"calc/calc.go": lines})
     assert reason == ""
+
+
+def test_packages_of_names_each_package_by_its_module_and_anchors_its_names(tmp_path):
+    """The root package, a package of the root module and one of a nested module: each its
+    module's folder, import path and anchored top-level names (a subtest's parent, the
+    sentinels' names beside the graded ones)."""
+    from trajforge.verifiers.grader.sentinels import Sentinel
+    from trajforge.verifiers.languages.go.runs import packages_of
+
+    repo = RepoBuilder(tmp_path / "r")
+    commit = repo.commit("mods", {
+        "go.mod": "module example.com/top\n", "top_test.go": "package top\n",
+        "calc/calc_test.go": "package calc\n", "tools/go.mod": "module example.com/tools\n",
+        "tools/lint/lint_test.go": "package lint\n",
+    })  # fmt: skip
+    graded = (".::TestRoot", "calc::TestAdd/neg", "calc::TestAdd/pos", "tools/lint::TestLint")
+    planted = (Sentinel("calc::TestAddValue", PASS, ""),)
+    packages, modules = packages_of(_tree(repo, commit), graded, True, planted, {})
+    assert modules == {"example.com/top": ".", "example.com/tools": "tools"}
+    said = {p.dir: (p.module, p.import_path, p.run) for p in packages}
+    assert said == {
+        ".": (".", "example.com/top", "^(TestRoot)$"),
+        "calc": (".", "example.com/top/calc", "^(TestAdd|TestAddValue)$"),
+        "tools/lint": ("tools", "example.com/tools/lint", "^(TestLint)$"),
+    }
+    everything, _ = packages_of(_tree(repo, commit), graded, False, planted, {})
+    assert {p.run for p in everything} == {""}  # too many to name: every test of the package

@@ -88,7 +88,7 @@ class GoGrading(Grading):
         packages, modules = packages_of(tree, graded, selected, planted, builds)
         declared = {
             folder: {n for data in files.values()
-                     for n in sentinels.test_names(data.decode("utf-8", "replace"))}
+                     for n in sentinels.reported_names(data.decode("utf-8", "replace"))}
             for folder, files in tests.items()
         }  # fmt: skip
         with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:

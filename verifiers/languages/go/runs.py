@@ -146,7 +146,7 @@ def supervised_run(
     statuses: dict[str, str] = {}
     errors: list[str] = []
     tampering: list[str] = []
-    own = {}
+    own: dict[str, set[str]] = {}
     for s in planted:
         own.setdefault(test_events.package_dir(s.test_id), set()).add(_top(s.test_id))
     try:

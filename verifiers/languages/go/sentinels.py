@@ -40,6 +40,8 @@ from trajforge.verifiers.languages.go import test_events
 _RANDOM = secrets.SystemRandom()
 _WORDS = ("Value", "Result", "Items", "Empty", "Order", "Basic", "Round", "Simple", "Check", "Case")
 TEST_FUNC = re.compile(r"^func (Test[A-Z0-9_]\w*)\(\w+ \*testing\.T\) \{", re.MULTILINE)
+# Every top-level function go test may report on: tests, examples, fuzz targets (their seeds).
+REPORTED_FUNC = re.compile(r"^func ((?:Test|Example|Fuzz)\w*)\s*\(", re.MULTILINE)
 _PACKAGE = re.compile(r"^package\s+(\w+)", re.MULTILINE)
 _CAMEL = re.compile(r"[A-Z][a-z]{2,}")
 
@@ -47,6 +49,11 @@ _CAMEL = re.compile(r"[A-Z][a-z]{2,}")
 def test_names(source: str) -> set[str]:
     """The top-level test functions a Go test file declares."""
     return set(TEST_FUNC.findall(source))
+
+
+def reported_names(source: str) -> set[str]:
+    """The top-level functions of a Go test file that ``go test`` may report a result for."""
+    return set(REPORTED_FUNC.findall(source))
 
 
 def draw(

@@ -43,6 +43,8 @@ def _supervisor():
     spec = importlib.util.spec_from_file_location(
         "trajforge_supervisor", os.path.join(ROOT, "supervisor.py")
     )
+    if spec is None or spec.loader is None:
+        sys.exit("trajforge go grader: the supervisor is not beside it")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -60,15 +62,14 @@ def _go(repo):
 
 def _root_env():
     env = dict(os.environ)
-    env["GOPROXY"] = "off"  # nothing is fetched at grading time
-    env.setdefault("GOFLAGS", "-mod=mod")
+    env["GOPROXY"] = "off"  # nothing is fetched at grading time; GOFLAGS are the image's
     env.pop("GOENV", None)
     return env
 
 
 def _plant(repo, planted):
     """Write the planted files; return what puts the tree back (originals, or removal)."""
-    saved = {}
+    saved: dict = {}
     for rel, data in planted.items():
         full = os.path.join(repo, rel)
         if os.path.islink(full):
