@@ -1,6 +1,7 @@
 """Go through `trajforge validate`: a mined fix and injected bugs of a test-built std-only Go
 module become Go tasks with exact FAIL_TO_PASS and PASS_TO_PASS; a bug no test sees is
-not_covered; a module whose dependency the proxy does not have is one install_failed line.
+not_covered; a module whose dependency the proxy does not have is one install_failed line;
+`trajforge evaluate` resolves the tasks' gold patches under the Go grader and no empty one.
 
 One run of the real CLI over one candidates table (the way mine and inject write it): the
 module's image is built once (Debian's go: the build stage downloads nothing).
@@ -169,3 +170,23 @@ def test_profiles_reach_and_the_failed_download(validated):
     assert summary["reach"] == "2 repositories: installed 1, collected 1, clean 1, task 1"
     assert summary["kept"] == 2
     assert "validate: 4 inputs, 2 kept, 2 rejected" in stderr
+
+
+def test_evaluate_resolves_the_gold_patches_and_not_empty_ones(validated):
+    """The stage after validate: each Go task's gold patch resolves under the Go grader, an
+    empty one does not (mined and injected, validated, evaluated)."""
+    work, _ = validated
+    tasks = _tasks(work)
+    for name, patch_of in (("gold", lambda row: row["patch"]), ("empty", lambda row: "")):
+        rows = [{"instance_id": row["instance_id"], "model_name_or_path": name,
+                 "model_patch": patch_of(row)} for row in tasks.values()]  # fmt: skip
+        (work / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        done = run_cli("evaluate", "--tasks", "out", "--predictions", f"{name}.jsonl",
+                       "--output", f"eval-{name}", cwd=work)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        summary = json.loads((work / f"eval-{name}" / f"{name}.evaluate.json").read_text())
+        ids = sorted(row["instance_id"] for row in tasks.values())
+        if name == "gold":
+            assert sorted(summary["resolved_ids"]) == ids, summary
+        else:
+            assert summary["resolved_ids"] == [] and sorted(summary["empty_patch_ids"]) == ids
