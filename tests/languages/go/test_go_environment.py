@@ -26,7 +26,8 @@ def built(tmp_path_factory, docker_engine):
     prepared = build_go_profile(box, profile, str(repo.path), commit, params, say=print)
     assert prepared.reason == "", prepared.detail
     yield box, repo, commit, prepared.profile
-    box.close()
+    box.close()  # its spare container holds the image (close is safe to call twice)
+    box.remove_image(prepared.profile.image)
 
 
 def run(box, repo, tree, profile, selection=()):
