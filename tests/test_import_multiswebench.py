@@ -214,12 +214,14 @@ def test_multi_swe_bench_js_and_ts_rows_become_candidates(kit, tmp_path):
     assert ts_fixed == (f"{FMT_TEST}:no space", FMT_TEST)
     counts = {reason: len(found) for reason, found in rejections.items()}
     assert counts == {
-        "language_not_supported": 2, "no_base_commit": 1, "bad_row": 5, "bad_input_file": 1
+        "language_not_supported": 1, "unknown_repo": 1, "no_base_commit": 1, "bad_row": 5,
+        "bad_input_file": 1,
     }, rejections  # fmt: skip
     [lfs] = rejections["bad_input_file"]
     assert "vuejs__core_dataset.jsonl: is a Git LFS pointer, not the data" in lfs.detail
     langs = {r.input: r.detail for r in rejections["language_not_supported"]}
-    assert "language 'go' is not supported" in langs["gin-gonic__gin-3"]
+    [gin] = rejections["unknown_repo"]  # Go is a language now: the row wants its source
+    assert gin.input == "gin-gonic__gin-3" and "gin-gonic/gin" in gin.detail
     assert "language 'Rust' is not supported" in langs["acme__kit-9"]
     bad = {r.input: r.detail for r in rejections["bad_row"]}
     assert "f2p_tests must map test names to their statuses" in bad["acme__kit-5"]
