@@ -34,7 +34,6 @@ import tempfile
 import time
 
 from js_environments import checkout
-
 from trajforge.generators.languages.go.detection import Module, modules
 from trajforge.generators.languages.go.recipe import render_go_dockerfile
 from trajforge.generators.languages.go.runners import module_command
