@@ -185,11 +185,11 @@ class Go(Language):
         audit: AuditBook | None,
     ) -> BatchResult:
         """No per-test coverage yet: a full run per bug, failures rerun by package, confirmed at
-        clean (``verifiers/validation/js_mutants.py``, which reads through the ``Reading``)."""
+        clean (``verifiers/validation/full_runs.py``, which reads through the ``Reading``)."""
         from trajforge.generators.languages.go.profile import go_reading
-        from trajforge.verifiers.validation.js_mutants import validate_js_mutations
+        from trajforge.verifiers.validation.full_runs import validate_by_full_runs
 
-        return validate_js_mutations(
+        return validate_by_full_runs(
             sandbox, profile, repo_path, clean, mutations, params, go_reading(profile),
             cache, workers, on_done=on_done,
         )  # fmt: skip
