@@ -48,6 +48,7 @@ class Go(Language):
     name: ClassVar[str] = project.NAME
     aliases: ClassVar[tuple[str, ...]] = ("golang",)
     issue_text: ClassVar[IssueText] = GoIssueText(ISSUE_PROMPT)
+    nested_project_files: ClassVar[tuple[str, ...]] = ("go.mod",)  # a monorepo's modules
 
     def detect(self, repo_dir: str) -> Detection | None:
         return project.detect(repo_dir)

@@ -187,6 +187,21 @@ def test_language_at_names_a_go_module_or_workspace_from_its_top_level_files(tmp
     assert found.runner_args == ("example.com/a=a",) and found.runtime == "1.21.13"
 
 
+def test_language_at_names_a_monorepo_of_nested_modules_go(tmp_path) -> None:
+    # no go.mod or go.work at the root: the modules' go.mods below it decide
+    repo = RepoBuilder(tmp_path / "mono")
+    nested = repo.commit("two modules", {"README.md": "tools\n",
+                                         "api/go.mod": go_mod("example.com/api", "1.19"),
+                                         "cli/x/go.mod": go_mod("example.com/cli", "1.19")})  # fmt: skip
+    deep = repo.commit("only too deep", {"api/go.mod": None, "cli/x/go.mod": None,
+                                         "a/b/c/d/e/f/go.mod": go_mod("example.com/f")})  # fmt: skip
+    assert language_at(str(repo.path), nested).name == "go"
+    assert detect_at(str(repo.path), nested).runner_args == (
+        "example.com/api=api", "example.com/cli=cli/x",
+    )  # fmt: skip
+    assert language_at(str(repo.path), deep).name == "python"  # the default: nothing detected
+
+
 def test_a_workspace_builds_without_mod_flags_and_without_go_mod_download(tmp_path) -> None:
     repo = write(tmp_path, {"go.work": "go 1.19\n\nuse ./a\n",
                             "a/go.mod": go_mod("example.com/a", "1.19")})  # fmt: skip
