@@ -190,11 +190,15 @@ def test_language_at_names_a_go_module_or_workspace_from_its_top_level_files(tmp
 def test_language_at_names_a_monorepo_of_nested_modules_go(tmp_path) -> None:
     # no go.mod or go.work at the root: the modules' go.mods below it decide
     repo = RepoBuilder(tmp_path / "mono")
-    nested = repo.commit("two modules", {"README.md": "tools\n",
-                                         "api/go.mod": go_mod("example.com/api", "1.19"),
-                                         "cli/x/go.mod": go_mod("example.com/cli", "1.19")})  # fmt: skip
-    deep = repo.commit("only too deep", {"api/go.mod": None, "cli/x/go.mod": None,
-                                         "a/b/c/d/e/f/go.mod": go_mod("example.com/f")})  # fmt: skip
+    modules = {
+        "README.md": "tools\n",
+        "api/go.mod": go_mod("example.com/api", "1.19"),
+        "cli/x/go.mod": go_mod("example.com/cli", "1.19"),
+    }
+    nested = repo.commit("two modules", modules)
+    too_deep = {"api/go.mod": None, "cli/x/go.mod": None,
+                "a/b/c/d/e/f/go.mod": go_mod("example.com/f")}  # fmt: skip
+    deep = repo.commit("only too deep", too_deep)
     assert language_at(str(repo.path), nested).name == "go"
     assert detect_at(str(repo.path), nested).runner_args == (
         "example.com/api=api", "example.com/cli=cli/x",
