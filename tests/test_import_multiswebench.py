@@ -404,3 +404,27 @@ def test_label_check_classes_their_names_as_ours():
     assert check.detail == (
         "FAIL_TO_PASS: 2 agree, 1 we missed; PASS_TO_PASS: 1 agree, 1 they missed, 1 name unmapped"
     )
+
+
+def test_label_check_reads_go_names_against_our_package_ids():
+    # Multi-SWE-bench's Go harness prints `--- FAIL: TestMul` with no package: the name is ours
+    # where one package alone has the test; `TestParse/empty` is in two packages here
+    mul, sub, root_parse, lex_parse = (".::TestMul", ".::TestSub", ".::TestParse/empty",
+                                       "internal/lex::TestParse/empty")  # fmt: skip
+    task = TaskInstance(
+        "acme__gocalc-1", REPO, "abc", "p", "tp", "", "", "2024-01-01", (mul,),
+        (sub, root_parse, lex_parse), "abc", "img", "go", "commit", "p1", "c1", "/src", (), None,
+        language="go",
+    )  # fmt: skip
+    passing = {sub: "PASSED", root_parse: "PASSED", lex_parse: "PASSED"}
+    runs = (_run("base", {mul: "FAILED", **passing}), _run("gold", {mul: "PASSED", **passing}))
+    labels = DatasetLabels(
+        "multi-swe-bench", "acme__gocalc-1", ("TestMul",), ("TestSub", "TestParse/empty")
+    )
+    candidate = Candidate("c1", REPO, "/src", "abc", "p", "tp", "commit", "2024", labels=labels)
+    check = check_labels(candidate, ValidationResult(task, None, runs))
+    assert check is not None
+    assert check.FAIL_TO_PASS.agrees == (mul,) and check.FAIL_TO_PASS.we_missed == ()
+    assert check.PASS_TO_PASS.agrees == (sub,)
+    assert check.PASS_TO_PASS.name_unmapped == ("TestParse/empty",)
+    assert check.PASS_TO_PASS.why["TestParse/empty"].startswith("2 tests here answer to it")
