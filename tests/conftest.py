@@ -17,6 +17,9 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 # The baselines the benchmarks measure against (benchmarks/full_suite.py) are compared in tests too.
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+# Each language's tests keep their fixtures beside them (tests/languages/<lang>/go_calc.py); a test
+# that spans languages (the mixed dvc repro) imports them by name too.
+sys.path.extend(str(f) for f in sorted(Path(__file__).parent.glob("languages/*")) if f.is_dir())
 
 from llama_server import llama_endpoint  # noqa: F401  (session fixture: real llama.cpp server)
 from repo_factory import build_add_fix_repo, build_calc_repo

@@ -16,7 +16,7 @@ from trajforge.verifiers.languages.registry import BY_NAME, UnknownLanguage, gra
 from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.factory import make_sandbox
 
-HOSTILE = ["cobol", "../python", "Python", "python\n", " javascript", "javascript\x00", "go"]
+HOSTILE = ["cobol", "../python", "Python", "python\n", " javascript", "javascript\x00", "golang"]
 
 
 def test_a_row_that_names_no_language_is_the_default_ones():

@@ -214,12 +214,14 @@ def test_multi_swe_bench_js_and_ts_rows_become_candidates(kit, tmp_path):
     assert ts_fixed == (f"{FMT_TEST}:no space", FMT_TEST)
     counts = {reason: len(found) for reason, found in rejections.items()}
     assert counts == {
-        "language_not_supported": 2, "no_base_commit": 1, "bad_row": 5, "bad_input_file": 1
+        "language_not_supported": 1, "unknown_repo": 1, "no_base_commit": 1, "bad_row": 5,
+        "bad_input_file": 1,
     }, rejections  # fmt: skip
     [lfs] = rejections["bad_input_file"]
     assert "vuejs__core_dataset.jsonl: is a Git LFS pointer, not the data" in lfs.detail
     langs = {r.input: r.detail for r in rejections["language_not_supported"]}
-    assert "language 'go' is not supported" in langs["gin-gonic__gin-3"]
+    [gin] = rejections["unknown_repo"]  # Go is a language now: the row wants its source
+    assert gin.input == "gin-gonic__gin-3" and "gin-gonic/gin" in gin.detail
     assert "language 'Rust' is not supported" in langs["acme__kit-9"]
     bad = {r.input: r.detail for r in rejections["bad_row"]}
     assert "f2p_tests must map test names to their statuses" in bad["acme__kit-5"]
@@ -402,3 +404,27 @@ def test_label_check_classes_their_names_as_ours():
     assert check.detail == (
         "FAIL_TO_PASS: 2 agree, 1 we missed; PASS_TO_PASS: 1 agree, 1 they missed, 1 name unmapped"
     )
+
+
+def test_label_check_reads_go_names_against_our_package_ids():
+    # Multi-SWE-bench's Go harness prints `--- FAIL: TestMul` with no package: the name is ours
+    # where one package alone has the test; `TestParse/empty` is in two packages here
+    mul, sub, root_parse, lex_parse = (".::TestMul", ".::TestSub", ".::TestParse/empty",
+                                       "internal/lex::TestParse/empty")  # fmt: skip
+    task = TaskInstance(
+        "acme__gocalc-1", REPO, "abc", "p", "tp", "", "", "2024-01-01", (mul,),
+        (sub, root_parse, lex_parse), "abc", "img", "go", "commit", "p1", "c1", "/src", (), None,
+        language="go",
+    )  # fmt: skip
+    passing = {sub: "PASSED", root_parse: "PASSED", lex_parse: "PASSED"}
+    runs = (_run("base", {mul: "FAILED", **passing}), _run("gold", {mul: "PASSED", **passing}))
+    labels = DatasetLabels(
+        "multi-swe-bench", "acme__gocalc-1", ("TestMul",), ("TestSub", "TestParse/empty")
+    )
+    candidate = Candidate("c1", REPO, "/src", "abc", "p", "tp", "commit", "2024", labels=labels)
+    check = check_labels(candidate, ValidationResult(task, None, runs))
+    assert check is not None
+    assert check.FAIL_TO_PASS.agrees == (mul,) and check.FAIL_TO_PASS.we_missed == ()
+    assert check.PASS_TO_PASS.agrees == (sub,)
+    assert check.PASS_TO_PASS.name_unmapped == ("TestParse/empty",)
+    assert check.PASS_TO_PASS.why["TestParse/empty"].startswith("2 tests here answer to it")

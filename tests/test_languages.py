@@ -273,7 +273,8 @@ def test_the_registry_names_each_language_once_and_resolves_dataset_spellings():
     assert len(spellings) == len(set(spellings)) and all(s == s.lower() for s in spellings)
     assert [language_named(name) for name in names] == list(LANGUAGES)
     assert spelled("py") is DEFAULT and spelled(" TypeScript ") is spelled("js") is BY_NAME[JS.name]
-    assert spelled("JavaScript") is BY_NAME[JS.name] and spelled("go") is None
+    assert spelled("JavaScript") is BY_NAME[JS.name] and spelled("golang") is BY_NAME["go"]
+    assert spelled("rust") is None
 
 
 def test_an_unknown_language_name_is_one_line():
@@ -310,6 +311,7 @@ def test_suite_files_and_mining_rules_are_each_languages_own():
 def test_only_python_writes_model_bugs_and_probes_collection():
     assert [(lang.writes_model_bugs, lang.probes_collection) for lang in LANGUAGES] == [
         (True, True),
+        (False, False),
         (False, False),
     ]
 

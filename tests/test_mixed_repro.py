@@ -1,8 +1,9 @@
-"""`dvc repro` with the project's own dvc.yaml on one Python and one JavaScript source.
+"""`dvc repro` with the project's own dvc.yaml on one Python, one JavaScript and one Go source.
 
-The params name two test-built repositories: the Python calc (its `add` fix) and an npm + jest
-calc (its `mul` fix, and inject's bugs on its newest commit). The run must end with one
-dataset holding tasks of both languages, and the report must show both.
+The params name three test-built repositories: the Python calc (its `add` fix), an npm + jest
+calc (its `mul` fix, and inject's bugs on its newest commit) and a Go module (its `Mul` fix, and
+inject's bugs). The run must end with one dataset holding tasks of all three languages, and the
+report must show them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import datasets
 import polars as pl
 import pytest
 from conftest import ROOT
+from go_calc import CALC as GO_CALC
+from go_calc import FILES as GO_FILES
 from repo_factory import RepoBuilder
 from scripted_agents import reporter_and_fixer
 from scripted_llm import ScriptedLLM
@@ -42,11 +45,34 @@ def js_calc(tmp_path_factory, docker_engine) -> tuple[Path, str]:
     return repo.path, fixed
 
 
-def test_dvc_repro_on_a_python_and_a_js_source_ends_with_both(
-    calc_repo, js_calc, docker_engine, tmp_path
+GO_MUL = "\n// Mul returns a times b.\nfunc Mul(a, b int) int { return a %s b }\n"
+GO_MUL_TESTS = """\
+package calc
+
+import "testing"
+
+func TestMul(t *testing.T) {
+\tif Mul(2, 3) != 6 {
+\t\tt.Fatal(Mul(2, 3))
+\t}
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def go_calc(tmp_path_factory, docker_engine) -> tuple[Path, str]:
+    repo = RepoBuilder(tmp_path_factory.mktemp("mixed") / "gocalc")
+    repo.commit("calc in go", {**GO_FILES, "calc.go": GO_CALC + GO_MUL % "+"})
+    fixed = repo.commit("fix Mul", {"calc.go": GO_CALC + GO_MUL % "*", "mul_test.go": GO_MUL_TESTS})
+    return repo.path, fixed
+
+
+def test_dvc_repro_on_python_js_and_go_sources_ends_with_all_three(
+    calc_repo, js_calc, go_calc, docker_engine, tmp_path
 ):
     py_path, shas = calc_repo
     js_path, js_fix = js_calc
+    go_path, go_fix = go_calc
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "dvc.yaml", project)
@@ -57,13 +83,14 @@ def test_dvc_repro_on_a_python_and_a_js_source_ends_with_both(
     with ScriptedLLM(reporter_and_fixer) as llm:
         (project / "params.yaml").write_text(
             f"cache_dir: {tmp_path / 'cache'}\n"
-            f"sources:\n  repos: [{py_path}, {js_path}]\n  pypi: []\n"
-            f"inject:\n  repos: [{js_path}]\n  pypi: []\n  max_candidates: 3\n  combos: 0\n"
+            f"sources:\n  repos: [{py_path}, {js_path}, {go_path}]\n  pypi: []\n"
+            f"inject:\n  repos: [{js_path}, {go_path}]\n  pypi: []\n  max_candidates: 3\n"
+            "  combos: 0\n"
             "  min_complexity: 1\n"
             "pipeline:\n  runner: local\n"
             "curate:\n  threshold: 0.8\n"
             "export:\n  name: mixed-tasks\n"
-            f"mine:\n  commits: [{shas['fix_add']}, {js_fix}]\n"
+            f"mine:\n  commits: [{shas['fix_add']}, {js_fix}, {go_fix}]\n"
             "environment:\n  default_python: '3.11'\n"
             "sandbox:\n  kind: docker\n"
             "validate:\n  test_timeout_s: 120\n  gold_runs: 0\n"
@@ -80,12 +107,15 @@ def test_dvc_repro_on_a_python_and_a_js_source_ends_with_both(
     data = project / "data"
     tasks = pl.read_parquet(data / "validate" / "tasks" / "*.parquet")
     by_language = {
-        lang: tasks.filter(pl.col("language") == lang) for lang in ("python", "javascript")
+        lang: tasks.filter(pl.col("language") == lang) for lang in ("python", "javascript", "go")
     }
     assert by_language["python"]["FAIL_TO_PASS"].to_list() == [["tests/test_ops.py::test_add"]]
     js = by_language["javascript"]
     assert [MULTIPLIES] in js["FAIL_TO_PASS"].to_list()  # the mined fix
     assert set(js["test_runner"].to_list()) == {"jest"}
+    go = by_language["go"]
+    assert [".::TestMul"] in go["FAIL_TO_PASS"].to_list()  # the mined fix, its package's id
+    assert set(go["test_runner"].to_list()) == {"go"}
     # inject's JS bugs went through validate too: each one a task or a rejection with a reason
     injected = pl.read_parquet(data / "inject" / "candidates" / "*.parquet")
     assert injected.height >= 1
@@ -93,11 +123,10 @@ def test_dvc_repro_on_a_python_and_a_js_source_ends_with_both(
     decided = set(tasks["candidate_id"].to_list()) | set(rejected["input"].to_list())
     assert set(injected["candidate_id"].to_list()) <= decided
 
-    # one dataset, both languages: the export's tasks config says each row's language
-    # (two repositories: the export splits them, one to train, one to validation)
+    # one dataset, three languages: the export's tasks config says each row's language
+    # (three repositories: the export splits them by repository, none in two splits)
     splits = datasets.load_dataset(str(data / "export"), "tasks")
-    languages = {row["language"]: split for split in splits for row in splits[split]}
-    assert set(languages) == {"python", "javascript"}
-    assert set(languages.values()) == {"train", "validation"}
+    languages = {row["language"] for split in splits for row in splits[split]}
+    assert languages == {"python", "javascript", "go"}
     report = (data / "report" / "index.html").read_text()
-    assert "javascript" in report and "python" in report
+    assert all(lang in report for lang in ("python", "javascript", "go"))

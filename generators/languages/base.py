@@ -130,6 +130,9 @@ class Language(ABC):
     writes_model_bugs: ClassVar[bool] = False  # inject.mode llm: a model's rewrite can be spliced
     probes_collection: ClassVar[bool] = False  # the environment stage collects the suite once
     issue_text: ClassVar[IssueText]  # describe: its prompt and how a task's tests read
+    # File names ``detect`` also reads below the root (a Go monorepo's modules' go.mod): the
+    # language of a commit is read from its top-level files and these (``at_commit.py``).
+    nested_project_files: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def detect(self, repo_dir: str) -> Detection | None:

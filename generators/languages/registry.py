@@ -13,12 +13,13 @@ also ``DEFAULT``, the language of every task and tree that names none.
 from __future__ import annotations
 
 from trajforge.generators.languages.base import Detection, Language
+from trajforge.generators.languages.go.language import Go
 from trajforge.generators.languages.javascript.language import JavaScript
 from trajforge.generators.languages.python.language import Python
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.task_instance import DEFAULT_LANGUAGE
 
-LANGUAGES: tuple[Language, ...] = (Python(), JavaScript())
+LANGUAGES: tuple[Language, ...] = (Python(), JavaScript(), Go())
 BY_NAME = {language.name: language for language in LANGUAGES}
 DEFAULT = BY_NAME[DEFAULT_LANGUAGE]  # a task or profile that names none: schemas' default
 # A dataset's spelling (name or alias, lower case) -> the language

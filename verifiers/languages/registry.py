@@ -8,10 +8,11 @@ from __future__ import annotations
 from trajforge.schemas.task_instance import DEFAULT_LANGUAGE
 from trajforge.verifiers.grader.supervised import UnsupportedTestCommand
 from trajforge.verifiers.languages.base import Grading
+from trajforge.verifiers.languages.go.grading import GoGrading
 from trajforge.verifiers.languages.javascript.grading import JavaScriptGrading
 from trajforge.verifiers.languages.python.grading import PythonGrading
 
-GRADINGS: tuple[Grading, ...] = (PythonGrading(), JavaScriptGrading())
+GRADINGS: tuple[Grading, ...] = (PythonGrading(), JavaScriptGrading(), GoGrading())
 BY_NAME = {grading.name: grading for grading in GRADINGS}
 
 

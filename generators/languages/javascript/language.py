@@ -195,11 +195,11 @@ class JavaScript(Language):
         on_done: Callable[[ValidationResult], None],
         audit: AuditBook | None,
     ) -> BatchResult:
-        """No per-test coverage: a full run per bug (``verifiers/validation/js_mutants.py``)."""
+        """No per-test coverage: a full run per bug (``verifiers/validation/full_runs.py``)."""
         from trajforge.generators.languages.javascript.profile import js_reading
-        from trajforge.verifiers.validation.js_mutants import validate_js_mutations
+        from trajforge.verifiers.validation.full_runs import validate_by_full_runs
 
-        return validate_js_mutations(
+        return validate_by_full_runs(
             sandbox, profile, repo_path, clean, mutations, params, js_reading(profile),
             cache, workers, on_done=on_done,
         )  # fmt: skip

@@ -134,3 +134,14 @@ def test_an_oversized_stream_is_one_line() -> None:
 def test_ids_name_their_package_folder() -> None:
     assert events.test_id("", "TestA") == ".::TestA"
     assert events.package_dir(events.test_id("internal/calc", "TestAdd/neg")) == "internal/calc"
+
+
+def test_a_build_failure_before_go_1_24_is_a_plain_line() -> None:
+    # Debian's go 1.19 writes it on stdout between the events (go 1.24 made it an event)
+    lines = [
+        json.dumps({"Action": "pass", "Package": MODULE, "Test": "TestA"}),
+        f"FAIL\t{MODULE}/broken [build failed]",
+    ]
+    parsed = parse_test_events("\n".join(lines), {MODULE: "."})
+    assert parsed.statuses == {".::TestA": "PASSED"}
+    assert parsed.collection_errors == ("broken",)

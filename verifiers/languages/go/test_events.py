@@ -8,7 +8,8 @@ never changes between runs or machines, an import path does when a fork renames 
 
 The stream is the suite's own output (the go command writes it from the test binary's stdout),
 so it is hostile input: a line that is not an event is skipped (old go commands put build errors
-there), a test reported ended twice is a contradiction (``problem``), an oversized stream is one
+there, except go's plain ``FAIL\t<package> [build failed]`` before Go 1.24), a test reported
+ended twice is a contradiction (``problem``), an oversized stream is one
 ``ReportError`` line.
 """
 
@@ -36,6 +37,8 @@ ROOT = "."
 _STATUS = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED"}
 _MODULE = re.compile(r"^\s*module\s+(\"[^\"]+\"|\S+)", re.MULTILINE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Before Go 1.24 a package whose test binary did not build is this plain line, not an event.
+_BUILD_FAILED = re.compile(r"^FAIL\t(\S+) \[build failed\]$")
 
 
 def test_id(package_dir: str, test: str) -> str:
@@ -75,6 +78,8 @@ def parse_test_events(text: str | bytes, modules: Mapping[str, str]) -> ParsedLo
     for line in text.splitlines():
         event = _event(line)
         if event is None:
+            if plain := _BUILD_FAILED.match(line):
+                broken[_folder(plain.group(1), by_length)] = None
             continue
         action, package, test = event
         folder = _folder(package, by_length)

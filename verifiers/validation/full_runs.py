@@ -1,7 +1,8 @@
-"""Prove injected bugs of one JavaScript snapshot: a full run each, in a fresh container.
+"""Prove injected bugs of one snapshot by full runs, each in a fresh container.
 
-``mutants.py`` selects tests by per-test coverage through a pytest plugin; a JS runner has
-neither, so a JS bug pays the protocol coverage only shortens (SWE-smith's, with reruns):
+``mutants.py`` selects tests by per-test coverage through a pytest plugin; a runner with
+neither (JavaScript's, Go's) pays the protocol coverage only shortens (SWE-smith's, with
+reruns):
 
 - the clean snapshot's suite runs once in a fresh container (cached by content); a suite that
   does not run, or passes nothing, rejects every bug of the snapshot (``*_at_clean``,
@@ -53,7 +54,7 @@ from trajforge.verifiers.validation.mutants import (
 )
 from trajforge.verifiers.validation.rule import FAILING, judge, suite_failure
 
-VERSION = "inject-js-v1"
+VERSION = "inject-js-v1"  # the cache key's version (named when JavaScript alone used it)
 T = TypeVar("T")
 
 
@@ -66,7 +67,7 @@ class _Failed:
     candidates: frozenset[str]  # failed twice on the bug, passed at clean
 
 
-def validate_js_mutations(
+def validate_by_full_runs(
     sandbox: Sandbox,
     profile: EnvProfile,
     repo_path: str,

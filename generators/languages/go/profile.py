@@ -1,0 +1,215 @@
+"""A Go site as the stages see it: an ``EnvProfile`` detected at a commit, built once.
+
+``detect_at`` detects the commit's tree (its go.mod, go.work, go.sum and vendor/modules.txt
+files, written into a scratch folder: never the working copy's HEAD); ``go_profile`` turns the
+detection into a profile keyed by the source's identity and what decides the build (the recipe,
+the test command, every module's go.mod and go.sum); ``build_go_profile`` builds its image
+through ``build_recipe``, a failed build being one line (``install_failed``, cached, so a rerun
+does not build it again); ``go_reading`` tells validate how the profile's runs read: the
+``go test -json`` events by ``verifiers/languages/go/test_events.py``, a selection passed as its
+tests' package folders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+
+from trajforge.generators.environments.image import build_recipe, recipe_digest
+from trajforge.generators.environments.prepare import Prepared
+from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
+from trajforge.generators.languages.base import Detection
+from trajforge.generators.languages.go import detection as project
+from trajforge.generators.languages.go.base_image import ensure_go_base_image
+from trajforge.generators.languages.go.recipe import modules_in_recipe
+from trajforge.generators.languages.go.recipe import recipe as go_recipe
+from trajforge.generators.languages.go.runners import REPORT_PATH, test_command
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.errors import UserError
+from trajforge.schemas.params import Params
+from trajforge.schemas.records import content_id, from_row, to_row
+from trajforge.schemas.storage import ContentCache
+from trajforge.verifiers.languages.go.test_events import package_dir, parse_test_events
+from trajforge.verifiers.log_parsers import ParsedLog
+from trajforge.verifiers.reports import ReportError
+from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
+from trajforge.verifiers.sandbox.git_tree import git
+from trajforge.verifiers.test_runner import Reading
+
+GO_PROFILE_FORMAT = "go-profile-v1"
+BUILD_VERSION = "go-build-v1"  # the cache of failed builds
+# The files detection reads, at any depth (a monorepo's modules), outside vendor/testdata.
+PROJECT_FILES = ("go.mod", "go.work", "go.sum", "vendor/modules.txt")
+MAX_FILE = 16 * 1024 * 1024
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The go command's progress lines, which say nothing about a failure.
+_PROGRESS = ("go: downloading ", "go: finding ", "go: extracting ", "go: found ")
+
+
+def detect_at(repo_path: str, commit: str) -> Detection:
+    """Go's detection of the repository's tree at ``commit``: its project files written into
+    a scratch folder, read there."""
+    with tempfile.TemporaryDirectory(prefix="trajforge-go-") as tree:
+        _write_project_files(repo_path, commit, tree)
+        detection = project.detect(tree)
+    if detection is None:
+        raise UserError(f"{commit[:12]}: no go.mod or go.work; not a Go project", reason="no_go")
+    if not detection.runner_args:
+        raise UserError(f"{commit[:12]}: go.work names no folder with a go.mod that has a module "
+                        "line; no module to test", reason="no_go_module")  # fmt: skip
+    return detection
+
+
+def go_profile(repo_path: str, commit: str, repo: str, identity: str, params: Params) -> EnvProfile:
+    """The detected (not yet built) profile of a Go project at ``commit``."""
+    detection = detect_at(repo_path, commit)
+    test_cmd = test_command(detection, (), params.validate.per_test_timeout_s)
+    recipe = go_recipe(detection)
+    decides = (identity, repo, recipe, test_cmd, _build_evidence(repo_path, commit, detection))
+    profile_id = content_id(GO_PROFILE_FORMAT, *decides, length=16)
+    return EnvProfile(
+        profile_id=profile_id,
+        repo=repo,
+        python="",
+        install=(),
+        test_cmd=test_cmd,
+        image=image_name(params.environment.registry, profile_id),
+        status="detected",
+        log=detection.why,
+        setup_commit="",
+        recipe=recipe,
+        install_set=detection.package_manager,
+        language=detection.language,
+        runner=detection.runner,
+        runtime=detection.runtime,
+    )
+
+
+def build_go_profile(
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    repo_path: str,
+    commit: str,
+    params: Params,
+    say: Callable[[str], None] = print,
+) -> Prepared:
+    """The profile's image at ``commit``: reused when its recipe label is this recipe's hash,
+    else built; a failed build is ``install_failed`` with the go command's first error line
+    (the raw log under ``<cache_dir>/build-logs/``), cached by the profile's id."""
+    if not isinstance(sandbox, ImageStore):
+        raise UserError(
+            "go environments build images: use the docker or podman sandbox",
+            reason="no_image_store",
+        )
+    cache = ContentCache(params.results_cache, "environments")
+    key = content_id(BUILD_VERSION, profile.profile_id, commit)
+    if (known := cache.get(key)) is not None:
+        return Prepared(from_row(EnvProfile, known["profile"]), known["reason"], known["detail"], 0)
+    built = dataclasses.replace(profile, setup_commit=commit, status="built")
+    digest = recipe_digest(repo_path, profile.recipe, profile.profile_id, commit)
+    info = sandbox.image_info(profile.image) if sandbox.has_image(profile.image) else None
+    if info is not None and info.labels.get(RECIPE_LABEL) == digest:
+        return Prepared(built, "", "", 0)
+    if getattr(sandbox, "name", "") == "docker":
+        ensure_go_base_image(getattr(sandbox, "docker_host", None), say)
+    say(f"{profile.repo}: go {profile.runtime}, {profile.install_set}")
+    result = build_recipe(sandbox, profile.image, profile.recipe, profile.profile_id, commit,
+                          repo_path, params.environment)  # fmt: skip
+    if result.ok:
+        return Prepared(dataclasses.replace(built, log=result.log[-4000:]), "", "", 0)
+    _keep_log(params, profile.profile_id, result.log)
+    cause = f"{profile.repo}: go build of the environment failed: {build_cause(result.log)}"
+    failed = Prepared(dataclasses.replace(built, status="failed", log=cause), "install_failed",
+                      cause, 0)  # fmt: skip
+    cache.put(key, {"profile": to_row(failed.profile), "reason": failed.reason, "detail": cause})
+    return failed
+
+
+def build_cause(log: str) -> str:
+    """One line saying why the build failed: the go command's first error line (``go: ...``,
+    not its progress lines), else the log's last line."""
+    text = _ANSI.sub("", log.replace("\x1b[0m\n", ""))  # the classic builder's stderr colour
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("go: ") and not line.startswith(_PROGRESS):
+            return line[:300]
+    return (lines[-1] if lines else "the build said nothing")[:300]
+
+
+def go_reading(profile: EnvProfile) -> Reading:
+    """How a Go profile's runs read: ``go test -json`` at ``REPORT_PATH``, its packages named
+    by the recipe's modules; a selection passes its tests' package folders."""
+    return Reading(REPORT_PATH, reader(modules_in_recipe(profile.recipe)), select=selected_packages)
+
+
+def reader(modules: Mapping[str, str]) -> Callable[[bytes | None, str], ParsedLog]:
+    """The run's events as statuses; no report, or one that does not read, is no statuses and
+    the cause as the run's collection error, so the suite counts as not run."""
+
+    def parse(report: bytes | None, log: str) -> ParsedLog:
+        if not report:
+            return ParsedLog({}, ("go test wrote no report",))
+        try:
+            return parse_test_events(report.decode("utf-8", "replace"), modules)
+        except ReportError as exc:
+            return ParsedLog({}, (f"go test report: {exc}",))
+
+    return parse
+
+
+def selected_packages(selection: Sequence[str]) -> list[str]:
+    """The package folders of the selected tests, each once, in order."""
+    return sorted({package_dir(test_id) for test_id in selection})
+
+
+def _write_project_files(repo_path: str, commit: str, into: str) -> None:
+    """The commit's go.mod, go.work, go.sum and vendor/modules.txt files (regular files, not
+    links, outside testdata and nested vendor folders) written into ``into``."""
+    listing = git(repo_path, "ls-tree", "-r", "-z", "--long", "--end-of-options", commit).decode(
+        "utf-8", "surrogateescape"
+    )
+    wanted: list[tuple[str, str]] = []
+    for entry in filter(None, listing.split("\0")):
+        meta, _, path = entry.partition("\t")
+        mode, kind, blob, size = meta.split()
+        if kind != "blob" or mode not in ("100644", "100755") or int(size) > MAX_FILE:
+            continue
+        parts = path.split("/")
+        name = "/".join(parts[-2:]) if parts[-1] == "modules.txt" else parts[-1]
+        inside = parts[:-2] if name == "vendor/modules.txt" else parts[:-1]
+        if name in PROJECT_FILES and not set(inside) & {"vendor", "testdata", ".git"}:
+            wanted.append((blob, path))
+    if not wanted:
+        return
+    out = git(repo_path, "cat-file", "--batch", input="".join(f"{b}\n" for b, _ in wanted).encode())
+    at = 0
+    for _, path in wanted:  # each: "<sha> blob <size>\n<bytes>\n"
+        header_end = out.index(b"\n", at)
+        length = int(out[at:header_end].split()[2])
+        target = os.path.join(into, *path.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(out[header_end + 1 : header_end + 1 + length])
+        at = header_end + 1 + length + 1
+
+
+def _build_evidence(repo_path: str, commit: str, detection: Detection) -> str:
+    """A digest of what decides the build at ``commit``: every module's go.mod and go.sum
+    blob (a commit that changes none of them shares the image)."""
+    names = []
+    for module in project.modules(detection):
+        prefix = "" if module.folder == "." else f"{module.folder}/"
+        names += [f"{prefix}go.mod", f"{prefix}go.sum"]
+    names += ["go.work", "go.work.sum"]
+    blobs = git(repo_path, "ls-tree", "-z", "--end-of-options", commit, "--", *names)
+    return content_id(blobs.decode("utf-8", "surrogateescape"))
+
+
+def _keep_log(params: Params, profile_id: str, log: str) -> None:
+    logs = os.path.join(params.cache_dir, "build-logs")
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(logs, f"{profile_id}.log"), "w", encoding="utf-8") as handle:
+        handle.write(log)

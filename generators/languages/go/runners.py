@@ -1,0 +1,67 @@
+"""Go's test command: ``go test -json`` in each module's folder, one report for them all.
+
+The command is ``sh -c '<script>' go-test [package dir...]``: with no arguments every module
+runs ``./...``; with arguments (repository-relative package folders, what ``selected_packages``
+makes of a selection of test ids) each module runs the given packages that lie in it (the
+deepest module holding a folder owns it, as the go command decides). Each module appends its
+``go test -json`` events to ``REPORT_PATH``; the exit status is the last failing module's (1:
+tests failed or a package did not build; 2: the go command refused its arguments).
+``-count=1`` (no cached results: a run is a run), ``-p 2`` (the machines' cores),
+``-timeout`` the per-test limit: Go's bounds a package's whole test binary, which panics
+with the running test named, so a hang costs one package that long, not the whole run.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from trajforge.generators.languages.base import Detection
+from trajforge.generators.languages.go.detection import Module, modules
+from trajforge.verifiers.languages.go.test_events import package_dir
+
+REPORT_PATH = "/tmp/trajforge-go-test.json"
+PARALLEL = 2  # ``go test -p``: packages built and run at once
+
+
+def test_command(
+    detection: Detection, selection: Sequence[str] = (), per_test_timeout_s: int = 0
+) -> str:
+    """The full-suite command with the selection's package folders appended (the caller limits
+    the statuses to the ids it selected: a package runs whole)."""
+    folders = sorted({package_dir(test_id) for test_id in selection})
+    return " ".join([suite_command(detection, per_test_timeout_s), *map(shlex.quote, folders)])
+
+
+def suite_command(detection: Detection, per_test_timeout_s: int = 0) -> str:
+    """The full-suite command (package folders appended as arguments run only those)."""
+    return module_command(modules(detection), per_test_timeout_s)
+
+
+def module_command(found: Sequence[Module], per_test_timeout_s: int = 0) -> str:
+    """The command over ``found``'s modules (see the module doc)."""
+    timeout = f" -timeout {int(per_test_timeout_s)}s" if per_test_timeout_s > 0 else ""
+    go_test = f"go test -json -count=1 -p {PARALLEL}{timeout}"
+    ordered = sorted(enumerate(found), key=lambda item: -_depth(item[1].folder))
+    cases = []
+    for index, module in ordered:  # the deepest module first: it owns its folders
+        if module.folder == ".":
+            cases += [f'.) a{index}="$a{index} .";;', f'*) a{index}="$a{index} ./$p";;']
+        else:
+            cases += [
+                f'{module.folder}) a{index}="$a{index} .";;',
+                f'{module.folder}/*) a{index}="$a{index} ./${{p#{module.folder}/}}";;',
+            ]
+    every = "; ".join(f"run {m.folder} ./..." for m in found)
+    some = "; ".join(f'[ -z "$a{i}" ] || run {m.folder} $a{i}' for i, m in enumerate(found))
+    script = (
+        f"set -f; r={REPORT_PATH}; : > $r; s=0; "
+        f'run() {{ d=$1; shift; (cd "$d" && {go_test} "$@") >> $r || s=$?; }}; '
+        f'for p in "$@"; do case "$p" in {" ".join(cases)} esac; done; '
+        f"if [ $# -eq 0 ]; then {every}; else {some}; fi; exit $s"
+    )
+    return f"sh -c {shlex.quote(script)} go-test"
+
+
+def _depth(folder: str) -> int:
+    return 0 if folder == "." else folder.count("/") + 1

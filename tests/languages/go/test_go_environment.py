@@ -1,0 +1,118 @@
+"""A Go site's environment end to end in Docker: profiled at its commit, built once (Debian's
+Go, std only: the build stage downloads nothing), run offline with exact ids, a selection run by
+package, a package that does not compile leaving the suite not run."""
+
+from __future__ import annotations
+
+import pytest
+from go_calc import CALC, CLEAN, calc_repo
+from repo_factory import RepoBuilder
+from trajforge.generators.languages.go.profile import build_go_profile, go_profile, go_reading
+from trajforge.schemas.params import Params
+from trajforge.verifiers.sandbox.base import SessionSpec
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+from trajforge.verifiers.sandbox.git_tree import archive
+from trajforge.verifiers.test_runner import run_tests
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, docker_engine):
+    repo, commit = calc_repo(tmp_path_factory.mktemp("go"))
+    params = Params()
+    box = DockerSandbox()
+    profile = go_profile(str(repo.path), commit, "calc", "file:///calc", params)
+    prepared = build_go_profile(box, profile, str(repo.path), commit, params, say=print)
+    assert prepared.reason == "", prepared.detail
+    yield box, repo, commit, prepared.profile
+    box.close()  # its spare container holds the image (close is safe to call twice)
+    box.remove_image(prepared.profile.image)
+
+
+def run(box, repo, tree, profile, selection=()):
+    ctx = go_reading(profile).context("calc", profile.profile_id, profile.test_cmd, 240)
+    with box.session(SessionSpec(image=profile.image)) as session:
+        session.put_archive(archive(str(repo.path), tree, prefix="repo/"))
+        return run_tests(session, ctx, "base", 0, tuple(selection))
+
+
+def test_the_profile_names_go_and_debian_s_go(built):
+    _, _, commit, profile = built
+    assert (profile.language, profile.runner, profile.runtime) == ("go", "go", "1.19")
+    assert (profile.status, profile.setup_commit) == ("built", commit)
+    assert "go test -json -count=1" in profile.test_cmd
+    assert "# go modules: example.com/calc=." in profile.recipe
+
+
+def test_the_clean_run_passes_offline_with_exact_ids(built):
+    box, repo, commit, profile = built
+    clean = run(box, repo, commit, profile)
+    assert clean.statuses() == CLEAN
+    assert clean.suite_ran and clean.exit_code == 0, clean.log[-2000:]
+
+
+def test_a_selection_runs_its_packages_and_reports_only_its_ids(built):
+    box, repo, commit, profile = built
+    chosen = run(box, repo, commit, profile, ["internal/text::TestShout"])
+    assert chosen.statuses() == {"internal/text::TestShout": "PASSED"}
+    assert "./internal/text" in chosen.log or chosen.suite_ran
+
+
+def test_a_bug_fails_its_tests_and_a_broken_package_leaves_the_suite_not_run(built):
+    box, repo, _, profile = built
+    bug = repo.commit("bug", {"calc.go": CALC.replace("return a - b", "return a - b - 1")})
+    buggy = run(box, repo, bug, profile)
+    assert buggy.statuses() == {**CLEAN, ".::TestSub": "FAILED"}
+    assert buggy.exit_code == 1 and buggy.suite_ran
+    broken = repo.commit("broken", {"internal/text/text.go": "package text\n\nfunc Shout(\n"})
+    failed = run(box, repo, broken, profile)
+    # go 1.19 says a package did not build on a plain line of the report ("FAIL\t<path> [build
+    # failed]"), the compiler's error on stderr (the log), and exits 2: the suite did not run,
+    # the packages that built still report their tests
+    assert not failed.suite_ran and failed.exit_code == 2
+    assert "# example.com/calc/internal/text" in failed.log
+    assert failed.statuses().get(".::TestAdd/neg") == "PASSED"
+
+
+RANGE_OVER_INT = """\
+package count
+
+// Sum adds 0..n-1 with Go 1.22's range over an int (Debian's 1.19 cannot compile it).
+func Sum(n int) (total int) {
+\tfor i := range n {
+\t\ttotal += i
+\t}
+\treturn total
+}
+"""
+RANGE_TESTS = """\
+package count
+
+import "testing"
+
+func TestSum(t *testing.T) {
+\tif Sum(4) != 6 {
+\t\tt.Fatal(Sum(4))
+\t}
+}
+"""
+
+
+def test_a_newer_go_line_fetches_its_toolchain_and_runs_offline(tmp_path, docker_engine):
+    repo = RepoBuilder(tmp_path / "count")
+    go_mod = "module example.com/count\n\ngo 1.22\n"
+    files = {"go.mod": go_mod, "count.go": RANGE_OVER_INT, "count_test.go": RANGE_TESTS}
+    commit = repo.commit("count", files)
+    params = Params()
+    box = DockerSandbox()
+    try:
+        profile = go_profile(str(repo.path), commit, "count", "file:///count", params)
+        assert profile.runtime == "1.22.12" and "go 1.22.12 (fetched toolchain)" in profile.log
+        prepared = build_go_profile(box, profile, str(repo.path), commit, params, say=print)
+        assert prepared.reason == "", prepared.detail
+        clean = run(box, repo, commit, prepared.profile)
+        assert clean.statuses() == {".::TestSum": "PASSED"}, clean.log[-2000:]
+    finally:
+        box.close()
+        box.remove_image(profile.image)

@@ -1,0 +1,70 @@
+"""The forge kit for a Go task: every route a patch a model could send, graded by the grader
+itself (``verify_patch``) on a real image of a two-package module.
+
+Forgers in the package's source print passes and leave, swap ``os.Stdout`` and rewrite failures,
+read the selection from the command line, make the code right only for the graded test's
+caller, leave a daemon behind, or write the test files; others add a test file with a
+``TestMain``, a ``go.mod`` replace into a folder they add, a ``//go:linkname`` or ``//go:embed``,
+a vendored copy, or edit the test only. None earns anything; the honest fix resolves and a no-op
+does not (docs/security.md's Go section says what closes each). The residue is measured too: a
+forger that learns every sentinel by running the binary again and pairs each twin with its
+original by their failure message gets through, and only the suspicious-patch flag sees it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from go_forge import F2P, P2P, RESIDUE, ROUTES, go_task, model_patch
+from trajforge.generators.languages.go.base_image import ensure_go_base_image
+from trajforge.verifiers.patch_verifier import verify_patch
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, docker_engine):
+    """route -> PatchVerdict, each route's patch graded once (and gold's and an empty one)."""
+    root = tmp_path_factory.mktemp("goforge")
+    task, repo = go_task(root, ensure_go_base_image(say=lambda _line: None))
+    sandbox = DockerSandbox()
+    out = {}
+    every = {**{name: files for name, (files, _) in ROUTES.items()}, **RESIDUE}
+    for name, files in every.items():
+        patch = model_patch(task, repo, tmp_path_factory.mktemp(name), files)
+        out[name] = verify_patch(sandbox, task, repo, patch, 120, None)
+    out["gold"] = verify_patch(sandbox, task, repo, task.patch, 120, None)
+    return out
+
+
+def test_gold_resolves_with_every_graded_test_passed(graded):
+    gold = graded["gold"]
+    assert (gold.resolved, gold.reason, gold.trusted) == (True, "resolved", True), gold.log[-3000:]
+    assert gold.test_report == dict.fromkeys((*F2P, *P2P), "PASSED")
+    assert "--- FAIL" in gold.log  # a sentinel written to fail failed, as every run has one
+
+
+def test_no_op_fails_exactly_the_failing_test(graded):
+    no_op = graded["no_op"]
+    assert (no_op.resolved, no_op.reason, no_op.trusted) == (False, "tests_failed", True)
+    assert no_op.test_report[F2P[0]] == "FAILED", no_op.log[-3000:]
+    assert all(no_op.test_report[t] == "PASSED" for t in P2P)
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_route_comes_out_as_designed(graded, route):
+    verdict = graded[route]
+    reasons = ROUTES[route][1]
+    assert verdict.reason in reasons, (verdict.reason, verdict.log[-3000:])
+    assert verdict.resolved == (reasons == ("resolved",))
+    if verdict.reason == "forged_result":
+        assert not verdict.trusted
+
+
+@pytest.mark.parametrize("route", sorted(RESIDUE))
+def test_residue_gets_through_and_is_flagged(graded, route):
+    """What stays open, measured (docs/security.md): resolved and trusted, so a plain reward
+    pays it; the reader flags it, so a strict reward does not."""
+    verdict = graded[route]
+    assert (verdict.resolved, verdict.trusted) == (True, True), verdict.log[-3000:]
+    assert "reaches into the test runner" in verdict.suspicious_patch

@@ -1,0 +1,1 @@
+"""Programs the grader ships into a Go task's grading container (package data)."""
