@@ -4,6 +4,7 @@ holding each mutant as its own package)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -393,8 +394,6 @@ def _build_each(tmp_path: Path, mutants: list[Mutant]) -> dict[int, str]:
 
 
 def _go_env(tmp_path: Path) -> dict[str, str]:
-    import os
-
     return {
         **os.environ,
         "GOFLAGS": "-mod=mod",
@@ -565,3 +564,56 @@ func (s *Stack[T]) Push(x T) {
 """
     made = go_mutants_of_file("p/p.go", source, operators=["remove_conditional"])
     assert [m.description for m in made] == ["remove `if len(s.items) < 10` in Stack.Push line 6"]
+
+
+GO_REPO = {
+    "go.mod": "module example.com/calc\n\ngo 1.21\n",
+    "calc/stack.go": STACK,
+    "calc/stack_test.go": 'package calc\n\nimport "testing"\n\nfunc TestSum(t *testing.T) {\n'
+    '\tif Sum([]int{1, 2}) != 3 {\n\t\tt.Fatal("sum")\n\t}\n}\n',
+    "edges/edges.go": EDGES,
+    "calc/stack_windows.go": STACK.replace("package calc", "package calc\n\nvar _ = 0", 1),
+    "gen/main.go": "//go:build ignore\n\n" + STACK.replace("package calc", "package main", 1),
+    "calc/testdata/fixture.go": STACK,
+    "vendor/example.com/dep/dep.go": STACK,
+    "api/v1/user.pb.go": STACK.replace("package calc", "package v1", 1),
+}
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs the go toolchain")
+def test_inject_on_a_go_repository(tmp_path: Path) -> None:
+    """inject through the registry's Go: bugs only in library sources linux/amd64 builds, each
+    bug_patch applies with git, the tree then builds with go, and its patch gives the clean
+    files back byte for byte."""
+    from repo_factory import RepoBuilder
+    from trajforge.generators.bugs.injector import inject_snapshot
+    from trajforge.generators.sources.specs import SourceOptions, open_source
+    from trajforge.schemas.diff import parse_patch
+    from trajforge.schemas.params import InjectParams, Params
+
+    builder = RepoBuilder(tmp_path / "calc")
+    builder.commit("calc", dict(GO_REPO))
+    repo = open_source(str(builder.path), SourceOptions(cache_dir=str(tmp_path / "cache")))
+    params = InjectParams(max_candidates=10, seed=5, min_complexity=1)
+    result = inject_snapshot(repo, params, Params().mine.skip_globs)
+    assert result.language == "go"
+    candidates = result.candidates
+    assert len(candidates) == 10 and len({c.origin for c in candidates}) >= 6
+    touched = {f for c in candidates for f in parse_patch(c.bug_patch).files}
+    assert touched <= {"calc/stack.go", "edges/edges.go"}, touched
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(builder.path), str(work)], check=True)
+    clean = {name: (work / name).read_bytes() for name in touched}
+    git = ["git", "-C", str(work)]
+    for c in candidates:
+        subprocess.run([*git, "apply", "-"], input=c.bug_patch.encode(), check=True)
+        built = subprocess.run(
+            ["go", "build", "./calc", "./edges"],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            env=_go_env(tmp_path),
+        )
+        assert built.returncode == 0, (c.origin, built.stderr)
+        subprocess.run([*git, "apply", "-"], input=c.patch.encode(), check=True)
+        assert {name: (work / name).read_bytes() for name in touched} == clean, c.origin
