@@ -100,6 +100,16 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     terminalreporter.write_line(f"{sum(_MODULE_SECONDS.values()):8.1f}s in all tests")
 
 
+@pytest.fixture
+def host_go() -> str:
+    """The host's go command: every machine trajforge runs on has one, so a missing one is a
+    broken setup, reported as a failure, never a skip."""
+    found = shutil.which("go")
+    if found is None:
+        pytest.fail("no go command on PATH: install the Go toolchain (trajforge's machines do)")
+    return found
+
+
 @pytest.fixture(scope="session")
 def docker_engine() -> None:
     """Tests that need Docker fail loudly without it: `make setup` starts the engine."""

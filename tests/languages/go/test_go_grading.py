@@ -123,7 +123,7 @@ def _run_go(module: Path, package: str, pattern: str, cache: Path) -> dict[str, 
     return out
 
 
-@pytest.mark.skipif(GO is None, reason="no go on this machine's PATH")
+@pytest.mark.usefixtures("host_go")
 @pytest.mark.parametrize("source", [BUGGY, GOLD])
 def test_sentinels_and_twins_compile_and_go_as_drawn(tmp_path, go_cache, source):
     """Built and run by go itself: each plain sentinel as it was drawn, each twin as its

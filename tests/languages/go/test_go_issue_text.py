@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -255,7 +254,7 @@ func TestDiv(t *testing.T) {
 """
 
 
-@pytest.mark.skipif(shutil.which("go") is None, reason="needs the go toolchain")
+@pytest.mark.usefixtures("host_go")
 @pytest.mark.parametrize("flag", ["-v", "-json"])
 def test_failure_excerpt_of_a_real_go_test_run(tmp_path: Path, flag: str) -> None:
     """The host's go test, both ways the runners call it: a failed subtest's message and a

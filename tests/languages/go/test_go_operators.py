@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -402,7 +401,7 @@ def _go_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.skipif(shutil.which("go") is None, reason="needs the go toolchain")
+@pytest.mark.usefixtures("host_go")
 def test_every_mutant_compiles(tmp_path: Path, mutants: list[Mutant]) -> None:
     every = mutants + go_mutants_of_file("edges/edges.go", EDGES)
     errors = _build_each(tmp_path, every)
@@ -580,7 +579,7 @@ GO_REPO = {
 }
 
 
-@pytest.mark.skipif(shutil.which("go") is None, reason="needs the go toolchain")
+@pytest.mark.usefixtures("host_go")
 def test_inject_on_a_go_repository(tmp_path: Path) -> None:
     """inject through the registry's Go: bugs only in library sources linux/amd64 builds, each
     bug_patch applies with git, the tree then builds with go, and its patch gives the clean
