@@ -6,6 +6,7 @@ tests/test_evaluate.py's fail-fast tests)."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 
 from trajforge.verifiers.grader import rules
@@ -86,3 +87,10 @@ def test_a_stopped_run_is_never_resolved_and_its_sentinels_still_count():
     # reported tests is
     assert _verdict({ADD: "FAILED"}) == (False, "tests_failed", True)
     assert _verdict({ADD: "FAILED"}, exit_code=1, stopped="", finished=True)[1] == "forged_result"
+
+
+def test_leftovers_are_read_from_proc_not_from_kills_answer():
+    # kill(-1) succeeds while any process exists, even one it may not signal: the supervisor
+    # itself. Whether the tests' user left a process is read from /proc instead.
+    assert supervisor._has_processes(os.getuid())  # this very process
+    assert not supervisor._has_processes(2**31 - 7)  # a uid no process of this machine runs as

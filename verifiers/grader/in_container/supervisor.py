@@ -180,7 +180,9 @@ def _as_user(uid):
 
 def _kill_user(uid):
     """SIGKILL every process of ``uid``: a child that becomes the user and kills all it may
-    (kill(-1) spares the caller). True when there was one to kill."""
+    (kill(-1) spares the caller). True when there was one to kill, read from /proc first:
+    kill(-1) succeeds when any process exists, even one it may not signal (this supervisor)."""
+    leftovers = _has_processes(uid)
     pid = os.fork()
     if pid == 0:
         try:
@@ -191,8 +193,20 @@ def _kill_user(uid):
             os._exit(0)
         except BaseException:
             os._exit(2)
-    _, status = os.waitpid(pid, 0)
-    return os.WEXITSTATUS(status) == 1
+    os.waitpid(pid, 0)
+    return leftovers
+
+
+def _has_processes(uid):
+    """Whether a process of ``uid`` is alive (its /proc folder is owned by its uid)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat("/proc/" + entry).st_uid == uid:
+                    return True
+            except OSError:  # it ended while we looked
+                continue
+    return False
 
 
 def _pump(source, sink, cap, store, watch=None):
