@@ -271,3 +271,13 @@ def test_packages_of_names_each_package_by_its_module_and_anchors_its_names(tmp_
     }
     everything, _ = packages_of(_tree(repo, commit), graded, False, planted, {})
     assert {p.run for p in everything} == {""}  # too many to name: every test of the package
+
+
+@pytest.mark.parametrize("graded", ["../../etc::TestX", "/etc::TestX", "calc/../..::TestX"])
+def test_a_row_whose_id_folder_leaves_the_repository_is_refused_before_anything_runs(graded):
+    # root plants sentinels into and builds in each graded id's folder: a hostile row's
+    # `../../etc::TestX` is refused before the tree is read or a container started
+    from trajforge.verifiers.grader.supervised import UnsupportedTestCommand
+
+    with pytest.raises(UnsupportedTestCommand, match="leaves the repository"):
+        GoGrading().graded_run(None, None, None, (graded,), 10)  # type: ignore[arg-type]

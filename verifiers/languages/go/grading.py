@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.grader import rules
+from trajforge.verifiers.grader.supervised import UnsupportedTestCommand
 from trajforge.verifiers.languages.base import GradedRun, Grading, TaskTree
 from trajforge.verifiers.languages.go import policy, sentinels, test_events
 from trajforge.verifiers.languages.go.runs import (
@@ -76,8 +77,14 @@ class GoGrading(Grading):
         """The graded packages' test binaries, each run once (``stop`` is not honoured: a Go
         run always runs to its end), with sentinels in every graded package and twins of up
         to two FAIL_TO_PASS tests."""
-        paths = tree.paths()
         folders = sorted({test_events.package_dir(t) for t in graded})
+        for folder in folders:  # a row's ids are hostile: root plants and builds in these
+            if folder.startswith("/") or ".." in folder.split("/"):
+                raise UnsupportedTestCommand(
+                    f"grader: the test id folder {folder[:60]!r} leaves the repository; "
+                    "the task's test ids were not written by trajforge's go reader"
+                )
+        paths = tree.paths()
         tests = {
             folder: {p: tree.blob(p) or b"" for p in policy.test_files_in(paths, folder)}
             for folder in folders
