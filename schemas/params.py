@@ -61,6 +61,9 @@ class EnvironmentParams:
     ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt"  # mounted at build time
     pip_index_url: str | None = None
     build_timeout_s: int = 1200
+    # no build starts with less free space where the engine keeps images (0: no floor); a full
+    # disk is the machine's fault, never a repository's verdict (verifiers/sandbox/faults.py)
+    min_free_gb: float = 2.0
     build_workers: int = 2  # profiles prepared at once per Beam worker (environment.py)
     repair_rounds: int = 3  # collect, repair from the errors, rebuild: at most this many times
     setup_agent: bool = False  # with an llm endpoint: a model proposes installs the rules missed
@@ -403,7 +406,12 @@ AT_LEAST_ZERO = (  # 0: none of them
     "validate.per_test_timeout_s", "inject.max_commits_back",
 )  # fmt: skip
 ABOVE_ZERO = ("sandbox.cpus", "llm.timeout_s")
-NOT_NEGATIVE = ("llm.temperature", "rollout.temperature", "explore.temperature")
+NOT_NEGATIVE = (
+    "llm.temperature",
+    "rollout.temperature",
+    "explore.temperature",
+    "environment.min_free_gb",
+)
 FRACTIONS = {
     # 0 would make every pair a duplicate, and any shared n-gram a contamination.
     "curate.threshold": "(0, 1]",

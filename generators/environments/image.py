@@ -53,6 +53,12 @@ from trajforge.verifiers.sandbox.base import (
     Session,
     SessionSpec,
 )
+from trajforge.verifiers.sandbox.faults import (
+    MachineFault,
+    check_free_space,
+    free_bytes,
+    machine_fault,
+)
 from trajforge.verifiers.sandbox.git_tree import GitError, archive, git
 
 LOG_TAIL = 4000
@@ -138,7 +144,31 @@ def build_recipe(
     The image is labelled by the builder, over anything the recipe's text says: its recipe hash
     (``recipe_digest``), its kind, profile id and setup commit. What trusts an image later
     (``trusted_commit``, ``task_image.py``) compares that hash with one it computes itself.
+
+    A fault of the machine is raised, never returned as a failed build (a caller caches those):
+    ``DiskFull`` before a build when the engine's storage is below ``params.min_free_gb``, a
+    ``MachineFault`` when the build failed on a full disk or an engine error (``faults.py``).
     """
+    where = store.storage_path()
+    free = free_bytes(where) if where else None
+    check_free_space(free, where or "", params.min_free_gb, image)
+    result = _build(store, image, recipe, profile_id, setup_commit, repo_path, params, kind)
+    fault = "" if result.ok or result.timed_out else machine_fault(result.log)
+    if fault:
+        raise MachineFault(f"{image}: the machine failed the build, not the project: {fault}")
+    return result
+
+
+def _build(
+    store: ImageStore,
+    image: str,
+    recipe: str,
+    profile_id: str,
+    setup_commit: str,
+    repo_path: str,
+    params: EnvironmentParams,
+    kind: str,
+) -> BuildResult:
     digest = recipe_digest(repo_path, recipe, profile_id, setup_commit)
     ca = _read(params.ca_bundle) if params.ca_bundle and _ca_exists(params.ca_bundle) else b""
     deps = dependency_files(repo_path, setup_commit, recipe_install(recipe))

@@ -64,6 +64,7 @@ from trajforge.verifiers.collection import (
     warning_flag,
 )
 from trajforge.verifiers.sandbox.base import ImageStore, Sandbox, SessionSpec
+from trajforge.verifiers.sandbox.faults import machine_fault
 from trajforge.verifiers.sandbox.git_tree import archive
 
 PREPARE_VERSION = "prepare-v2"  # v2: the relaxation ladder and system packages
@@ -114,7 +115,8 @@ def prepare_environment(
     cache = ContentCache(params.results_cache, "environments")
     key = content_id(PREPARE_VERSION, profile.profile_id, legacy)
     known = cache.get(key)
-    if known is not None:
+    # an older trajforge cached a full disk as the repository's failure: not a verdict, built again
+    if known is not None and not _machine_fault_cached(_from_cache(known)):
         prepared = _from_cache(known)
         if prepared.reason:
             return prepared
@@ -565,6 +567,12 @@ def _to_cache(prepared: Prepared) -> dict:
         "detail": prepared.detail,
         "collected": prepared.collected,
     }
+
+
+def _machine_fault_cached(prepared: Prepared) -> bool:
+    return bool(prepared.reason) and bool(
+        machine_fault(f"{prepared.detail}\n{prepared.profile.log}")
+    )
 
 
 def _from_cache(row: dict) -> Prepared:

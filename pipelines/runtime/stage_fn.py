@@ -160,6 +160,8 @@ def _guarded(process: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def sandbox_error(input_id: str, stage: str, exc: Exception) -> Rejection:
-    """The sandbox broke (engine gone, API error): the input is rejected and nothing is cached."""
-    detail = f"{input_id}: sandbox error {exc.__class__.__name__}: {exc}"
-    return Rejection(input_id, stage, "sandbox_error", detail.splitlines()[0])
+    """The sandbox broke (engine gone, API error): the input is rejected and nothing is cached.
+    A ``MachineFault`` (a full disk) keeps its own reason, ``infra_failure``."""
+    reason = exc.reason if isinstance(exc, UserError) else SandboxBroken.reason
+    detail = f"{input_id}: {reason.replace('_', ' ')} {exc.__class__.__name__}: {exc}"
+    return Rejection(input_id, stage, reason, detail.splitlines()[0])

@@ -176,6 +176,11 @@ class ImageStore(Protocol):
         """Tags of the local images carrying ``label``."""
         ...
 
+    def storage_path(self) -> str | None:
+        """Where the engine keeps images, when that is on this machine (its free space is
+        measured before a build: ``faults.check_free_space``); None for a remote engine."""
+        ...
+
 
 class OutputCapture:
     """Keeps the head and the tail of a command's output: errors sit at both ends of a long log."""

@@ -575,6 +575,15 @@ class DockerSandbox:
         tags = {tag for image in found for tag in image.get("RepoTags") or ()}
         return sorted(tags - {"<none>:<none>"})
 
+    def storage_path(self) -> str | None:
+        """The engine's data root when the engine is on this machine (a unix socket)."""
+        base_url = client_kwargs(self.docker_host).get("base_url") or "unix://"
+        if not str(base_url).startswith(("unix://", "http+unix://")):
+            return None
+        with _engine("reading the engine's data root"):
+            root = self.client.info().get("DockerRootDir") or ""
+        return root if root and os.path.isdir(root) else None
+
     def container_image_ids(self) -> set[str]:
         """Ids of the images any container here uses, running or stopped: never removed."""
         with _engine("listing containers"):

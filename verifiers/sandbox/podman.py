@@ -528,6 +528,12 @@ class PodmanSandbox:
         names = {name for image in json.loads(out or b"[]") for name in image.get("Names") or ()}
         return sorted(name.removeprefix(LOCAL_PREFIX) for name in names)
 
+    def storage_path(self) -> str | None:
+        """podman's graph root (its images); podman runs on this machine."""
+        root = _checked("reading the storage root", "info", "--format", "{{.Store.GraphRoot}}")
+        path = root.decode().strip()
+        return path if path and os.path.isdir(path) else None
+
     def container_image_ids(self) -> set[str]:
         """Ids of the images any container here uses, running or stopped: never removed."""
         out = _checked("listing containers", "ps", "--all", "--format", "json")
