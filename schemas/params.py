@@ -9,6 +9,7 @@ one place every value is validated.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import types
 from dataclasses import dataclass, field
@@ -237,10 +238,19 @@ class PipelineParams:
     # --scheduler-file`); null: a LocalCluster of `workers` processes is started for the run.
     dask_scheduler: str | None = None
     workers: int = 2  # dask, no scheduler: worker processes (one thread each) of that LocalCluster
+    # The cores a run holds, for its cost figures (runtime/cost.py); null: this machine's cores
+    # on the local runner, ``workers`` otherwise. With a price per core-hour, $ per kept row.
+    cores: int | None = None
+    core_hour_price: float | None = None
 
     @property
     def on_dask(self) -> bool:
         return is_dask(self.runner)
+
+    def cores_held(self) -> int:
+        if self.cores:
+            return self.cores
+        return self.workers if self.on_dask else os.cpu_count() or 1
 
 
 # The names that pick the Dask runner (pipelines/runtime/dask_runner.py), in any case.
@@ -292,6 +302,9 @@ class Params:
         for key in NOT_NEGATIVE:
             if not self._value(key) >= 0:
                 raise ParamsError(f"params: {key} must be 0 or more, got {self._value(key)}")
+        for key, low in OPTIONAL_AT_LEAST.items():
+            if self._value(key) is not None and not self._value(key) >= low:
+                raise ParamsError(f"params: {key} must be {low} or more (or null)")
         for key, interval in FRACTIONS.items():
             value = self._value(key)
             low_ok = value > 0 if interval.startswith("(") else value >= 0
@@ -406,6 +419,7 @@ AT_LEAST_ZERO = (  # 0: none of them
     "validate.per_test_timeout_s", "inject.max_commits_back",
 )  # fmt: skip
 ABOVE_ZERO = ("sandbox.cpus", "llm.timeout_s")
+OPTIONAL_AT_LEAST = {"pipeline.cores": 1, "pipeline.core_hour_price": 0}  # null: not given
 NOT_NEGATIVE = (
     "llm.temperature",
     "rollout.temperature",

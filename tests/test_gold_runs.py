@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -170,6 +171,16 @@ def test_validate_keeps_the_doctest_task_and_grades_every_gold(validated):
     summary = json.loads((work / "validate" / "summary.json").read_text())
     assert summary["rejected"] == {"gold_not_gradable": 1}
     assert summary["gold_graded"] == 3 and summary["gold_runs_ms"] > 0
+    # what the run cost: the tests ran in containers, and two tasks share the core-seconds
+    cost = re.fullmatch(
+        r"(\d+) \((\d+) s x (\d+) cores\): build (\d+), test (\d+), other (\d+)",
+        summary["core_s"],
+    )
+    assert cost is not None, summary["core_s"]
+    core_s, test_s = int(cost[1]), int(cost[5])
+    assert test_s > 0 and "sandbox_run_ms" not in summary
+    assert summary["core_s_per_task"] == pytest.approx(core_s / 2, abs=1)
+    assert summary["tasks_per_core_hour"] == pytest.approx(2 * 3600 / core_s, rel=0.05)
 
 
 @pytest.mark.docker

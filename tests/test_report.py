@@ -70,7 +70,13 @@ def build_run(root: Path, repo: str = "acme/widgets", reason: str = "no_test_cha
         "mine": _stage(
             root,
             "mine",
-            {"inputs": 120, "kept": 48, "rejected": {reason: 50, "too_large": 22}, "seconds": 3.4},
+            {
+                "inputs": 120,
+                "kept": 48,
+                "rejected": {reason: 50, "too_large": 22},
+                "seconds": 3.4,
+                "core_s": "10 (3 s x 3 cores): build 0, test 0, other 10",
+            },
             {"rejections": (rejections, Rejection.ARROW_SCHEMA)},
         ),
         "validate": _stage(
@@ -81,6 +87,7 @@ def build_run(root: Path, repo: str = "acme/widgets", reason: str = "no_test_cha
                 "kept": 24,
                 "rejected": {"no_fail_to_pass": 24},
                 "seconds": 95.0,
+                "core_s": "190 (95 s x 2 cores): build 60, test 100, other 30",
                 "environment images": 3,
                 "image MB (unique layers)": 520.4,
                 "image MB per task": 21.7,
@@ -161,6 +168,10 @@ def test_report_renders_in_a_real_browser(tmp_path):
         "3 images, 520 MB of unique layers (validate)",
     ):
         assert text in dom, text
+    # the first figure: what a task cost, over every stage that says (mine 10 + validate 190)
+    cost = "360.0 tasks per core-hour; build 60, test 100, other 40 of 200 core-s"
+    assert re.search(r"Core-s per task.*?10\.0.*?" + re.escape(cost), dom, re.DOTALL)
+    assert dom.index("Core-s per task") < dom.index("Stages run")
     assert re.search(r">acme/widgets</text>.*?>13</text>", dom, re.DOTALL)  # export's 20 tasks
     assert re.search(r">resolved</text>.*?>3  \(33\.3%\)</text>", dom, re.DOTALL)
     assert "not run" in dom  # describe has no output

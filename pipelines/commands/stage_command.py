@@ -56,6 +56,8 @@ def run(
         measure=measure,
         workers=params.pipeline.workers,
         scheduler=params.pipeline.dask_scheduler,
+        cores=params.pipeline.cores_held(),
+        core_hour_price=params.pipeline.core_hour_price,
     )
     print(summary.render(), file=sys.stderr)
     return 0

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
-from trajforge.pipelines.runtime import outputs
+from trajforge.pipelines.runtime import cost, outputs
 from trajforge.pipelines.runtime.outputs import read_frame, table_files
 from trajforge.pipelines.runtime.tables import RECORDS
 from trajforge.schemas.label_check import (
@@ -76,6 +76,7 @@ class StageInfo:
     seconds: float | None = None
     note: str = ""  # why numbers are missing or estimated
     disk: dict[str, float] = field(default_factory=dict)  # DISK_FIGURES its summary gives
+    cost: cost.CoreSeconds | None = None  # its summary's core-seconds (runtime/cost.py)
 
 
 @dataclass
@@ -93,6 +94,12 @@ class RunData:
     @property
     def seconds(self) -> float:
         return sum(s.seconds or 0.0 for s in self.stages)
+
+    @property
+    def core_seconds(self) -> cost.CoreSeconds | None:
+        """Every stage's core-seconds summed; None when no stage's summary says them."""
+        said = [s.cost for s in self.stages if s.cost is not None]
+        return sum(said[1:], said[0]) if said else None
 
 
 def load_run(stage_dirs: Mapping[str, str]) -> RunData:
@@ -147,6 +154,7 @@ def _stage_info(name: str, path: str, bad: Mapping[str, str]) -> StageInfo:
                 rejected={str(k): int(v) for k, v in dict(summary.get("rejected", {})).items()},
                 seconds=float(summary["seconds"]) if "seconds" in summary else None,
                 disk={k: float(summary[k]) for k in DISK_FIGURES if k in summary},
+                cost=cost.read(summary.get(cost.LINE)),
             )
         except (ValueError, KeyError, TypeError):
             pass  # fall back to counting the tables

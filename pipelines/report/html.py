@@ -143,6 +143,7 @@ def _header(run: data.RunData, title: str) -> str:
     ran = [s for s in run.stages if s.ran]
     tasks = run.tasks.height if run.tasks is not None else None
     cards = [
+        *_cost_card(run, tasks),
         _card("Stages run", f"{len(ran)} of {len(run.stages)}", ", ".join(s.name for s in ran)),
         _card("Run time", _duration(run.seconds) if ran else "\u2013", "sum of stage times"),
         _card(
@@ -160,6 +161,19 @@ def _header(run: data.RunData, title: str) -> str:
         f"<header><h1>{escape(title)}</h1><p>trajforge run report</p></header>"
         f"<section class=cards id=summary>{''.join(cards)}</section>{_release(run.version)}"
     )
+
+
+def _cost_card(run: data.RunData, tasks: int | None) -> list[str]:
+    """The first figure: core-seconds per kept task over every stage, split by where they went."""
+    spent = run.core_seconds
+    if spent is None or not tasks or spent.total <= 0:
+        return []
+    per_hour = tasks * 3600 / spent.total
+    sub = (
+        f"{per_hour:,.1f} tasks per core-hour; build {spent.build:,.0f}, test {spent.test:,.0f}, "
+        f"other {spent.other:,.0f} of {spent.total:,.0f} core-s"
+    )
+    return [_card("Core-s per task", f"{spent.total / tasks:,.1f}", sub)]
 
 
 def _disk_card(run: data.RunData) -> list[str]:

@@ -16,11 +16,12 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-from trajforge.pipelines.runtime import progress
+from trajforge.pipelines.runtime import cost, progress
 from trajforge.pipelines.runtime.tally import SUMMARY, Tally
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.rejection import Rejection
+from trajforge.verifiers.sandbox import usage
 from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken
 from trajforge.verifiers.sandbox.factory import make_sandbox
 
@@ -53,7 +54,12 @@ class StageFn(beam.DoFn):
         self._tally.text(SUMMARY, name, value)
 
     def finish_bundle(self) -> None:
-        """Subclasses that override this call it: the bundle's tally is written here."""
+        """Subclasses that override this call it: the bundle's tally is written here, with the
+        seconds this process's sandboxes spent since the last bundle (``runtime/cost.py``)."""
+        spent = usage.drain()
+        for kind, name in ((usage.BUILD, cost.BUILD_MS), (usage.RUN, cost.RUN_MS)):
+            if spent.get(kind):
+                self.summary_count(name, int(spent[kind] * 1000))
         self._tally.flush(self.tally_dir)
 
     @property

@@ -10,7 +10,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
-from trajforge.pipelines.runtime import audit_line, progress, reach, tally
+from trajforge.pipelines.runtime import audit_line, cost, progress, reach, tally
 from trajforge.pipelines.runtime.outputs import column, row_count
 from trajforge.pipelines.runtime.runner import make_pipeline
 from trajforge.pipelines.runtime.sinks import (
@@ -54,6 +54,8 @@ def run_stage(
     measure: Callable[[str], dict[str, object]] | None = None,
     workers: int = 2,
     scheduler: str | None = None,
+    cores: int = 1,
+    core_hour_price: float | None = None,
 ) -> progress.Summary:
     """``build`` wires the stage and returns its named PCollections; each is written as a table.
 
@@ -61,7 +63,8 @@ def run_stage(
     ``protect`` or a directory trajforge did not write); ``set_aside`` are rejections found before
     the pipeline (unreadable input files), written with the stage's own. ``measure`` adds
     figures read from the written tables (its argument: the directory they are in). ``workers``
-    and ``scheduler`` are the Dask runner's (``runtime/runner.py``).
+    and ``scheduler`` are the Dask runner's (``runtime/runner.py``); ``cores`` (held for the
+    run) and ``core_hour_price`` make the cost lines (``runtime/cost.py``).
 
     Every table's write ends in the shard paths it wrote, and the paths of all tables meet in one
     final Flatten: a runner that computes only the pipeline's last branch (Beam's own DaskRunner
@@ -95,6 +98,7 @@ def run_stage(
     summary.extra.update(summary_counters(result, tallies))
     reach.fold(summary.extra)
     audit_line.fold(summary.extra)
+    cost.fold(summary, cores, core_hour_price)
     tally.remove(tallies)
     if measure is not None:
         summary.extra.update(measure(staging))

@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from trajforge.schemas.errors import SandboxUnavailable
 from trajforge.schemas.params import size_bytes
+from trajforge.verifiers.sandbox import usage
 from trajforge.verifiers.sandbox.base import (
     BASE_ENV,
     GRADING_CAPABILITIES,
@@ -203,6 +204,7 @@ class DockerSession:
                 f"{timeout_s:.0f} s timeout killed it (the engine, or the way to it, went silent)"
             )
         exit_code = -9 if self.killed else self._exit_code(exec_id)
+        usage.record(usage.RUN, time.monotonic() - started)
         return ExecResult(
             exit_code=exit_code,
             output=capture.text(),
@@ -487,6 +489,7 @@ class DockerSandbox:
         if state["timed_out"]:
             log.append(f"build timed out after {build.timeout_s:.0f} s")
         ok = bool(state["ok"]) and not state["timed_out"]
+        usage.record(usage.BUILD, time.monotonic() - (deadline - build.timeout_s))
         return BuildResult(ok=ok, log="\n".join(log), timed_out=bool(state["timed_out"]))
 
     def image_info(self, image: str) -> ImageInfo | None:

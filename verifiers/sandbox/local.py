@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
+from trajforge.verifiers.sandbox import usage
 from trajforge.verifiers.sandbox.base import (
     BASE_ENV,
     MISSING,
@@ -97,6 +98,7 @@ class LocalSession:
                 os.killpg(proc.pid, signal.SIGKILL)
             out, _ = proc.communicate()
             capture.add(out)
+        usage.record(usage.RUN, time.monotonic() - started)
         return ExecResult(
             exit_code=-9 if timed_out else proc.returncode,
             output=capture.text(),

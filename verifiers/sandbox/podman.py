@@ -37,6 +37,7 @@ from typing import NoReturn
 
 from trajforge.schemas.errors import SandboxUnavailable
 from trajforge.schemas.params import size_bytes
+from trajforge.verifiers.sandbox import usage
 from trajforge.verifiers.sandbox.base import (
     BASE_ENV,
     GRADING_CAPABILITIES,
@@ -238,6 +239,7 @@ class PodmanSession:
             _reap(proc)
         if not self.killed:
             code = self._exit_code(code)
+        usage.record(usage.RUN, time.monotonic() - started)
         return ExecResult(
             exit_code=-9 if self.killed else code,
             output=capture.text(),
@@ -458,7 +460,9 @@ class PodmanSandbox:
             for key, value in build.labels.items():
                 args += ["--label", f"{key}={value}"]
             args += ["-t", build.tag, context]
+            started = time.monotonic()
             output, code, timed_out = _run_bounded(args, build.timeout_s)
+            usage.record(usage.BUILD, time.monotonic() - started)
         lines = [line for line in output.splitlines() if not _builder_noise(line)]
         if timed_out:
             lines.append(f"build timed out after {build.timeout_s:.0f} s")
