@@ -152,23 +152,6 @@ def build_recipe(
     where = store.storage_path()
     free = free_bytes(where) if where else None
     check_free_space(free, where or "", params.min_free_gb, image)
-    result = _build(store, image, recipe, profile_id, setup_commit, repo_path, params, kind)
-    fault = "" if result.ok or result.timed_out else machine_fault(result.log)
-    if fault:
-        raise MachineFault(f"{image}: the machine failed the build, not the project: {fault}")
-    return result
-
-
-def _build(
-    store: ImageStore,
-    image: str,
-    recipe: str,
-    profile_id: str,
-    setup_commit: str,
-    repo_path: str,
-    params: EnvironmentParams,
-    kind: str,
-) -> BuildResult:
     digest = recipe_digest(repo_path, recipe, profile_id, setup_commit)
     ca = _read(params.ca_bundle) if params.ca_bundle and _ca_exists(params.ca_bundle) else b""
     deps = dependency_files(repo_path, setup_commit, recipe_install(recipe))
@@ -191,7 +174,11 @@ def _build(
             SETUP_COMMIT_LABEL: setup_commit,
         },
     )
-    return store.build_image(request)
+    result = store.build_image(request)
+    fault = "" if result.ok or result.timed_out else machine_fault(result.log)
+    if fault:
+        raise MachineFault(f"{image}: the machine failed the build, not the project: {fault}")
+    return result
 
 
 def recipe_digest(repo_path: str, recipe: str, profile_id: str, setup_commit: str) -> str:
