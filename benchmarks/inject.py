@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from trajforge.generators.bugs.injector import inject_snapshot
 from trajforge.generators.environments.image import build_env_image
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.languages.python.profile import JUNIT_PATH, detect_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.env_profile import EnvProfile

@@ -18,7 +18,7 @@ from conftest import run_cli, write_params
 from full_suite import validate_mutations_full_suite
 from repo_factory import RepoBuilder
 from trajforge.generators.environments.image import build_env_image
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.languages.python.profile import JUNIT_PATH, detect_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.label_check import LabelCheck

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import built_profile, write_params
 from repo_factory import RepoBuilder, pyproject
-from trajforge.generators.environments.profile import JUNIT_PATH
+from trajforge.generators.languages.python.profile import JUNIT_PATH
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.params import load_params

@@ -14,7 +14,7 @@ from full_suite import validate_mutations_full_suite
 from repo_factory import RepoBuilder
 from trajforge.generators.bugs.injector import inject_snapshot
 from trajforge.generators.environments.image import build_env_image
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.languages.python.profile import JUNIT_PATH, detect_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.diff import unified_diff

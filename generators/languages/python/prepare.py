@@ -24,33 +24,28 @@ import datetime
 import os
 import shlex
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from trajforge.generators.environments.build_errors import (
     cause_line,
     loosening_can_help,
     system_packages,
 )
+from trajforge.generators.environments.commit_files import commit_date
+from trajforge.generators.environments.dependency_layer import RELINK
 from trajforge.generators.environments.image import (
     LOG_TAIL,
     build_env_image,
     refused_line,
     trusted_commit,
 )
-from trajforge.generators.environments.profile import (
-    RELINK,
-    TEST_CMD,
-    UPGRADE_PIP,
-    InstallSet,
-    commit_date,
-    config_files,
-    decode_set,
-)
+from trajforge.generators.environments.prepare import Count, Fetch, Prepared, Say
 from trajforge.generators.environments.recipe import add_step, image_name, render_dockerfile
-from trajforge.generators.environments.relax import LOOSENED, project_requirements, relaxed
-from trajforge.generators.environments.repairs import requirement_for, requirement_for_option
 from trajforge.generators.environments.setup_agent import agent_install
+from trajforge.generators.languages.python.install_sets import UPGRADE_PIP, InstallSet, decode_set
+from trajforge.generators.languages.python.profile import TEST_CMD, config_files
+from trajforge.generators.languages.python.relax import LOOSENED, project_requirements, relaxed
+from trajforge.generators.languages.python.repairs import requirement_for, requirement_for_option
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.params import Params
@@ -73,21 +68,6 @@ APT_ROUNDS = 2  # a compiler's absence hides the missing header: a second round 
 RECENT_DAYS = 30  # a commit this recent resolves as of today: no era rung
 # unittest suites in files pytest's default python_files misses (tests.py, test.py, *tests.py)
 UNITTEST_FILES = "-o 'python_files=test*.py *_test.py *tests.py'"
-Count = Callable[..., None]
-Fetch = Callable[[str], None]
-Say = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A profile ready to test with (``reason`` empty), or why it is not."""
-
-    profile: EnvProfile  # status "built" when ready, "failed" otherwise
-    # "" | install_failed | no_tests | collection_failed | collection_timed_out
-    # | wrong_code_under_test
-    reason: str
-    detail: str  # one line for the user
-    collected: int  # tests collected at the setup commit, exclusions applied
 
 
 def prepare_environment(
