@@ -25,9 +25,10 @@ from trajforge.schemas.label_check import LabelCheck
 from trajforge.schemas.params import ValidateParams, load_params
 from trajforge.schemas.storage import read_records
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.languages.python.mutants import validate_mutations
 from trajforge.verifiers.sandbox.factory import make_sandbox
 from trajforge.verifiers.validation.candidate import TestTree
-from trajforge.verifiers.validation.mutants import mutation_of, validate_mutations
+from trajforge.verifiers.validation.mutants import mutation_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
 

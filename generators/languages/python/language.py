@@ -4,9 +4,9 @@ Nothing here decides anything new: the install and the interpreter are ``detect_
 (``generators/languages/python/profile.py``), the environment ``prepare.py``'s, the recipe
 ``recipe.py``'s, the report pytest's JUnit XML read by ``verifiers/log_parsers.py``, test files
 ``schemas/test_ids.py``'s rule, the operators and their sampler ``operators.py``'s and
-``mutations.py``'s, injected bugs proven by ``verifiers/validation/mutants.py``. The stage-only
-modules are imported when asked for: the registry is read by every stage, most of which build
-nothing, and libcst is for injecting.
+``mutations.py``'s, injected bugs proven by ``verifiers/languages/python/mutants.py``. The
+stage-only modules are imported when asked for: the registry is read by every stage, most of
+which build nothing, and libcst is for injecting.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ class Python(Language):
         audit: AuditBook | None,
     ) -> BatchResult:
         """Coverage-selected pytest runs, forked from one import per container."""
-        from trajforge.verifiers.validation.mutants import validate_mutations
+        from trajforge.verifiers.languages.python.mutants import validate_mutations
 
         return validate_mutations(
             sandbox, profile, clean, mutations, params, JUNIT_PATH, cache, workers,

@@ -49,7 +49,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-import hashlib
 import io
 import itertools
 import json
@@ -62,36 +61,12 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from typing import TypeVar
 
-from trajforge.schemas.candidate import Candidate
-from trajforge.schemas.diff import touched_lines
 from trajforge.schemas.env_profile import EnvProfile
-from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import ValidateParams
 from trajforge.schemas.records import content_id, from_row, to_row
-from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.test_run import TestRun, TestStatus
-from trajforge.verifiers.outside_world import describe, outside_world_tests
-from trajforge.verifiers.sandbox.base import (
-    REPO_DIR,
-    Sandbox,
-    SandboxBroken,
-    Session,
-    SessionSpec,
-)
-from trajforge.verifiers.sandbox.git_tree import apply_patches, changed_files, read_file_at
-from trajforge.verifiers.test_runner import RunContext, run_problem, run_tests
-from trajforge.verifiers.validation.candidate import (
-    TestTree,
-    ValidationResult,
-    build_task,
-    from_cache,
-    infra_failure,
-    rejected,
-    to_cache,
-    with_limits,
-)
-from trajforge.verifiers.validation.coverage import (
+from trajforge.verifiers.languages.python.coverage import (
     FIRST_ENV,
     FIRST_PATH,
     ONLY_FIRST_ENV,
@@ -103,8 +78,38 @@ from trajforge.verifiers.validation.coverage import (
     plugin_command,
     start_fork_server,
 )
-from trajforge.verifiers.validation.covered_sites import record_covered
-from trajforge.verifiers.validation.patch_lines import outside_functions, with_statement_starts
+from trajforge.verifiers.languages.python.covered_sites import record_covered
+from trajforge.verifiers.sandbox.base import (
+    REPO_DIR,
+    Sandbox,
+    SandboxBroken,
+    Session,
+    SessionSpec,
+)
+from trajforge.verifiers.test_runner import RunContext, run_tests
+from trajforge.verifiers.validation.candidate import (
+    TestTree,
+    ValidationResult,
+    build_task,
+    from_cache,
+    infra_failure,
+    to_cache,
+    with_limits,
+)
+from trajforge.verifiers.validation.mutants import (
+    AUDIT,
+    COVERING,
+    FULL,
+    SKIPPED,
+    TIMEOUT_EXIT_CODES,
+    AuditBook,
+    BatchResult,
+    Mutation,
+    _broken_run,
+    _rejected_by_clean,
+    nothing_passes,
+    reject_mutation,
+)
 from trajforge.verifiers.validation.rule import (
     FAILING,
     Verdict,
@@ -117,21 +122,9 @@ from trajforge.verifiers.validation.rule import (
 # decide (audited), one clean run and the union of FAIL_TO_PASS confirmed at clean; v4: lines run
 # at import (measured) get the whole suite, bugs no test executes are left unrun
 VERSION = "inject-v4"
-TIMEOUT_EXIT_CODES = (124, 137)  # coreutils `timeout`: TERM sent, or KILL after the grace period
+
+
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Mutation:
-    """One injected bug: the files it changes, as whole texts, and the lines a test must run."""
-
-    candidate: Candidate
-    mutated: dict[str, str | None]  # path -> file text with the bug (None: the bug deletes it)
-    original: dict[str, str | None]  # path -> clean file text (None: the bug adds it)
-    lines: dict[str, set[int]]  # path -> lines of the clean file that the bug touches
-    tree_id: str  # content id of the buggy snapshot
-    # No test selection can be trusted: a changed line runs at import, or a file comes or goes.
-    whole_suite: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,60 +134,6 @@ class CleanBaseline:
     flaky: frozenset[str]  # (kept for older cached entries; the union confirmation finds them)
     coverage: CoverageMap | None
     failure: Verdict | None
-
-
-@dataclass(frozen=True)
-class BatchResult:
-    results: tuple[ValidationResult, ...]  # one per mutation, in order
-    clean_runs: tuple[TestRun, ...]  # the snapshot's clean runs made now (empty when cached)
-    baseline: tuple[TestRun, ...] = ()  # the clean runs the verdicts rest on, cached or not
-    audit_agreed: int = 0  # audited kept bugs whose covering tests gave the full run's answer
-    audit_disagreed: int = 0
-
-
-COVERING, AUDIT, FULL = "covering", "audit", "full"
-SKIPPED = "skipped"  # a bug no passing test executes, left unrun (``AuditBook.plan_blind``)
-
-
-class AuditBook:
-    """Which kept bugs also get a full run, per profile, for one run of validate: the first one
-    and a seeded share (``validate.audit_share``); a disagreement switches the profile to full
-    runs from then on. One book is shared by every snapshot a worker validates."""
-
-    def __init__(self, share: float, seed: int) -> None:
-        self.share, self.seed = share, seed
-        self.lock = threading.Lock()
-        self.audited: dict[str, int] = {}
-        self.full: set[str] = set()
-
-    def plan(self, profile_id: str, candidate_id: str) -> str:
-        with self.lock:
-            if profile_id in self.full:
-                return FULL
-            if not self.audited.get(profile_id) or _draw(self.seed, candidate_id) < self.share:
-                return AUDIT
-            return COVERING
-
-    def record(self, profile_id: str, agreed: bool) -> None:
-        with self.lock:
-            self.audited[profile_id] = self.audited.get(profile_id, 0) + 1
-            if not agreed:
-                self.full.add(profile_id)
-
-    def plan_blind(self, profile_id: str, candidate_id: str) -> str:
-        """A bug whose lines no passing test executes: most are rejected unrun (a full run
-        would find nothing failing); the seeded share runs the whole suite, and one that fails
-        a test there is a blind spot of coverage: it is recorded as a disagreement."""
-        with self.lock:
-            if profile_id in self.full:
-                return FULL
-            return AUDIT if _draw(self.seed, candidate_id) < self.share else SKIPPED
-
-
-def _draw(seed: int, candidate_id: str) -> float:
-    """A number in [0, 1) fixed by the seed and the bug: the same bugs are audited every run."""
-    digest = hashlib.sha256(f"{seed}:{candidate_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 class _Tally:
@@ -336,23 +275,6 @@ class _Settled(dict[int, ValidationResult]):
             self.on_done(result)
 
 
-def check_combination(result: ValidationResult, signatures: dict[str, str]) -> ValidationResult:
-    """A combined bug is kept only if each member's own test still fails with all bugs in."""
-    if result.task is None:
-        return result
-    missing = {m: t for m, t in signatures.items() if t not in result.task.FAIL_TO_PASS}
-    if not missing:
-        return result
-    candidate_id = result.task.candidate_id
-    masked = ", ".join(f"{member} ({test})" for member, test in sorted(missing.items()))
-    detail = f"{candidate_id}: the other bugs mask {masked}"
-    rejection = Rejection(candidate_id, "validate", "combo_masks_bug", detail)
-    return ValidationResult(None, rejection, result.runs, result.cached)
-
-
-# --- one container with the clean snapshot -----------------------------------------------------
-
-
 class _Workspace:
     """A container holding the clean snapshot; mutants are written over it and undone.
     ``forked``: its pytest runs fork from the container's fork server.
@@ -471,25 +393,6 @@ def _confirm_at_clean(
         return slot.twice(confirm)
     except SandboxBroken as exc:
         return exc
-
-
-def nothing_passes(run: TestRun) -> Verdict:
-    """Why a clean run with no passing test gives no task: ``needs_outside_world`` when every
-    failing test failed for want of the network, a key or a service (``outside_world.py``)."""
-    failing = set(failing_tests(run))
-    outside = outside_world_tests(run)
-    if failing and failing <= set(outside):
-        example = min(outside)
-        return Verdict(
-            False,
-            "needs_outside_world",
-            f"every test fails for want of the outside world (the sandbox has no network and no "
-            f"secrets): {describe(outside)}, e.g. {example} ({outside[example]})",
-        )
-    detail = "no test passes on the clean code"
-    if outside:
-        detail += f"; {describe(outside)} of them fail for want of the outside world"
-    return Verdict(False, "no_passing_test_at_clean", detail)
 
 
 def _validate_one(
@@ -691,23 +594,6 @@ def _plugged(ctx: RunContext, forked: bool) -> RunContext:
     return dataclasses.replace(ctx, test_cmd=plugin_command(ctx.test_cmd, forked))
 
 
-def _broken_run(
-    mutation: Mutation, run: TestRun, runs: tuple[TestRun, ...]
-) -> ValidationResult | None:
-    if (problem := run_problem(run)) is not None:  # e.g. the JUnit XML replaced by a link
-        return reject_mutation(mutation, problem[0], problem[1], runs)
-    if run.timed_out or run.exit_code in TIMEOUT_EXIT_CODES:
-        return reject_mutation(
-            mutation, "mutant_timeout", "the tests hang on the bug (killed)", runs
-        )
-    if not run.suite_ran:
-        errors = ", ".join(run.collection_errors[:3]) or f"exit {run.exit_code}"
-        return reject_mutation(
-            mutation, "breaks_collection", f"the tests no longer run: {errors}", runs
-        )
-    return None
-
-
 def _mutant_timeout(baseline: CleanBaseline, limit: float) -> float:
     """A few times the clean suite: a mutant that runs much longer is hanging."""
     clean_s = max(run.duration_s for run in baseline.runs)
@@ -733,17 +619,6 @@ def mutant_context(
 
 def _with_id(ctx: RunContext, candidate_id: str) -> RunContext:
     return RunContext(candidate_id, ctx.profile_id, ctx.test_cmd, ctx.junit_path, ctx.timeout_s)
-
-
-def reject_mutation(
-    mutation: Mutation, reason: str, detail: str, runs: tuple[TestRun, ...]
-) -> ValidationResult:
-    return rejected(mutation.candidate, reason, detail, runs)
-
-
-def _rejected_by_clean(mutation: Mutation, failure: Verdict) -> ValidationResult:
-    reason = failure.reason.replace("_at_base", "_at_clean").replace("_at_gold", "_at_clean")
-    return reject_mutation(mutation, reason, f"the clean snapshot: {failure.detail}", ())
 
 
 def _decides(profile: EnvProfile, clean: TestTree) -> tuple[str, ...]:
@@ -791,34 +666,3 @@ def _files_tar(files: dict[str, str], prefix: str = "repo/") -> bytes:
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
-
-
-def mutation_of(repo_path: str, candidate: Candidate, clean_tree: str) -> Mutation:
-    """The bug as whole files, checked: it applies, and its fix gives back the clean files.
-
-    A bug may add, delete or rename files (a rename is a delete and an add); such a bug, like one
-    that changes a line run at import, gets the whole suite (``whole_suite``).
-    """
-    buggy = apply_patches(repo_path, candidate.base_commit, [candidate.bug_patch])
-    if apply_patches(repo_path, buggy, [candidate.patch]) != clean_tree:
-        raise UserError(
-            "the fix does not restore the original files byte for byte; regenerate the candidate",
-            reason="fix_does_not_restore",
-        )
-    changed = changed_files(repo_path, clean_tree, buggy)
-    original = {
-        p: None if s == "A" else read_file_at(repo_path, clean_tree, p) for p, s in changed.items()
-    }
-    mutated = {
-        p: None if s == "D" else read_file_at(repo_path, buggy, p) for p, s in changed.items()
-    }
-    touched = touched_lines(candidate.bug_patch)
-    lines: dict[str, set[int]] = {}
-    whole_suite = any(status != "M" for status in changed.values())
-    for path, text in original.items():
-        if text is None or changed[path] != "M":
-            continue
-        found = touched.get(path) or set(range(1, text.count("\n") + 2))
-        lines[path] = with_statement_starts(text, found)
-        whole_suite = whole_suite or (path.endswith(".py") and outside_functions(text, found))
-    return Mutation(candidate, mutated, original, lines, buggy, whole_suite)
