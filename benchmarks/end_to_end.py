@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import TypeVar
 
-from trajforge.generators.environments.profile import detect_profile
+from trajforge.generators.languages.python.profile import detect_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.env_profile import EnvProfile

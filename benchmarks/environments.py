@@ -61,9 +61,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from trajforge.generators.environments.prepare import prepare_environment
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
 from trajforge.generators.environments.recipe import PROFILE_LABEL
+from trajforge.generators.languages.python.prepare import prepare_environment
+from trajforge.generators.languages.python.profile import JUNIT_PATH, detect_profile
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params, load_params

@@ -51,8 +51,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from trajforge.generators.environments.image import build_session_spec  # noqa: E402
-from trajforge.generators.environments.profile import JUNIT_PATH  # noqa: E402
 from trajforge.generators.environments.recipe import CA_FILE  # noqa: E402
+from trajforge.generators.languages.python.profile import JUNIT_PATH  # noqa: E402
 from trajforge.generators.sources.specs import SourceOptions, open_source  # noqa: E402
 from trajforge.pipelines.evaluation.evaluator import Evaluator  # noqa: E402
 from trajforge.pipelines.evaluation.rewards import RewardClient, RewardServiceError  # noqa: E402

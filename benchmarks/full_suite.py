@@ -12,16 +12,11 @@ from collections.abc import Sequence
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.params import ValidateParams
 from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.languages.python.mutants import clean_workspace, mutant_context
 from trajforge.verifiers.sandbox.base import Sandbox
 from trajforge.verifiers.test_runner import run_tests
 from trajforge.verifiers.validation.candidate import TestTree, ValidationResult, build_task
-from trajforge.verifiers.validation.mutants import (
-    TIMEOUT_EXIT_CODES,
-    Mutation,
-    clean_workspace,
-    mutant_context,
-    reject_mutation,
-)
+from trajforge.verifiers.validation.mutants import TIMEOUT_EXIT_CODES, Mutation, reject_mutation
 from trajforge.verifiers.validation.rule import judge
 
 

@@ -41,22 +41,18 @@ from dataclasses import dataclass
 
 from trajforge.generators.bugs.injector import inject_snapshot
 from trajforge.generators.environments.image import build_env_image
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.languages.python.profile import JUNIT_PATH, detect_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.params import Params, ValidateParams
 from trajforge.schemas.storage import parquet_files, read_records
 from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.languages.python.mutants import validate_mutations
 from trajforge.verifiers.sandbox.base import Sandbox
 from trajforge.verifiers.sandbox.factory import make_sandbox
 from trajforge.verifiers.validation.candidate import TestTree, ValidationResult
-from trajforge.verifiers.validation.mutants import (
-    AuditBook,
-    Mutation,
-    mutation_of,
-    validate_mutations,
-)
+from trajforge.verifiers.validation.mutants import AuditBook, Mutation, mutation_of
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from full_suite import validate_mutations_full_suite

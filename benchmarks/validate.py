@@ -48,8 +48,8 @@ from typing import TypeVar
 
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.generators.environments.image import build_session_spec, install_profile
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
 from trajforge.generators.environments.recipe import PRETEND_VERSION
+from trajforge.generators.languages.python.profile import JUNIT_PATH, detect_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.env_profile import EnvProfile

@@ -50,13 +50,13 @@ from pathlib import Path
 from types import ModuleType
 
 from trajforge.generators.environments.image import build_recipe
-from trajforge.generators.environments.profile import detect_profile
 from trajforge.generators.environments.recipe import (
     INSTALL_UV,
     build_context,
     marker,
     render_dockerfile,
 )
+from trajforge.generators.languages.python.profile import detect_profile
 from trajforge.schemas.params import EnvironmentParams
 from trajforge.verifiers.sandbox.base import ImageBuild, SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox

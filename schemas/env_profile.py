@@ -26,7 +26,7 @@ class EnvProfile:
     setup_commit: str  # the commit the image was built at (SWE-bench's environment_setup_commit)
     recipe: str = ""  # the Dockerfile the image is built from (hashed into profile_id)
     image_digest: str = ""  # registry digest once pushed or pulled, else the local image id
-    # How the environment was found (generators/environments/prepare.py):
+    # How the environment was found (generators/languages/python/prepare.py):
     install_set: str = ""  # the ranked install set that built ("tests+tox", "package", ...)
     attempts: tuple[str, ...] = ()  # "<set>: why it failed", one per set tried before it
     repairs: tuple[str, ...] = ()  # "<module> -> <requirement> (<where declared>)", or a -W flag
@@ -34,7 +34,7 @@ class EnvProfile:
     origin: str = "rules"  # rules | agent (a model's recipe) | legacy (the pre-ranking detector)
     alternatives: tuple[str, ...] = ()  # the other ranked sets, "<name>\t<cmd>\n<cmd>..."
     declared: tuple[str, ...] = ()  # every requirement the project declares: what repairs use
-    # The relaxation ladder's rung that built (generators/environments/relax.py): declared | era
+    # The relaxation ladder's rung that built (generators/languages/python/relax.py): declared | era
     # | ranges | unpinned | no-deps; each rung that failed before it is in ``attempts``.
     relaxation: str = "declared"
     resolved_as_of: str = ""  # the day the install resolved as of (uv's --exclude-newer), or ""

@@ -102,8 +102,9 @@ class ValidateParams:
     # full run; a disagreement switches the profile to full runs for the rest of the run
     audit_share: float = 0.2
     audit_seed: int = 0
-    # Bug runs fork from a pytest imported once per container (verifiers/validation/fork_server.py)
-    # instead of starting Python and pytest anew: about half of a short run on a fast suite
+    # Bug runs fork from a pytest imported once per container
+    # (verifiers/languages/python/fork_server.py) instead of starting Python and pytest anew:
+    # about half of a short run on a fast suite
     fork_server: bool = True
     # Each kept task's gold patch is graded this many times by the grader RL uses (fresh
     # containers), and a patch that changes nothing once; any miss: gold_not_gradable. 3 for a
@@ -447,7 +448,7 @@ URLS = ("sources.pypi_url", "llm.base_url")  # None: not configured
 CHOICES = {
     "sandbox.kind": ("docker", "podman", "local"),
     "validate.rerun_scope": ("changed", "suite"),
-    "validate.mutant_mode": ("covering", "full"),  # see verifiers/validation/mutants.py
+    "validate.mutant_mode": ("covering", "full"),  # see verifiers/languages/python/mutants.py
     "inject.mode": ("procedural", "llm", "both"),  # see generators/bugs/injector.py
 }
 # What params.yaml runs on rather than a default: the code defaults process nothing, so a params

@@ -33,8 +33,6 @@ NAMED_ELSEWHERE: dict[str, str] = {
     "generators/bugs/llm_rewrite.py": "the code-fence names a model's answer may use",
     "generators/explore/doc_blocks.py": "a documentation block's highlighting language",
     "generators/explore/doc_examples.py": "a documentation block's highlighting language",
-    "generators/environments/profile.py": "Poetry's 'python' dependency key",
-    "generators/environments/relax.py": "the 'python -m pip' command",
     "generators/imports/multiswebench.py": "the dataset's own folder names (c++, go, rust...); "
     "ours come from registry.spelled",
     "schemas/task_instance.py": "DEFAULT_LANGUAGE, the language of rows that name none: the one "

@@ -156,7 +156,7 @@ def cluster():
 def built_profile(sandbox: Any, repo: Any, commit: str, params: Any, logs: Path) -> Any:
     """The test repository's environment profile at ``commit``, its image built (or reused)."""
     from trajforge.generators.environments.image import build_env_image
-    from trajforge.generators.environments.profile import detect_profile
+    from trajforge.generators.languages.python.profile import detect_profile
 
     profile = detect_profile(repo.path, commit, repo.name)
     profile = build_env_image(sandbox, profile, repo.path, params.environment, str(logs))

@@ -11,8 +11,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from trajforge.generators.environments.prepare import prepare_environment
-from trajforge.generators.environments.profile import detect_profile
+from trajforge.generators.languages.python.prepare import prepare_environment
+from trajforge.generators.languages.python.profile import detect_profile
 from trajforge.pipelines.stages.environment import BuildEnvironmentFn, Site
 from trajforge.schemas.params import Params, load_params
 

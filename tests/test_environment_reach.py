@@ -20,8 +20,9 @@ import polars as pl
 import pytest
 from conftest import run_cli
 from reach_repos import PRIVATE_REQUIREMENT, REACH_REPOS
-from trajforge.generators.environments.prepare import Prepared, prepare_environment
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.environments.prepare import Prepared
+from trajforge.generators.languages.python.prepare import prepare_environment
+from trajforge.generators.languages.python.profile import JUNIT_PATH, detect_profile
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params, load_params

@@ -18,16 +18,17 @@ from conftest import run_cli, write_params
 from full_suite import validate_mutations_full_suite
 from repo_factory import RepoBuilder
 from trajforge.generators.environments.image import build_env_image
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.languages.python.profile import JUNIT_PATH, detect_profile
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.label_check import LabelCheck
 from trajforge.schemas.params import ValidateParams, load_params
 from trajforge.schemas.storage import read_records
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.languages.python.mutants import validate_mutations
 from trajforge.verifiers.sandbox.factory import make_sandbox
 from trajforge.verifiers.validation.candidate import TestTree
-from trajforge.verifiers.validation.mutants import mutation_of, validate_mutations
+from trajforge.verifiers.validation.mutants import mutation_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
 

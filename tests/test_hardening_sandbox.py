@@ -26,7 +26,7 @@ from apache_beam.testing.util import assert_that
 from sandbox_backends import Backend, container_id, tar_of
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.generators.environments.image import build_env_image
-from trajforge.generators.environments.profile import JUNIT_PATH, detect_profile
+from trajforge.generators.languages.python.profile import JUNIT_PATH, detect_profile
 from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.params import EnvironmentParams, Params, ValidateParams

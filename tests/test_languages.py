@@ -9,7 +9,6 @@ import subprocess
 
 import pytest
 from repo_factory import RepoBuilder, build_add_fix_repo
-from trajforge.generators.environments.profile import JUNIT_PATH, TEST_CMD, detect_profile
 from trajforge.generators.languages.base import Detection, ReportError
 from trajforge.generators.languages.javascript.language import REPORT_PATH, JavaScript
 from trajforge.generators.languages.javascript.node_choice import choose_node, satisfies
@@ -17,6 +16,7 @@ from trajforge.generators.languages.javascript.operators import JS_OPERATORS
 from trajforge.generators.languages.javascript.recipe import render_js_dockerfile
 from trajforge.generators.languages.javascript.test_files import is_js_test_path
 from trajforge.generators.languages.python.operators import OPERATORS
+from trajforge.generators.languages.python.profile import JUNIT_PATH, TEST_CMD, detect_profile
 from trajforge.generators.languages.registry import (
     BY_NAME,
     DEFAULT,

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from repo_factory import RepoBuilder
-from trajforge.generators.environments.prepare import (
+from trajforge.generators.environments.prepare import Prepared
+from trajforge.generators.languages.python.prepare import (
     PREPARE_VERSION,
-    Prepared,
     _to_cache,
     prepare_environment,
 )
-from trajforge.generators.environments.profile import detect_profile
+from trajforge.generators.languages.python.profile import detect_profile
 from trajforge.pipelines.runtime.stage_fn import sandbox_error
 from trajforge.schemas.params import Params, ParamsError, load_params
 from trajforge.schemas.records import content_id

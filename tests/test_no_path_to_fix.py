@@ -44,7 +44,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from repo_factory import TESTS_BASE, RepoBuilder, pyproject
 from scripted_agents import GOOD_STATEMENT
 from scripted_llm import ScriptedLLM, tool_call, turn
-from trajforge.generators.environments.profile import JUNIT_PATH
+from trajforge.generators.languages.python.profile import JUNIT_PATH
 from trajforge.generators.mining.commits import mine_commit
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.stages.environment import BuildEnvironments, Site

@@ -23,7 +23,7 @@ import pytest
 import trajforge
 from conftest import ROOT, run_stages, write_params
 from repo_factory import build_add_fix_repo
-from trajforge.generators.environments.profile import TEST_CMD
+from trajforge.generators.languages.python.profile import TEST_CMD
 from trajforge.schemas.records import to_table
 from trajforge.schemas.task_instance import TaskInstance
 

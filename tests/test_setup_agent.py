@@ -20,7 +20,6 @@ from repo_factory import RepoBuilder
 from scripted_llm import Reply, ScriptedLLM, turn
 from trajforge.generators.environments.base_image import base_image_tag
 from trajforge.generators.environments.image import build_recipe
-from trajforge.generators.environments.profile import INSTALL_PYTEST
 from trajforge.generators.environments.recipe import render_dockerfile
 from trajforge.generators.environments.setup_agent import (
     AgentOutcome,
@@ -28,6 +27,7 @@ from trajforge.generators.environments.setup_agent import (
     parse_proposal,
     refusal,
 )
+from trajforge.generators.languages.python.install_sets import INSTALL_PYTEST
 from trajforge.generators.llm.client import LLMClient
 from trajforge.schemas.params import EnvironmentParams, LLMParams
 from trajforge.schemas.records import content_id
@@ -288,8 +288,8 @@ def test_the_environment_stage_keeps_an_agent_recipe_when_the_rules_cannot(
     """prepare_environment end to end: the tests import toolz, which nothing declares and no
     map names, so the rules exclude the only test module (no tests); the agent's recipe is
     built, collects, and is kept as the profile, marked ``agent``; a rerun reuses it."""
-    from trajforge.generators.environments.prepare import prepare_environment
-    from trajforge.generators.environments.profile import detect_profile
+    from trajforge.generators.languages.python.prepare import prepare_environment
+    from trajforge.generators.languages.python.profile import detect_profile
     from trajforge.schemas.params import load_params
 
     builder = RepoBuilder(tmp_path / "tally")

@@ -4,7 +4,7 @@ An environment is only useful if its suite collects. ``collect`` runs pytest's
 ``--collect-only`` (``-qqqq``: one line per test file with its count) in a session with no
 network, and ``parse_collection`` reads, for every file that failed, the module it could not
 import or the pytest warning that the project's ``filterwarnings = error`` turned into an error:
-the evidence the environment stage repairs from (generators/environments/prepare.py).
+the evidence the environment stage repairs from (generators/languages/python/prepare.py).
 
 It also checks that the code under test is the repository's: trajforge's ``origin_plugin.py``
 runs in the same pytest process and names each of /repo's (or /repo/src's) own top-level

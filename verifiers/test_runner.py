@@ -33,8 +33,9 @@ JUNIT_NOT_A_FILE = "junit_not_a_file"
 RUN_PROBLEMS = (JUNIT_TOO_LARGE, JUNIT_NOT_A_FILE)
 
 
-# pytest-timeout (installed with the runner, generators/environments/profile.py): a test over its
-# limit is failed by SIGALRM in pytest's own process, and the run goes on to the next test.
+# pytest-timeout (installed with the runner, generators/languages/python/install_sets.py): a
+# test over its limit is failed by SIGALRM in pytest's own process, and the run goes on to the
+# next test.
 TIMEOUT_PLUGIN = "pytest-timeout"
 PYTEST = "python -m pytest"
 

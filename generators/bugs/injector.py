@@ -9,7 +9,7 @@ rewrites whole functions, bugs/llm_rewrite.py; only a language that ``writes_mod
 the splice and check are libcst's) or ``both``. The task starts at
 ``base_commit + bug_patch`` (the injection) and ``patch`` is the fix that gives back the original
 bytes. Nothing executes here; ``validate`` proves each candidate (coverage-guided, see
-verifiers/validation/mutants.py) and decides which become tasks, whoever wrote it.
+verifiers/languages/python/mutants.py) and decides which become tasks, whoever wrote it.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ PROGRAMS = (  # (package, file, name under tests/trajforge/)
     (pytest_run.HERE, "launch.py", "launch.py"),
     (pytest_run.HERE, "seal.py", "seal.py"),
     (pytest_run.HERE, "trajforge_reporter.py", "trajforge_reporter.py"),
-    ("trajforge.verifiers.validation", "pytest_plugin.py", "trajforge_pytest.py"),
+    ("trajforge.verifiers.languages.python", "pytest_plugin.py", "trajforge_pytest.py"),
     ("trajforge.verifiers.grader", "channel.py", "channel.py"),
     ("trajforge.verifiers.grader", "rules.py", "rules.py"),
     ("trajforge.verifiers.grader", "sentinels.py", "sentinels.py"),

@@ -5,7 +5,7 @@ detected at their commit (a GroupByKey), so each profile's image is built once, 
 commit among its items, and shared by all of them; ``environment.build_workers`` profiles are
 prepared at once per worker (a release history needs many). ``prepare_environment`` picks the
 install set that builds, repairs what the suite's collection shows missing and leaves out what
-still cannot collect (generators/environments/prepare.py). A profile is keyed by the source's
+still cannot collect (generators/languages/python/prepare.py). A profile is keyed by the source's
 identity (``RepoRef.identity``: its real path or redacted URL), never its display name, so every
 item of a profile comes from one repository and the image's setup commit is a commit of that
 repository. The outcome, failed or not, is cached by the detected profile's id, so a rerun

@@ -1,12 +1,12 @@
 """Python as a ``Language``: every answer delegates to the code that decides it today.
 
 Nothing here decides anything new: the install and the interpreter are ``detect_profile``'s
-(``generators/environments/profile.py``), the environment ``prepare.py``'s, the recipe
+(``generators/languages/python/profile.py``), the environment ``prepare.py``'s, the recipe
 ``recipe.py``'s, the report pytest's JUnit XML read by ``verifiers/log_parsers.py``, test files
 ``schemas/test_ids.py``'s rule, the operators and their sampler ``operators.py``'s and
-``mutations.py``'s, injected bugs proven by ``verifiers/validation/mutants.py``. The stage-only
-modules are imported when asked for: the registry is read by every stage, most of which build
-nothing, and libcst is for injecting.
+``mutations.py``'s, injected bugs proven by ``verifiers/languages/python/mutants.py``. The
+stage-only modules are imported when asked for: the registry is read by every stage, most of
+which build nothing, and libcst is for injecting.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from trajforge.generators.environments.base_image import base_image_tag
-from trajforge.generators.environments.profile import JUNIT_PATH, TEST_CMD, detect_profile
 from trajforge.generators.environments.recipe import render_dockerfile
 from trajforge.generators.languages.base import (
     Detection,
@@ -29,6 +28,7 @@ from trajforge.generators.languages.base import (
     Unparsable,
 )
 from trajforge.generators.languages.python.issue_context import PythonIssueText
+from trajforge.generators.languages.python.profile import JUNIT_PATH, TEST_CMD, detect_profile
 from trajforge.generators.languages.python.prompts import AGENT_SYSTEM
 from trajforge.generators.mutants.mutant import Mutant
 from trajforge.schemas.test_ids import is_test_path
@@ -181,7 +181,7 @@ class Python(Language):
     ) -> Prepared:
         """Built (or pulled), collected, repaired and trimmed to what collects
         (``prepare_environment``) at the profile's own setup commit."""
-        from trajforge.generators.environments.prepare import prepare_environment
+        from trajforge.generators.languages.python.prepare import prepare_environment
 
         return prepare_environment(
             sandbox, profile, repo_path, params, count=count, fetch=fetch, say=say
@@ -205,7 +205,7 @@ class Python(Language):
         audit: AuditBook | None,
     ) -> BatchResult:
         """Coverage-selected pytest runs, forked from one import per container."""
-        from trajforge.verifiers.validation.mutants import validate_mutations
+        from trajforge.verifiers.languages.python.mutants import validate_mutations
 
         return validate_mutations(
             sandbox, profile, clean, mutations, params, JUNIT_PATH, cache, workers,

@@ -138,5 +138,5 @@ def programs() -> dict[str, bytes]:
     """The launcher, the seal, the reporter and trajforge's own pytest plugin (it accepts the
     blocked plugins' options), by their paths under ``ROOT``."""
     files = {target: program(HERE, name) for target, name in FILES.items()}
-    plugin = program("trajforge.verifiers.validation", "pytest_plugin.py")
+    plugin = program("trajforge.verifiers.languages.python", "pytest_plugin.py")
     return {**files, "plugins/trajforge_pytest.py": plugin}

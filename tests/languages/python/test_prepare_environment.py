@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from repo_factory import RepoBuilder
-from trajforge.generators.environments.prepare import Prepared, prepare_environment
-from trajforge.generators.environments.profile import detect_profile
+from trajforge.generators.environments.prepare import Prepared
+from trajforge.generators.languages.python.prepare import prepare_environment
+from trajforge.generators.languages.python.profile import detect_profile
 from trajforge.schemas.params import Params, load_params
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from trajforge.schemas.coverage_sites import covered_lines, remember
 from trajforge.schemas.storage import ContentCache
-from trajforge.verifiers.validation.coverage import CoverageMap
+from trajforge.verifiers.languages.python.coverage import CoverageMap
 
 
 def record_covered(

@@ -8,14 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from trajforge.generators.environments.profile import (
-    INSTALL_PYTEST,
-    RELINK,
-    TEST_CMD,
-    UPGRADE_PIP,
-    ProfileError,
-    detect_profile,
-)
+from trajforge.generators.environments.commit_files import ProfileError
+from trajforge.generators.environments.dependency_layer import RELINK
+from trajforge.generators.languages.python.install_sets import INSTALL_PYTEST, UPGRADE_PIP
+from trajforge.generators.languages.python.profile import TEST_CMD, detect_profile
 from trajforge.schemas.errors import UserError
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman]

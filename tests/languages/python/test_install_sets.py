@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 from test_env_profile import REPO, commit
-from trajforge.generators.environments.profile import (
+from trajforge.generators.environments.dependency_layer import RELINK
+from trajforge.generators.languages.python.install_sets import (
     INSTALL_PYTEST,
-    RELINK,
     UPGRADE_PIP,
     decode_set,
-    detect_profile,
     runner_requirement,
 )
-from trajforge.generators.environments.repairs import requirement_for, requirement_for_option
+from trajforge.generators.languages.python.profile import detect_profile
+from trajforge.generators.languages.python.repairs import requirement_for, requirement_for_option
 from trajforge.verifiers.collection import parse_collection
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman]

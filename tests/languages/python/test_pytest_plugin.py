@@ -1,6 +1,6 @@
 """trajforge's pytest plugin on a real pytest run: the project's options, and covering tests first.
 
-The plugin is what the container runs (``verifiers/validation/pytest_plugin.py`` shipped as
+The plugin is what the container runs (``verifiers/languages/python/pytest_plugin.py`` shipped as
 ``trajforge_pytest``); here it runs in a subprocess on a project written by the test.
 """
 
@@ -14,8 +14,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from trajforge.verifiers.validation import pytest_plugin
-from trajforge.verifiers.validation.coverage import BLOCKED, FIRST_ENV, PLUGIN
+from trajforge.verifiers.languages.python import pytest_plugin
+from trajforge.verifiers.languages.python.coverage import BLOCKED, FIRST_ENV, PLUGIN
 
 TESTS = """\
 import os

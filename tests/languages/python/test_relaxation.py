@@ -18,9 +18,11 @@ import pytest
 from conftest import run_cli
 from reach_repos import DatedRepo, package
 from test_env_profile import REPO, commit
-from trajforge.generators.environments.lockfiles import locked_pins
-from trajforge.generators.environments.profile import RELINK, decode_set, detect_profile
-from trajforge.generators.environments.relax import (
+from trajforge.generators.environments.dependency_layer import RELINK
+from trajforge.generators.languages.python.install_sets import decode_set
+from trajforge.generators.languages.python.lockfiles import locked_pins
+from trajforge.generators.languages.python.profile import detect_profile
+from trajforge.generators.languages.python.relax import (
     compatible,
     project_requirements,
     pypi_release,

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from reach_repos import DatedRepo
-from trajforge.generators.environments.profile import ProfileError, detect_profile
-from trajforge.generators.environments.python_choice import (
+from trajforge.generators.environments.commit_files import ProfileError
+from trajforge.generators.languages.python.profile import detect_profile
+from trajforge.generators.languages.python.python_choice import (
     NoSupportedPython,
     choose,
     declared_ranges,

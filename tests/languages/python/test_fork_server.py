@@ -15,17 +15,18 @@ from pathlib import Path
 import pytest
 from conftest import built_profile, write_params
 from repo_factory import RepoBuilder, pyproject
-from trajforge.generators.environments.profile import JUNIT_PATH
+from trajforge.generators.languages.python.profile import JUNIT_PATH
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.params import load_params
+from trajforge.verifiers.languages.python.coverage import FORK_READY, start_fork_server
+from trajforge.verifiers.languages.python.fork_server import LOG
+from trajforge.verifiers.languages.python.mutants import clean_workspace, mutant_context
 from trajforge.verifiers.sandbox.base import Session
 from trajforge.verifiers.sandbox.factory import make_sandbox
 from trajforge.verifiers.test_runner import run_tests
 from trajforge.verifiers.validation.candidate import TestTree
-from trajforge.verifiers.validation.coverage import FORK_READY, start_fork_server
-from trajforge.verifiers.validation.fork_server import LOG
-from trajforge.verifiers.validation.mutants import clean_workspace, mutant_context, mutation_of
+from trajforge.verifiers.validation.mutants import mutation_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
 

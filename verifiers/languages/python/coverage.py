@@ -36,8 +36,8 @@ FIRST_PATH = f"{COV_DIR}/first.txt"
 ONLY_FIRST_ENV = "TRAJFORGE_ONLY_FIRST"  # set: nothing runs after the first tests
 RERUN_OUT_ENV = "TRAJFORGE_RERUN_OUT"  # where the plugin writes its in-process reruns' outcomes
 RERUN_PATH = f"{COV_DIR}/reruns.json"
-PLUGIN = "trajforge_pytest"  # verifiers/validation/pytest_plugin.py, as the container sees it
-FORK = "trajforge_fork"  # verifiers/validation/fork_server.py, as the container sees it
+PLUGIN = "trajforge_pytest"  # verifiers/languages/python/pytest_plugin.py, as the container sees it
+FORK = "trajforge_fork"  # verifiers/languages/python/fork_server.py, as the container sees it
 FORK_READY = "/tmp/trajforge/fork/ready"
 # The repository's pytest-cov and xdist would take the measurement over (the plugin accepts and
 # ignores their options, so the project's addopts still parse).

@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 from conftest import built_profile, write_params
 from repo_factory import COUNTER, RepoBuilder, pyproject
-from trajforge.generators.environments.profile import JUNIT_PATH
+from trajforge.generators.languages.python.profile import JUNIT_PATH
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.params import ValidateParams, load_params
+from trajforge.verifiers.languages.python.mutants import validate_mutations
 from trajforge.verifiers.sandbox.factory import make_sandbox
 from trajforge.verifiers.validation.candidate import TestTree
-from trajforge.verifiers.validation.mutants import AuditBook, mutation_of, validate_mutations
+from trajforge.verifiers.validation.mutants import AuditBook, mutation_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
 
