@@ -111,7 +111,8 @@ def package_name(head: str) -> str:
 
 def imports(head: str) -> list[str]:
     """The import paths in a file's head."""
-    body = head[_PACKAGE.search(head).end() :] if _PACKAGE.search(head) else head
+    clause = _PACKAGE.search(head)
+    body = head[clause.end() :] if clause else head
     found = _IMPORT_LINE.findall(body)
     for block in _IMPORT_BLOCK.finditer(body):
         found += _QUOTED.findall(block.group(1))
