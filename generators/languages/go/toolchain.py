@@ -87,11 +87,9 @@ def choose_toolchain(
     """The Go for every module of the project (``(path, text)`` of each go.mod or go.work):
     the newest any of them asks for, so no module's go line is newer than the toolchain, nor
     is what its ``.go`` files need (``files_need``: ``(minor, file)`` from ``sources.needs``; a
-    go line says the oldest Go a module supports, its files may ask more)."""
+    go line says the oldest Go a module supports, its files may ask more; a go line of the
+    files' minor already satisfies them, its patch kept)."""
     best: tuple[str, str, str] | None = None  # (version, path, what)
-    minor, file = files_need
-    if minor:
-        best = (_release(minor), file, f"go{minor} (a build constraint or a newer std import)")
     for path, text in go_mods:
         pinned, language = toolchain_line(text), go_line(text)
         if pinned:
@@ -102,6 +100,9 @@ def choose_toolchain(
             continue
         if best is None or version_key(wanted[0]) > version_key(best[0]):
             best = wanted
+    minor, file = files_need
+    if minor and (best is None or version_key(minor)[:2] > version_key(best[0])[:2]):
+        best = (_release(minor), file, f"go{minor} (a build constraint or a newer std import)")
     if best is None:
         return Toolchain(DEBIAN_GO, f"go {DEBIAN_GO} (Debian's): no go line")
     version, path, what = best

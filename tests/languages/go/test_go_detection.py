@@ -114,6 +114,9 @@ def test_a_go_line_older_than_its_files_gets_the_go_its_files_need(tmp_path) -> 
     newer = write(tmp_path / "new", {"go.mod": go_mod("example.com/n", "1.24"),
                                      "n.go": "package n\n\nimport \"slices\"\n"})  # fmt: skip
     assert project.detect(newer).runtime == "1.24.13"  # the go line, newer than the files' ask
+    pinned = write(tmp_path / "pin", {"go.mod": go_mod("example.com/p", "1.21.0"),
+                                      "p.go": "package p\n\nimport \"slices\"\n"})  # fmt: skip
+    assert project.detect(pinned).runtime == "1.21.0"  # the files' minor: the go line's patch kept
 
 
 def test_the_go_of_a_commit_is_the_same_every_time_and_follows_its_files(tmp_path) -> None:
