@@ -6,8 +6,9 @@ Each repository, at its HEAD, is set up twice in one run:
       every repository (its image is ``golang:1.24``; here that minor's newest patch, fetched as a
       toolchain module, since no image registry is reachable), the root module only, its modules
       downloaded, ``go test -count=1 ./...`` at the root;
-  layer: trajforge's Go (``generators/languages/go/``): the Go each go.mod names (Debian's 1.19
-      for old modules), every module of a go.work or a monorepo, vendored modules as vendored.
+  layer: trajforge's Go (``generators/languages/go/``): the Go each go.mod and its files' build
+      constraints and imports ask (Debian's 1.19 for old modules), every module of a go.work or a
+      monorepo, vendored modules as vendored, a pre-module tree with the go.mod its build makes.
 
 Both build through the same recipe renderer and run the same clean suite in the image (no
 network, ``--timeout``), so the difference is the choices, not the machinery. Levels, as issue
@@ -34,7 +35,7 @@ import tempfile
 import time
 
 from js_environments import checkout
-from trajforge.generators.languages.go.detection import Module, modules
+from trajforge.generators.languages.go.detection import PRE_MODULE, Module, modules
 from trajforge.generators.languages.go.recipe import render_go_dockerfile
 from trajforge.generators.languages.go.runners import module_command
 from trajforge.generators.languages.go.toolchain import LATEST_PATCH, Toolchain
@@ -69,12 +70,16 @@ def measure(box: DockerSandbox, repo: str, mode: str, params: Params, timeout_s:
         if detection is None:
             out["reason"] = "no_go_module"
             return out
+        if mode == "swesmith" and detection.package_manager == PRE_MODULE:
+            out["reason"] = "no_go_mod"  # SWE-smith runs go test ./... in the tree as it is
+            out["detail"] = "no go.mod: go test ./... says 'go.mod file not found'"
+            return out
         if mode == "swesmith":
             root = root_module(modules(detection))
-            vendored = detection.package_manager == "go-vendor"
+            manager = "go-vendor" if detection.package_manager == "go-vendor" else "go"
             profile = dataclasses.replace(
                 profile,
-                recipe=render_go_dockerfile(Toolchain(SWESMITH_GO, "golang:1.24"), root, vendored),
+                recipe=render_go_dockerfile(Toolchain(SWESMITH_GO, "golang:1.24"), root, manager),
                 test_cmd=module_command(root, params.validate.per_test_timeout_s),
                 runtime=SWESMITH_GO, profile_id=profile.profile_id + "-swesmith",
                 image=profile.image + "-swesmith",

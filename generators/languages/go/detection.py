@@ -17,10 +17,18 @@ import re
 from dataclasses import dataclass
 
 from trajforge.generators.languages.base import Detection
+from trajforge.generators.languages.go import sources
 from trajforge.generators.languages.go.toolchain import choose_toolchain, go_line, toolchain_line
 
 NAME = "go"  # the registry's name of the language, the tasks' ``language``
 RUNNER = "go"  # ``go test -json``: the one runner
+PRE_MODULE = "go-premodule"  # the manager of a GOPATH-era tree: its go.mod is made in the build
+# Where the image keeps that go.mod and go.sum (the recipe writes them, the test command lays
+# them into the tree for a run and takes them away after: never part of a diff).
+PRE_MODULE_FILES = "/go/premodule"
+# A pre-module tree whose files carry no import comment gets this module path: clear that it is
+# not the project's, and never on the proxy (``.invalid``).
+PLACEHOLDER_MODULE = "premodule.invalid/project"
 # Folders the go command never treats as packages of the module (``go help packages``), and
 # the installed or VCS folders no module lives in.
 SKIPPED = frozenset({"vendor", "testdata", "node_modules", ".git"})
@@ -44,7 +52,9 @@ class Module:
 
 
 def detect(repo_dir: str) -> Detection | None:
-    """The Go project in the working tree ``repo_dir``, or None when it has no go.mod/go.work."""
+    """The Go project in the working tree ``repo_dir``, or None when it has no go.mod, no
+    go.work and no ``.go`` file (a tree of ``.go`` files alone is a pre-module project)."""
+    heads = go_file_heads(repo_dir)
     work = _read(repo_dir, "go.work")
     if work is not None:
         folders = _work_folders(work)
@@ -63,9 +73,13 @@ def detect(repo_dir: str) -> Detection | None:
         if match and SAFE.fullmatch(folder) and SAFE.fullmatch(match.group(1)):
             modules.append(Module(folder, match.group(1)))
             texts.append((_join(folder, "go.mod"), text))
+    if not found and work is None:
+        return _pre_module(heads)
     if not modules and work is None:
         return None  # a go.work names the project Go even where its modules are not at hand
-    chosen = choose_toolchain([*([("go.work", work)] if work is not None else []), *texts])
+    files_need = sources.needs(heads)
+    chosen = choose_toolchain([*([("go.work", work)] if work is not None else []), *texts],
+                              files_need)  # fmt: skip
     evidence = ["go.work"] if work is not None else []
     for path, text in texts:
         lines = [f"go {v}" for v in [go_line(text)] if v]
@@ -90,6 +104,70 @@ def detect(repo_dir: str) -> Detection | None:
         runner_args=tuple(f"{m.path}={m.folder}" for m in modules),
         why=f"{chosen.why}; {count}; {shape}",
     )
+
+
+def _pre_module(heads: list[tuple[str, str]]) -> Detection | None:
+    """A GOPATH-era tree (``.go`` files, no go.mod): one module at the root, its path
+    ``pre_module_path``'s; the recipe writes its go.mod in the build (``go mod init``, ``go mod
+    tidy``)."""
+    if not heads:
+        return None
+    path, where = pre_module_path(heads)
+    chosen = choose_toolchain([], sources.needs(heads))
+    return Detection(
+        language=NAME,
+        package_manager=PRE_MODULE,
+        runner=RUNNER,
+        runtime=chosen.version,
+        evidence=(f"no go.mod: {len(heads)} .go files, module {path} from {where}",),
+        lockfile="",
+        runner_args=(f"{path}=.",),
+        why=f"{chosen.why}; a pre-module tree, its go.mod made in the build ({path})",
+    )
+
+
+def pre_module_path(heads: list[tuple[str, str]]) -> tuple[str, str]:
+    """``(module path, whence)`` of a pre-module tree: the shallowest import comment's (less
+    its file's folder); else the path the root's external tests (``package <name>_test``)
+    import for the root package (``github.com/pkg/errors`` in its ``example_test.go``): the
+    tree's own path, which a placeholder would make ``go mod tidy`` fetch from the proxy
+    instead; else ``PLACEHOLDER_MODULE``."""
+    ordered = sorted(heads, key=lambda item: (item[0].count("/"), item[0]))
+    for file, head in ordered:
+        comment, folder = sources.import_comment(head), file.rpartition("/")[0]
+        if comment and (not folder or comment.endswith("/" + folder)):
+            root = comment[: len(comment) - len(folder) - 1] if folder else comment
+            if SAFE.fullmatch(root):
+                return root, f"{file}'s import comment"
+    names = {sources.package_name(head) for file, head in heads if "/" not in file}
+    for file, head in ordered:
+        name = sources.package_name(head)
+        if "/" in file or not name.endswith("_test") or name[: -len("_test")] not in names:
+            continue
+        for imported in sources.imports(head):
+            dotted = "." in imported.partition("/")[0]  # not a standard package
+            own = imported.endswith("/" + name[: -len("_test")])
+            if dotted and own and SAFE.fullmatch(imported):
+                return imported, f"{file}'s import of the root package"
+    return PLACEHOLDER_MODULE, "no import comment (a placeholder)"
+
+
+def go_file_heads(repo_dir: str) -> list[tuple[str, str]]:
+    """``(path, head)`` of the tree's ``.go`` files outside the folders the go command skips,
+    their first ``sources.HEAD_BYTES``, at most ``sources.MAX_GO_FILES``, in path order."""
+    out: list[tuple[str, str]] = []
+    for folder, dirs, files in os.walk(repo_dir):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED and not d.startswith((".", "_")))
+        for name in sorted(f for f in files if f.endswith(".go") and not f.startswith((".", "_"))):
+            path = os.path.join(folder, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                head = handle.read(sources.HEAD_BYTES)
+            out.append((os.path.relpath(path, repo_dir).replace(os.sep, "/"), head))
+            if len(out) >= sources.MAX_GO_FILES:
+                return out
+    return out
 
 
 def modules(detection: Detection) -> list[Module]:

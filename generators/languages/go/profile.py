@@ -1,7 +1,8 @@
 """A Go site as the stages see it: an ``EnvProfile`` detected at a commit, built once.
 
 ``detect_at`` detects the commit's tree (its go.mod, go.work, go.sum and vendor/modules.txt
-files, written into a scratch folder: never the working copy's HEAD); ``go_profile`` turns the
+files and its ``.go`` files' heads, written into a scratch folder: never the working copy's
+HEAD); ``go_profile`` turns the
 detection into a profile keyed by the source's identity and what decides the build (the recipe,
 the test command, every module's go.mod and go.sum); ``build_go_profile`` builds its image
 through ``build_recipe``, a failed build being one line (``install_failed``, cached, so a rerun
@@ -23,6 +24,7 @@ from trajforge.generators.environments.prepare import Prepared
 from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.go import detection as project
+from trajforge.generators.languages.go import sources
 from trajforge.generators.languages.go.base_image import ensure_go_base_image
 from trajforge.generators.languages.go.recipe import modules_in_recipe
 from trajforge.generators.languages.go.recipe import recipe as go_recipe
@@ -44,6 +46,7 @@ BUILD_VERSION = "go-build-v1"  # the cache of failed builds
 # The files detection reads, at any depth (a monorepo's modules), outside vendor/testdata.
 PROJECT_FILES = ("go.mod", "go.work", "go.sum", "vendor/modules.txt")
 MAX_FILE = 16 * 1024 * 1024
+GO_BATCH = 512  # .go blobs read from git at once (their heads are kept)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # The go command's progress lines, which say nothing about a failure.
 _PROGRESS = ("go: downloading ", "go: finding ", "go: extracting ", "go: found ")
@@ -56,7 +59,8 @@ def detect_at(repo_path: str, commit: str) -> Detection:
         _write_project_files(repo_path, commit, tree)
         detection = project.detect(tree)
     if detection is None:
-        raise UserError(f"{commit[:12]}: no go.mod or go.work; not a Go project", reason="no_go")
+        raise UserError(f"{commit[:12]}: no go.mod, no go.work and no .go file; not a Go "
+                        "project", reason="no_go")  # fmt: skip
     if not detection.runner_args:
         raise UserError(f"{commit[:12]}: go.work names no folder with a go.mod that has a module "
                         "line; no module to test", reason="no_go_module")  # fmt: skip
@@ -167,32 +171,56 @@ def selected_packages(selection: Sequence[str]) -> list[str]:
 
 def _write_project_files(repo_path: str, commit: str, into: str) -> None:
     """The commit's go.mod, go.work, go.sum and vendor/modules.txt files (regular files, not
-    links, outside testdata and nested vendor folders) written into ``into``."""
+    links, outside testdata and nested vendor folders), and the heads of its ``.go`` files
+    (what their build constraints, imports and import comments ask), written into ``into``."""
     listing = git(repo_path, "ls-tree", "-r", "-z", "--long", "--end-of-options", commit).decode(
         "utf-8", "surrogateescape"
     )
     wanted: list[tuple[str, str]] = []
+    heads: list[tuple[str, str]] = []
     for entry in filter(None, listing.split("\0")):
         meta, _, path = entry.partition("\t")
         mode, kind, blob, size = meta.split()
-        if kind != "blob" or mode not in ("100644", "100755") or int(size) > MAX_FILE:
+        if kind != "blob" or mode not in ("100644", "100755") or not size.isdigit():
+            continue  # a link, a submodule, a blob a partial clone lacks (size ``BAD``)
+        if int(size) > MAX_FILE:
             continue
         parts = path.split("/")
         name = "/".join(parts[-2:]) if parts[-1] == "modules.txt" else parts[-1]
         inside = parts[:-2] if name == "vendor/modules.txt" else parts[:-1]
         if name in PROJECT_FILES and not set(inside) & {"vendor", "testdata", ".git"}:
             wanted.append((blob, path))
-    if not wanted:
+        elif _is_go_source(parts) and len(heads) < sources.MAX_GO_FILES:
+            heads.append((blob, path))
+    _write_blobs(repo_path, wanted, into, MAX_FILE)
+    for at in range(0, len(heads), GO_BATCH):
+        _write_blobs(repo_path, heads[at : at + GO_BATCH], into, sources.HEAD_BYTES)
+
+
+def _is_go_source(parts: list[str]) -> bool:
+    """A ``.go`` file the go command would build: not in a folder it skips (``SKIPPED``,
+    hidden, ``_``-prefixed), not itself hidden or ``_``-prefixed."""
+    skipped = any(p in project.SKIPPED or p.startswith((".", "_")) for p in parts[:-1])
+    return parts[-1].endswith(".go") and not parts[-1].startswith((".", "_")) and not skipped
+
+
+def _write_blobs(repo_path: str, blobs: list[tuple[str, str]], into: str, limit: int) -> None:
+    """Each ``(blob, path)``'s first ``limit`` bytes written at ``into/path``."""
+    if not blobs:
         return
-    out = git(repo_path, "cat-file", "--batch", input="".join(f"{b}\n" for b, _ in wanted).encode())
+    out = git(repo_path, "cat-file", "--batch", input="".join(f"{b}\n" for b, _ in blobs).encode())
     at = 0
-    for _, path in wanted:  # each: "<sha> blob <size>\n<bytes>\n"
+    for _, path in blobs:  # each: "<sha> blob <size>\n<bytes>\n", or "<sha> missing\n"
         header_end = out.index(b"\n", at)
-        length = int(out[at:header_end].split()[2])
+        header = out[at:header_end].split()
+        if len(header) != 3:  # a blob the clone lacks (a partial mirror): nothing to read
+            at = header_end + 1
+            continue
+        length = int(header[2])
         target = os.path.join(into, *path.split("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "wb") as handle:
-            handle.write(out[header_end + 1 : header_end + 1 + length])
+            handle.write(out[header_end + 1 : header_end + 1 + min(length, limit)])
         at = header_end + 1 + length + 1
 
 

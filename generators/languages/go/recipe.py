@@ -4,10 +4,12 @@ The same shape as the other languages': a ``build`` stage with the network and t
 (``SSL_CERT_FILE``, which the go command reads) fetches the toolchain when the project's Go is
 newer than Debian's (``toolchain.py``), downloads every module's dependencies (``go mod
 download``; nothing for a vendored project) and compiles the tests once (``go test -run '^$'``),
-so the build cache is warm; only ``/go`` (the toolchain, the module cache, the build cache) is
-copied into the final image, whose go command has ``GOPROXY=off``: a test run needs no network.
-The repository itself is not kept: a run puts its tree at ``/repo``. A package whose tests do
-not compile at the setup commit does not fail the build (its run says so, per package).
+so the build cache is warm; a pre-module tree (no go.mod) gets one there (``go mod init`` with
+its import comment's path, ``go mod tidy``), kept beside the caches; only ``/go`` (the
+toolchain, the module cache, the build cache) is copied into the final image, whose go command
+has ``GOPROXY=off``: a test run needs no network. The repository itself is not kept: a run puts
+its tree at ``/repo``. A package whose tests do not compile at the setup commit does not fail
+the build (its run says so, per package).
 
 The first comment lines name the modules (``# go modules: <path>=<folder> ...``): the run's
 report names packages by import path, which the reading maps to repository folders
@@ -24,7 +26,12 @@ from trajforge.generators.environments.recipe import CA_FILE, ENV_MARKER, MARKER
 from trajforge.generators.environments.recipe import _run as run_step
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.go.base_image import GO_BASE
-from trajforge.generators.languages.go.detection import Module, modules
+from trajforge.generators.languages.go.detection import (
+    PRE_MODULE,
+    PRE_MODULE_FILES,
+    Module,
+    modules,
+)
 from trajforge.generators.languages.go.toolchain import DEBIAN_GO, Toolchain
 
 GO_RECIPE_FORMAT = "go-dockerfile-v1"
@@ -86,6 +93,12 @@ def render_go_dockerfile(
     download = [] if manager in ("go-vendor", "go-work") else [
         f"(cd {shlex.quote(m.folder)} && go mod download)" for m in found
     ]  # fmt: skip
+    if manager == PRE_MODULE:  # GOPATH era: the module is made here, its requirements resolved
+        download = [
+            f"go mod init {shlex.quote(found[0].path)}",
+            "go mod tidy -e",
+            f"touch go.sum && mkdir -p {PRE_MODULE_FILES} && cp go.mod go.sum {PRE_MODULE_FILES}/",
+        ]
     warm = [
         f"(cd {shlex.quote(m.folder)} && go test -count=1 -run '^$' -timeout {WARM_TIMEOUT} "
         f"./... > /dev/null 2>&1) || echo 'trajforge: some tests of {m.folder} do not compile'"

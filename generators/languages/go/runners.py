@@ -17,7 +17,12 @@ import shlex
 from collections.abc import Sequence
 
 from trajforge.generators.languages.base import Detection
-from trajforge.generators.languages.go.detection import Module, modules
+from trajforge.generators.languages.go.detection import (
+    PRE_MODULE,
+    PRE_MODULE_FILES,
+    Module,
+    modules,
+)
 from trajforge.verifiers.languages.go.test_events import package_dir
 
 REPORT_PATH = "/tmp/trajforge-go-test.json"
@@ -35,11 +40,16 @@ def test_command(
 
 def suite_command(detection: Detection, per_test_timeout_s: int = 0) -> str:
     """The full-suite command (package folders appended as arguments run only those)."""
-    return module_command(modules(detection), per_test_timeout_s)
+    pre_module = detection.package_manager == PRE_MODULE
+    return module_command(modules(detection), per_test_timeout_s, pre_module=pre_module)
 
 
-def module_command(found: Sequence[Module], per_test_timeout_s: int = 0) -> str:
-    """The command over ``found``'s modules (see the module doc)."""
+def module_command(
+    found: Sequence[Module], per_test_timeout_s: int = 0, *, pre_module: bool = False
+) -> str:
+    """The command over ``found``'s modules (see the module doc). ``pre_module``: a tree with
+    no go.mod gets the one the build made for the run, removed after it, so no diff or
+    status of the tree ever holds it (a tree that has its own go.mod by then keeps it)."""
     timeout = f" -timeout {int(per_test_timeout_s)}s" if per_test_timeout_s > 0 else ""
     go_test = f"go test -json -count=1 -p {PARALLEL}{timeout}"
     ordered = sorted(enumerate(found), key=lambda item: -_depth(item[1].folder))
@@ -54,11 +64,18 @@ def module_command(found: Sequence[Module], per_test_timeout_s: int = 0) -> str:
             ]
     every = "; ".join(f"run {m.folder} ./..." for m in found)
     some = "; ".join(f'[ -z "$a{i}" ] || run {m.folder} $a{i}' for i, m in enumerate(found))
+    made = (
+        f"m=; [ -e go.mod ] || {{ cp {PRE_MODULE_FILES}/go.mod {PRE_MODULE_FILES}/go.sum . "
+        "&& m=1; }; "
+        if pre_module
+        else ""
+    )
+    unmade = '[ -z "$m" ] || rm -f go.mod go.sum; ' if pre_module else ""
     script = (
-        f"set -f; r={REPORT_PATH}; : > $r; s=0; "
+        f"set -f; r={REPORT_PATH}; : > $r; s=0; {made}"
         f'run() {{ d=$1; shift; (cd "$d" && {go_test} "$@") >> $r || s=$?; }}; '
         f'for p in "$@"; do case "$p" in {" ".join(cases)} esac; done; '
-        f"if [ $# -eq 0 ]; then {every}; else {some}; fi; exit $s"
+        f"if [ $# -eq 0 ]; then {every}; else {some}; fi; {unmade}exit $s"
     )
     return f"sh -c {shlex.quote(script)} go-test"
 

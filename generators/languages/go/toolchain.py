@@ -1,12 +1,13 @@
 """Which Go runs a module's tests: Debian's 1.19, or the toolchain go.mod names, fetched.
 
-Debian bookworm's ``golang-go`` (1.19) is the era ladder's floor: a module whose ``go`` line is
-1.19 or older (or that has none) is built with it. A newer one gets the toolchain its go.mod
-names: the ``toolchain`` line first, else the ``go`` line (``1.21`` as that minor's latest patch
-in ``LATEST_PATCH``, ``1.21.3`` as written). A toolchain is a Go module
-(``golang.org/toolchain@v0.0.1-go1.22.12.linux-amd64``): the recipe's networked build stage
-downloads it into the module cache with Debian's go (which predates ``GOTOOLCHAIN``) and puts its
-``bin`` first on ``PATH``; the final image keeps ``GOTOOLCHAIN=go<ver>`` so the go command never
+Debian bookworm's ``golang-go`` (1.19) is the era ladder's floor: a module whose ``go`` line is 1.19
+or older (or that has none), and whose files ask for nothing newer (``sources.py``: a ``//go:build
+go1.23`` file, an ``iter`` import), is built with it. Otherwise it gets the newest of what its
+go.mods and files ask: a module's ``toolchain`` line, else its ``go`` line, and the files' need
+(``1.21`` as that minor's latest patch in ``LATEST_PATCH``, ``1.21.3`` as written). A toolchain is a
+Go module (``golang.org/toolchain@v0.0.1-go1.22.12.linux-amd64``): the recipe's networked build
+stage downloads it into the module cache with Debian's go (which predates ``GOTOOLCHAIN``) and puts
+its ``bin`` first on ``PATH``; the final image keeps ``GOTOOLCHAIN=go<ver>`` so the go command never
 looks for another one, and ``GOPROXY=off``, so it never reaches the network.
 """
 
@@ -80,9 +81,14 @@ def version_key(version: str) -> tuple[int, int, int, int, int]:
     return (int(major), int(minor), 0, 0, 0)
 
 
-def choose_toolchain(go_mods: Iterable[tuple[str, str]]) -> Toolchain:
+def choose_toolchain(
+    go_mods: Iterable[tuple[str, str]], files_need: tuple[str, str] = ("", "")
+) -> Toolchain:
     """The Go for every module of the project (``(path, text)`` of each go.mod or go.work):
-    the newest any of them asks for, so no module's go line is newer than the toolchain."""
+    the newest any of them asks for, so no module's go line is newer than the toolchain, nor
+    is what its ``.go`` files need (``files_need``: ``(minor, file)`` from ``sources.needs``; a
+    go line says the oldest Go a module supports, its files may ask more; a go line of the
+    files' minor already satisfies them, its patch kept)."""
     best: tuple[str, str, str] | None = None  # (version, path, what)
     for path, text in go_mods:
         pinned, language = toolchain_line(text), go_line(text)
@@ -94,6 +100,9 @@ def choose_toolchain(go_mods: Iterable[tuple[str, str]]) -> Toolchain:
             continue
         if best is None or version_key(wanted[0]) > version_key(best[0]):
             best = wanted
+    minor, file = files_need
+    if minor and (best is None or version_key(minor)[:2] > version_key(best[0])[:2]):
+        best = (_release(minor), file, f"go{minor} (a build constraint or a newer std import)")
     if best is None:
         return Toolchain(DEBIAN_GO, f"go {DEBIAN_GO} (Debian's): no go line")
     version, path, what = best

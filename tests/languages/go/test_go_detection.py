@@ -10,7 +10,7 @@ import pytest
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.at_commit import language_at
 from trajforge.generators.languages.go import detection as project
-from trajforge.generators.languages.go import runners
+from trajforge.generators.languages.go import runners, sources
 from trajforge.generators.languages.go.profile import detect_at, go_reading
 from trajforge.generators.languages.go.recipe import modules_in_recipe, recipe
 from trajforge.generators.languages.go.toolchain import DEBIAN_GO, choose_toolchain
@@ -74,8 +74,102 @@ def test_a_root_module_is_the_project_and_its_go_line_the_evidence(tmp_path) -> 
     )
 
 
-def test_no_go_mod_is_no_go_project(tmp_path) -> None:
-    assert project.detect(write(tmp_path, {"main.go": "package main\n"})) is None
+def test_no_go_mod_and_no_go_file_is_no_go_project(tmp_path) -> None:
+    assert project.detect(write(tmp_path, {"README.md": "x\n", "vendor/a/a.go": "package a\n"}))\
+        is None  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("head", "minor"),
+    [
+        ("package lo\n", 19),
+        ('//go:build go1.23\n\npackage it\n\nimport "iter"\n', 23),
+        ("//go:build !go1.21\n\npackage c\n", 19),  # the fallback of older Gos asks nothing
+        ('//go:build go1.21\n\npackage c\n\nimport "cmp"\n', 21),
+        ("//go:build go1.26 && goexperiment.simd && amd64\n\npackage simd\n", 19),  # never
+        ('//go:build windows\n\npackage w\n\nimport "slices"\n', 19),  # never built here
+        ("//go:build (linux || darwin) && !go1.20\n\npackage u\n", 19),
+        ("// Copyright\n\n//go:build go1.22 && cgo\n\npackage x\n", 22),
+        ('package g\n\nimport (\n\t"fmt"\n\tr "math/rand/v2"\n)\n', 22),
+        ('package g\n\nimport "slices"\n', 21),  # an untagged file on a newer std package
+        ("//go:build go1.99\n\npackage future\n", 19),  # no known release satisfies it
+    ],
+)
+def test_a_file_asks_for_the_go_its_constraint_and_imports_need(head, minor) -> None:
+    assert sources.file_needs(head) == minor
+
+
+def test_a_go_line_older_than_its_files_gets_the_go_its_files_need(tmp_path) -> None:
+    # samber/lo's shape: go 1.18, and a package behind //go:build go1.23 that uses iter
+    repo = write(tmp_path, {"go.mod": go_mod("example.com/lo", "1.18"), "lo.go": "package lo\n",
+                            "it/seq.go": "//go:build go1.23\n\npackage it\n\nimport \"iter\"\n",
+                            "compat.go": "//go:build !go1.21\n\npackage lo\n"})  # fmt: skip
+    found = project.detect(repo)
+    assert found is not None and found.runtime == "1.23.12"
+    assert "it/seq.go says go1.23" in found.why
+    older = write(
+        tmp_path / "old", {"go.mod": go_mod("example.com/o", "1.16"), "o.go": "package o\n"}
+    )
+    assert project.detect(older).runtime == DEBIAN_GO  # nothing asks more: Debian's is enough
+    newer = write(tmp_path / "new", {"go.mod": go_mod("example.com/n", "1.24"),
+                                     "n.go": "package n\n\nimport \"slices\"\n"})  # fmt: skip
+    assert project.detect(newer).runtime == "1.24.13"  # the go line, newer than the files' ask
+    pinned = write(tmp_path / "pin", {"go.mod": go_mod("example.com/p", "1.21.0"),
+                                      "p.go": "package p\n\nimport \"slices\"\n"})  # fmt: skip
+    assert project.detect(pinned).runtime == "1.21.0"  # the files' minor: the go line's patch kept
+
+
+def test_the_go_of_a_commit_is_the_same_every_time_and_follows_its_files(tmp_path) -> None:
+    repo = RepoBuilder(tmp_path / "lo")
+    first = repo.commit("lo", {"go.mod": go_mod("example.com/lo", "1.18"), "lo.go": "package lo\n"})
+    tagged = repo.commit("iter", {"it/seq.go": "//go:build go1.23\n\npackage it\n"})
+    later = repo.commit("docs", {"README.md": "lo\n"})
+    assert detect_at(str(repo.path), first).runtime == DEBIAN_GO
+    runs = [detect_at(str(repo.path), tagged) for _ in range(3)]
+    assert {d.runtime for d in runs} == {"1.23.12"} and len({d.why for d in runs}) == 1
+    assert detect_at(str(repo.path), later).runtime == "1.23.12"
+    assert detect_at(str(repo.path), first).runtime == DEBIAN_GO  # the working copy is at later
+
+
+EXTERNAL_TEST = 'package errors_test\n\nimport (\n\t"fmt"\n\n\t"github.com/pkg/errors"\n)\n'
+
+
+@pytest.mark.parametrize(
+    ("files", "path", "whence"),
+    [
+        ({"errors.go": 'package errors // import "github.com/pkg/errors"\n'},
+         "github.com/pkg/errors", "errors.go's import comment"),
+        ({"a/b.go": 'package b /* import "example.com/x/a" */\n', "x.go": "package x\n"},
+         "example.com/x", "a/b.go's import comment"),
+        ({"errors.go": "package errors\n",
+          "example_test.go": EXTERNAL_TEST},
+         "github.com/pkg/errors", "example_test.go's import of the root package"),
+        ({"main.go": "package main\n"}, project.PLACEHOLDER_MODULE, "a placeholder"),
+    ],
+)  # fmt: skip
+def test_a_pre_module_tree_is_go_with_the_module_path_its_files_name(
+    tmp_path, files, path, whence
+) -> None:
+    found = project.detect(write(tmp_path, files))
+    assert found is not None and found.package_manager == project.PRE_MODULE
+    assert found.runner_args == (f"{path}=.",) and found.runtime == DEBIAN_GO
+    assert whence in found.evidence[0]
+    dockerfile = recipe(found)
+    assert f"go mod init {path}" in dockerfile and "go mod tidy" in dockerfile
+    assert f"cp go.mod go.sum {project.PRE_MODULE_FILES}/" in dockerfile
+    assert "GOFLAGS=-mod=mod" in dockerfile
+    command = runners.test_command(found)
+    # the run lays the build's go.mod into the tree and takes it away after: never in a diff
+    assert f"cp {project.PRE_MODULE_FILES}/go.mod" in command and "rm -f go.mod go.sum" in command
+
+
+def test_a_pre_module_commit_is_detected_from_its_tree(tmp_path) -> None:
+    repo = RepoBuilder(tmp_path / "errors")
+    commit = repo.commit(
+        "errors", {"errors.go": 'package errors // import "github.com/pkg/errors"\n'}
+    )
+    assert language_at(str(repo.path), commit).name == "go"
+    assert detect_at(str(repo.path), commit).runner_args == ("github.com/pkg/errors=.",)
 
 
 def test_a_vendored_module_builds_with_mod_vendor_and_downloads_nothing(tmp_path) -> None:

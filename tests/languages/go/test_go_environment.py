@@ -1,6 +1,7 @@
-"""A Go site's environment end to end in Docker: profiled at its commit, built once (Debian's
-Go, std only: the build stage downloads nothing), run offline with exact ids, a selection run by
-package, a package that does not compile leaving the suite not run."""
+"""A Go site's environment end to end in Docker: profiled at its commit, built once (Debian's Go,
+std only: the build stage downloads nothing), run offline with exact ids, a selection run by
+package, a package that does not compile leaving the suite not run; a go 1.18 module with files
+for a newer Go gets that Go; a pre-module tree builds with a go.mod its build makes."""
 
 from __future__ import annotations
 
@@ -113,6 +114,146 @@ def test_a_newer_go_line_fetches_its_toolchain_and_runs_offline(tmp_path, docker
         assert prepared.reason == "", prepared.detail
         clean = run(box, repo, commit, prepared.profile)
         assert clean.statuses() == {".::TestSum": "PASSED"}, clean.log[-2000:]
+    finally:
+        box.close()
+        box.remove_image(profile.image)
+
+
+SUM = """\
+package count
+
+// Sum adds xs.
+func Sum(xs []int) (total int) {
+\tfor _, x := range xs {
+\t\ttotal += x
+\t}
+\treturn total
+}
+"""
+SUM_TESTS = """\
+package count
+
+import "testing"
+
+func TestSum(t *testing.T) {
+\tif Sum([]int{1, 2}) != 3 {
+\t\tt.Fatal("sum")
+\t}
+}
+"""
+# What a go 1.18 library ships for newer Gos (samber/lo's shape): a file behind a go1.22
+# constraint, on a std package Debian's 1.19 lacks, and its test behind the same constraint.
+LARGEST = """\
+//go:build go1.22
+
+package count
+
+import "slices"
+
+// Largest is the largest of xs.
+func Largest(xs []int) int { return slices.Max(xs) }
+"""
+LARGEST_TESTS = """\
+//go:build go1.22
+
+package count
+
+import "testing"
+
+func TestLargest(t *testing.T) {
+\tif Largest([]int{3, 9, 4}) != 9 {
+\t\tt.Fatal("max")
+\t}
+}
+"""
+
+
+def test_an_old_go_line_with_files_for_a_newer_go_gets_that_go_and_runs_them(
+    tmp_path, docker_engine
+):
+    repo = RepoBuilder(tmp_path / "lo")
+    files = {"go.mod": "module example.com/count\n\ngo 1.18\n", "count.go": SUM,
+             "count_test.go": SUM_TESTS, "largest.go": LARGEST,
+             "largest_test.go": LARGEST_TESTS}  # fmt: skip
+    commit = repo.commit("count", files)
+    params = Params()
+    box = DockerSandbox()
+    try:
+        profile = go_profile(str(repo.path), commit, "lo", "file:///lo", params)
+        assert profile.runtime == "1.22.12", profile.log  # the go1.22 constraint's, not 1.19
+        again = go_profile(str(repo.path), commit, "lo", "file:///lo", params)
+        assert (again.runtime, again.profile_id) == (profile.runtime, profile.profile_id)
+        prepared = build_go_profile(box, profile, str(repo.path), commit, params, say=print)
+        assert prepared.reason == "", prepared.detail
+        clean = run(box, repo, commit, prepared.profile)
+        # with Debian's Go TestLargest would not exist: its files are built only from go1.22
+        assert clean.statuses() == {".::TestSum": "PASSED", ".::TestLargest": "PASSED"}, clean.log[
+            -2000:
+        ]
+    finally:
+        box.close()
+        box.remove_image(profile.image)
+
+
+GREET = """\
+package greet // import "example.com/greet"
+
+import "example.com/greet/internal/shout"
+
+// Hello greets name loudly.
+func Hello(name string) string { return shout.Loud("hello " + name) }
+"""
+SHOUT = """\
+package shout
+
+import "strings"
+
+// Loud upper-cases s.
+func Loud(s string) string { return strings.ToUpper(s) }
+"""
+GREET_TESTS = """\
+package greet_test
+
+import (
+\t"testing"
+
+\t"example.com/greet"
+)
+
+func TestHello(t *testing.T) {
+\tif greet.Hello("go") != "HELLO GO" {
+\t\tt.Fatal(greet.Hello("go"))
+\t}
+}
+"""
+
+
+def test_a_pre_module_tree_builds_with_a_made_go_mod_that_never_enters_the_tree(
+    tmp_path, docker_engine
+):
+    repo = RepoBuilder(tmp_path / "greet")
+    files = {"greet.go": GREET, "greet_test.go": GREET_TESTS, "internal/shout/shout.go": SHOUT}
+    commit = repo.commit("greet, GOPATH era", files)
+    params = Params()
+    box = DockerSandbox()
+    try:
+        profile = go_profile(str(repo.path), commit, "greet", "file:///greet", params)
+        assert (profile.runtime, profile.install_set) == ("1.19", "go-premodule"), profile.log
+        assert "# go modules: example.com/greet=." in profile.recipe
+        prepared = build_go_profile(box, profile, str(repo.path), commit, params, say=print)
+        assert prepared.reason == "", prepared.detail
+        ctx = go_reading(prepared.profile).context(
+            "greet", profile.profile_id, prepared.profile.test_cmd, 240
+        )
+        with box.session(SessionSpec(image=prepared.profile.image)) as session:
+            session.put_archive(archive(str(repo.path), commit, prefix="repo/"))
+            clean = run_tests(session, ctx, "base", 0, ())
+            left = session.exec("ls -a /repo", timeout_s=30).output.split()
+        assert clean.statuses() == {".::TestHello": "PASSED"}, clean.log[-2000:]
+        assert clean.suite_ran and clean.exit_code == 0
+        assert "go.mod" not in left and "go.sum" not in left, (
+            left
+        )  # the environment's, not the tree's
     finally:
         box.close()
         box.remove_image(profile.image)

@@ -28,13 +28,16 @@ def graded(tmp_path_factory, docker_engine):
     root = tmp_path_factory.mktemp("goforge")
     task, repo = go_task(root, ensure_go_base_image(say=lambda _line: None))
     sandbox = DockerSandbox()
-    out = {}
-    every = {**{name: files for name, (files, _) in ROUTES.items()}, **RESIDUE}
-    for name, files in every.items():
-        patch = model_patch(task, repo, tmp_path_factory.mktemp(name), files)
-        out[name] = verify_patch(sandbox, task, repo, patch, 120, None)
-    out["gold"] = verify_patch(sandbox, task, repo, task.patch, 120, None)
-    return out
+    try:
+        out = {}
+        every = {**{name: files for name, (files, _) in ROUTES.items()}, **RESIDUE}
+        for name, files in every.items():
+            patch = model_patch(task, repo, tmp_path_factory.mktemp(name), files)
+            out[name] = verify_patch(sandbox, task, repo, patch, 120, None)
+        out["gold"] = verify_patch(sandbox, task, repo, task.patch, 120, None)
+        yield out
+    finally:  # its spare containers (``sleep infinity``) go with it, a failed grading's too
+        sandbox.close()
 
 
 def test_gold_resolves_with_every_graded_test_passed(graded):
