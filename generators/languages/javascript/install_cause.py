@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 MAX_CAUSE = 300
+PROJECT_DIR = "/repo"  # where the recipe installs (its WORKDIR)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _BUILDKIT = re.compile(r"^#\d+ \d+\.\d+ ")  # BuildKit's step and time prefix
 _NPM = re.compile(r"npm (?:ERR!|error)\s?(.*)")
@@ -130,9 +131,15 @@ def _plain(lines: list[str]) -> str:
 
 
 def _who(path: str) -> str:
-    """The package a script path belongs to: the last ``node_modules/<name>``, else the project."""
+    """The package a script's folder belongs to: the last ``node_modules/<name>``, else the
+    folder's name (a ``file:`` package is linked from its own folder), else the project."""
     names = _PACKAGE.findall(path)
-    return names[-1] if names else "the project's own script"
+    if names:
+        return names[-1]
+    folder = path.rstrip("/")
+    if folder in ("", ".", PROJECT_DIR):
+        return "the project's own script"
+    return folder.rsplit("/", 1)[-1]
 
 
 def _script_cause(who: str, command: str, line: str) -> str:

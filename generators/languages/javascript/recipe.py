@@ -96,8 +96,8 @@ NO_SCRIPTS = {"yarn-berry": ""}  # berry: by YARN_ENABLE_SCRIPTS=0 instead of a 
 HOOK_INSTALLERS = ("husky", "lefthook", "simple-git-hooks", "yorkie", "is-ci", "pinst")
 OWN_PREPARE_JS = (
     "const s = (require('/repo/package.json').scripts || {}).prepare || ''; "
-    "const hook = new RegExp('(^|[\\s/])(" + "|".join(HOOK_INSTALLERS) + ")(\\s|$)'); "
-    "console.log(String(s).split(/&&|\\|\\||;/).map(x => x.trim())"
+    r"const hook = /(^|[\s/])(" + "|".join(HOOK_INSTALLERS) + r")(\s|$)/; "
+    r"console.log(String(s).split(/&&|\|\||;/).map(x => x.trim())"
     ".filter(x => x && !hook.test(x)).join(' && '))"
 )
 DEFAULT_SPECS = {"yarn": "yarn@1", "pnpm": "pnpm@8"}
