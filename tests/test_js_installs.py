@@ -8,6 +8,7 @@ cause line names the package and its own error line."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from repo_factory import RepoBuilder
@@ -71,8 +72,10 @@ def _husky() -> dict[str, str]:
 
 
 def _build(sandbox, tmp_path_factory, name: str, files: dict[str, str]):
+    """The project committed and built; a file of its own makes each run's install a real one
+    (not Docker's cached layer, whose output the log would not hold)."""
     repo = RepoBuilder(tmp_path_factory.mktemp("js-install") / name)
-    repo.commit(f"{name}: an install people have", files)
+    repo.commit(f"{name}: an install people have", {**files, "NONCE": uuid.uuid4().hex})
     return repo, prepare_js_environment(sandbox, str(repo.path), EnvironmentParams(), say=print)
 
 
