@@ -15,6 +15,7 @@ from trajforge.generators.languages.javascript.recipe import (
     OWN_PREPARE_JS,
     install_ladder,
     render_js_dockerfile,
+    rung_ran,
 )
 from trajforge.generators.languages.javascript.script_fanout import called_scripts
 
@@ -151,6 +152,9 @@ def test_the_ladder_sets_the_switches_and_has_a_scripts_off_rung():
     assert "--ignore-scripts" not in first and "npm ci --ignore-scripts" in rung
     assert "YARN_ENABLE_SCRIPTS=0" in install_ladder("yarn-berry", True)
     assert "pnpm install --frozen-lockfile --ignore-scripts" in install_ladder("pnpm", True)
+    # the log repeats the Dockerfile's text: only a traced (``+ ``) install says the rung ran
+    assert not rung_ran(f'Step 8/20 : RUN ["/bin/sh", "-ec", "{ladder}"]\n+ npm ci\n')
+    assert rung_ran("+ npm ci\n\x1b[91m+ npm ci --ignore-scripts\n\x1b[0m")
 
 
 @pytest.mark.parametrize(

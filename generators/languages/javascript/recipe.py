@@ -103,6 +103,7 @@ OWN_PREPARE_JS = (
 DEFAULT_SPECS = {"yarn": "yarn@1", "pnpm": "pnpm@8"}
 _EXACT = re.compile(r"(?:npm|yarn|pnpm)@\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?")
 _MAJOR = re.compile(r"(?:yarn|pnpm)@\d+")
+_TRACED = re.compile(r"(?:\x1b\[[0-9;]*m)*\+ ")  # a ``set -x`` line, maybe in the builder's colour
 # Copy out every node_modules folder (workspaces have one per package) and the files the
 # install wrote elsewhere in the tree (a ``prepare`` build), keeping their paths; not a lock
 # file the install wrote (the tree under test has its own, or none).
@@ -185,6 +186,15 @@ def install_ladder(manager: str, locked: bool) -> str:
     return (
         f"if ! {{ {first}; }}; then echo 'trajforge: the install failed; again with scripts "
         f"off, then the own prepare without hook installers'; {{ {again}; }}; {own}; fi"
+    )
+
+
+def rung_ran(log: str) -> bool:
+    """Whether a build's log shows the scripts-off rung run (its traced install, ``set -x``'s
+    ``+ `` lines; the Dockerfile's own text, which the log repeats, has no such line)."""
+    return any(
+        _TRACED.match(line) and ("--ignore-scripts" in line or "YARN_ENABLE_SCRIPTS=0" in line)
+        for line in log.splitlines()
     )
 
 
