@@ -35,6 +35,7 @@ from trajforge.generators.languages.javascript.environment import (
     run_js_tests,
 )
 from trajforge.generators.languages.javascript.language import JavaScript
+from trajforge.generators.languages.javascript.recipe import rung_ran
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import EnvironmentParams
 from trajforge.verifiers.sandbox.docker import DockerSandbox
@@ -106,6 +107,7 @@ def measure(box: DockerSandbox, repo: str, mode: str, timeout_s: float) -> dict:
             detection=detection,
         )  # fmt: skip
         out["level"], out["image"] = "installed", env.image
+        out["scripts_off_rung"] = rung_ran(env.log)  # installed only with scripts off
         run = run_js_tests(box, env, repo, timeout_s=timeout_s, per_test_timeout_s=30)
         statuses = run.statuses()
         out["tests"] = len(statuses)
@@ -130,7 +132,8 @@ def figures(rows: list[dict]) -> dict:
     reached = {level: sum(LEVELS.index(r["level"]) >= i for r in rows if r["level"])
                for i, level in enumerate(LEVELS)}  # fmt: skip
     reasons = collections.Counter(r["reason"] for r in rows if r["reason"])
-    return {"repos": len(rows), **reached, "reasons": dict(reasons)}
+    rung = sum(bool(r.get("scripts_off_rung")) for r in rows)
+    return {"repos": len(rows), **reached, "scripts_off_rung": rung, "reasons": dict(reasons)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -203,3 +203,20 @@ def test_a_file_that_is_not_utf8_is_refused_in_one_line() -> None:
     source = "function f(a) {\n  return a < 1 ? '\udcff' : 2;\n}\n"  # a lone byte, as read
     with pytest.raises(MutationSourceError, match=r"a\.js: is not UTF-8 text"):
         js_mutants_of_file("a.js", source)
+
+
+def test_a_file_the_grammar_refuses_in_part_keeps_its_clear_functions() -> None:
+    # a span the grammar refuses (a syntax newer than it) skips its own function, not the file
+    refused = "export function odd(x: number) { return x satisfies = ; }\n"
+    source = (
+        "export function total(a: number, b: number): number {\n"
+        "  if (a > b) { return a - b; }\n  return a + b;\n}\n" + refused
+    )
+    names = [t.qualname for t in js_function_targets("src/index.ts", source)]
+    assert names == ["total"]
+    mutants, rejected = sample_js_mutants({"src/index.ts": source}, seed=3, max_mutants=20)
+    assert mutants and rejected == [] and {m.qualname for m in mutants} == {"total"}
+    for mutant in mutants:  # each mutant leaves the refused span as it was, and adds none
+        assert mutant.mutated.endswith(refused)
+    with pytest.raises(MutationSourceError, match="does not parse as typescript"):
+        js_function_targets("src/only.ts", "export function odd(x) { return x satisfies = ; }\n")

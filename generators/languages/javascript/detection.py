@@ -25,6 +25,7 @@ from trajforge.generators.languages.base import Detection, ReportError
 from trajforge.generators.languages.javascript.node_choice import choose_node
 from trajforge.generators.languages.javascript.recipe import render_js_dockerfile
 from trajforge.generators.languages.javascript.runners import REPORT_FORMATS, suite_command
+from trajforge.generators.languages.javascript.script_fanout import called_scripts
 from trajforge.generators.languages.javascript.workspaces import read_package, workspace_dirs
 from trajforge.schemas.errors import UserError
 from trajforge.verifiers.log_parsers import ParsedLog
@@ -230,8 +231,10 @@ def _runner(package: dict[str, Any]) -> str:
 
 
 def _test_script(package: dict[str, Any]) -> str:
-    """The ``test`` script, or the script it runs (``npm run test-ci``, ``yarn test:unit``,
-    three deep at most) when that one names a runner and the ``test`` script does not."""
+    """The ``test`` script, or the script it starts (``npm run test-ci``, ``yarn test:unit``,
+    a fan-out's ``run-p test:*``, ``concurrently "npm:test:*"``, ``pnpm run /^test:/``:
+    ``script_fanout.py``; three deep at most) that names a runner when the ``test`` script
+    does not: the first in order that leads to one, else the last started."""
     scripts = _table(package, "scripts")
     script = scripts.get("test")
     for _ in range(3):
@@ -239,13 +242,26 @@ def _test_script(package: dict[str, Any]) -> str:
             return ""
         if _names_runner(script):
             return script
-        called = re.findall(r"\b(?:npm run|yarn run|yarn|pnpm run|pnpm)\s+([\w:.-]+)", script)
-        nested = [scripts[name] for name in called if isinstance(scripts.get(name), str)]
-        named = [n for n in nested if _names_runner(n)]
+        nested = _started(script, scripts)
         if not nested:
             return script
-        script = named[0] if named else nested[-1]
+        leading = [n for n in nested if _leads_to_runner(n, scripts, 2)]
+        script = leading[0] if leading else nested[-1]
     return script if isinstance(script, str) else ""
+
+
+def _started(script: str, scripts: dict[str, Any]) -> list[str]:
+    """The commands of the package scripts ``script`` starts (not itself)."""
+    called = (scripts[name] for name in called_scripts(script, scripts))
+    return [command for command in called if isinstance(command, str) and command != script]
+
+
+def _leads_to_runner(script: str, scripts: dict[str, Any], depth: int) -> bool:
+    if _names_runner(script):
+        return True
+    return depth > 0 and any(
+        _leads_to_runner(nested, scripts, depth - 1) for nested in _started(script, scripts)
+    )
 
 
 def _tested_workspace(repo_dir: str, package: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Callable, Sequence
 
 from trajforge.generators.environments.image import build_recipe, recipe_digest
@@ -21,6 +20,7 @@ from trajforge.generators.languages.base import Detection, ReportError
 from trajforge.generators.languages.javascript import detection as project
 from trajforge.generators.languages.javascript.base_image import ensure_node_base_image
 from trajforge.generators.languages.javascript.detection import read_runner_report
+from trajforge.generators.languages.javascript.install_cause import install_cause
 from trajforge.generators.languages.javascript.runners import REPORT_PATH
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import EnvironmentParams
@@ -32,17 +32,6 @@ from trajforge.verifiers.sandbox.git_tree import archive, git
 from trajforge.verifiers.test_runner import RunContext, run_tests
 
 JS_PROFILE_FORMAT = "js-profile-v1"
-# A failed install's own words: npm's "npm ERR!" (npm 9) or "npm error" (npm 10) lines, pnpm's
-# ERR_PNPM_ code, yarn's "error"/"YN0000:" lines; npm's bookkeeping lines say nothing.
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_NPM = re.compile(r"npm (?:ERR!|error)\s+(.*)")
-_NPM_NOISE = ("code ", "errno ", "syscall ", "path ", "A complete log", "Log files", "/tmp/")
-_OTHER = (
-    re.compile(r"ERR_PNPM_\w+.*"),
-    re.compile(r"Usage Error: .*"),  # yarn berry refusing its configuration
-    re.compile(r"(?:^|\s)error (?!Command failed).*"),
-    re.compile(r"YN\d{4}: .*(?:Error|error|failed|not found).*"),
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,27 +84,6 @@ def prepare_js_environment(
             reason="install_failed",
         )
     return dataclasses.replace(env, log=result.log)
-
-
-def install_cause(log: str) -> str:
-    """One line saying why the install failed: npm's error code and its first line of detail,
-    else pnpm's or yarn's first error line, else the log's last line."""
-    # Docker's classic builder wraps each stderr chunk as ESC[91m chunk ESC[0m and a newline:
-    # joined back, npm's lines are whole again.
-    text = _ANSI.sub("", log.replace("\x1b[0m\n", ""))
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    npm = [m.group(1).strip() for line in lines if (m := _NPM.search(line))]
-    npm = [line for line in npm if line]
-    if npm:
-        code = next((line.split()[1] for line in npm if line.startswith("code ")), "")
-        detail = next((line for line in npm if not line.startswith(_NPM_NOISE)), "")
-        return ": ".join(part for part in (code, detail) if part)[:300]
-    for pattern in _OTHER:
-        for line in lines:
-            match = pattern.search(line)
-            if match:
-                return match.group(0).strip()[:300]
-    return (lines[-1] if lines else "the build said nothing")[:300]
 
 
 def run_js_tests(

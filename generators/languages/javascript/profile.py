@@ -25,11 +25,8 @@ from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.javascript import detection as project
 from trajforge.generators.languages.javascript.base_image import ensure_node_base_image
 from trajforge.generators.languages.javascript.detection import LOCKS, test_file
-from trajforge.generators.languages.javascript.environment import (
-    JS_PROFILE_FORMAT,
-    _reader,
-    install_cause,
-)
+from trajforge.generators.languages.javascript.environment import JS_PROFILE_FORMAT, _reader
+from trajforge.generators.languages.javascript.install_cause import install_cause
 from trajforge.generators.languages.javascript.runners import REPORT_PATH
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError

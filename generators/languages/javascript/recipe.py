@@ -12,6 +12,7 @@ and the image is built and labelled by ``image.py:build_recipe`` like a Python p
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 
 from trajforge.generators.environments.recipe import (
@@ -50,23 +51,59 @@ BERRY_CA = (
     f"export YARN_CA_FILE_PATH={CA_FILE};; *) export YARN_HTTPS_CA_FILE_PATH={CA_FILE};; esac; fi"
 )
 # What each package manager installs from (lock file) or without one; the log names which.
+# ``{no_scripts}`` is where the ignore-scripts rung's flag goes ("" on the first try).
 INSTALLS = {
-    ("npm", True): "npm ci || { echo 'trajforge: npm ci refused the lock file; npm install'; "
-    "npm install; }",
-    ("npm", False): "npm install",
-    ("yarn", True): "yarn install --frozen-lockfile --non-interactive",
-    ("yarn", False): "yarn install --non-interactive",
+    ("npm", True): "npm ci{no_scripts} || {{ echo 'trajforge: npm ci refused the lock file; "
+    "npm install'; npm install{no_scripts}; }}",
+    ("npm", False): "npm install{no_scripts}",
+    ("yarn", True): "yarn install --frozen-lockfile --non-interactive{no_scripts}",
+    ("yarn", False): "yarn install --non-interactive{no_scripts}",
     # berry installs into node_modules even where .yarnrc.yml asks for Plug'n'Play: the final
     # image has no yarn to resolve through, and runners run from node_modules/.bin (the lock
-    # file does not depend on the linker, so --immutable holds)
+    # file does not depend on the linker, so --immutable holds); berry has no --ignore-scripts
+    # flag, only YARN_ENABLE_SCRIPTS=0 (the rung's prefix below)
     ("yarn-berry", True): f"{BERRY_CA}; YARN_NODE_LINKER=node-modules yarn install --immutable",
     ("yarn-berry", False): f"{BERRY_CA}; YARN_NODE_LINKER=node-modules yarn install --no-immutable",
-    ("pnpm", True): "pnpm install --frozen-lockfile",
-    ("pnpm", False): "pnpm install --no-frozen-lockfile",  # as frozen is pnpm's CI default
+    ("pnpm", True): "pnpm install --frozen-lockfile{no_scripts}",
+    ("pnpm", False): "pnpm install --no-frozen-lockfile{no_scripts}",  # frozen is pnpm's CI default
 }
+# What the install runs with: the off switches of installers that download a binary from
+# their own host (the build has the registry, a sandboxed suite never drives a browser) and of
+# git hook installers (the build context has no .git, and no hook ever runs in a sandbox).
+# Hooks are skipped rather than a ``git init`` of the snapshot: the image has no git, and an
+# installer skipped by its own switch still lets the rest of a ``prepare`` run.
+# (SAUCECTL_INSTALL_BINARY is not one: it names where saucectl downloads from, not whether.)
+INSTALL_ENV = {
+    "PUPPETEER_SKIP_DOWNLOAD": "1",  # puppeteer 19+: Chrome for Testing
+    "PUPPETEER_SKIP_CHROMIUM_DOWNLOAD": "1",  # puppeteer before 19: Chromium
+    "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",  # playwright's browsers (an install script)
+    "CYPRESS_INSTALL_BINARY": "0",  # cypress's Electron app
+    "ELECTRON_SKIP_BINARY_DOWNLOAD": "1",  # electron's prebuilt binary
+    "SENTRYCLI_SKIP_DOWNLOAD": "1",  # @sentry/cli's native binary
+    "CHROMEDRIVER_SKIP_DOWNLOAD": "true",  # chromedriver's driver binary
+    "GECKODRIVER_SKIP_DOWNLOAD": "true",  # geckodriver's driver binary
+    "HUSKY": "0",  # husky 5+ (``husky install``, ``husky``): skips installing hooks
+    "HUSKY_SKIP_INSTALL": "1",  # husky 4 (its own postinstall)
+    "LEFTHOOK": "0",  # lefthook's postinstall and ``lefthook install``
+    "SKIP_SIMPLE_GIT_HOOKS": "1",  # simple-git-hooks' postinstall
+    "OPENCOLLECTIVE_HIDE": "1",  # donation banners: noise in the log the cause is read from
+    "ADBLOCK": "1",
+}
+# The rung after a failed install: the same install with scripts off (no dependency's
+# postinstall runs), then the project's own ``prepare`` (what an install runs for the project
+# itself: usually its build) split on ``&&``/``||``/``;`` without the hook installers' parts.
+NO_SCRIPTS = {"yarn-berry": ""}  # berry: by YARN_ENABLE_SCRIPTS=0 instead of a flag
+HOOK_INSTALLERS = ("husky", "lefthook", "simple-git-hooks", "yorkie", "is-ci", "pinst")
+OWN_PREPARE_JS = (
+    "const s = (require('/repo/package.json').scripts || {}).prepare || ''; "
+    r"const hook = /(^|[\s/])(" + "|".join(HOOK_INSTALLERS) + r")(\s|$)/; "
+    r"console.log(String(s).split(/&&|\|\||;/).map(x => x.trim())"
+    ".filter(x => x && !hook.test(x)).join(' && '))"
+)
 DEFAULT_SPECS = {"yarn": "yarn@1", "pnpm": "pnpm@8"}
 _EXACT = re.compile(r"(?:npm|yarn|pnpm)@\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?")
 _MAJOR = re.compile(r"(?:yarn|pnpm)@\d+")
+_TRACED = re.compile(r"(?:\x1b\[[0-9;]*m)*\+ ")  # a ``set -x`` line, maybe in the builder's colour
 # Copy out every node_modules folder (workspaces have one per package) and the files the
 # install wrote elsewhere in the tree (a ``prepare`` build), keeping their paths; not a lock
 # file the install wrote (the tree under test has its own, or none).
@@ -107,8 +144,8 @@ def render_js_dockerfile(
     name@x.y.z or name@major: it reaches a shell."""
     if manager_spec and not _plain_spec(manager_spec):
         raise ValueError(f"packageManager {manager_spec!r} is not name@version")
-    install = INSTALLS[(manager, locked)]
-    script = [CA_PRELUDE, f"touch {STAMP}", "set -x", install, *extra, CARRY]
+    script = [CA_PRELUDE, _install_env(), f"touch {STAMP}", "set -x",
+              install_ladder(manager, locked), *extra, CARRY]  # fmt: skip
     env = " ".join(f"{key}={value}" for key, value in NODE_ENV.items())
     return "\n".join(
         [
@@ -135,6 +172,34 @@ def render_js_dockerfile(
             "",
         ]
     )
+
+
+def install_ladder(manager: str, locked: bool) -> str:
+    """The install, and when it fails, the rung that installs with scripts off and then runs
+    only the project's own ``prepare`` without its hook installers (``OWN_PREPARE_JS``)."""
+    first = INSTALLS[(manager, locked)].format(no_scripts="")
+    flag = NO_SCRIPTS.get(manager, " --ignore-scripts")
+    again = INSTALLS[(manager, locked)].format(no_scripts=flag)
+    if manager == "yarn-berry":
+        again = f"export YARN_ENABLE_SCRIPTS=0; {again}"
+    own = f'P=$(node -e {shlex.quote(OWN_PREPARE_JS)}); if [ -n "$P" ]; then sh -ec "$P"; fi'
+    return (
+        f"if ! {{ {first}; }}; then echo 'trajforge: the install failed; again with scripts "
+        f"off, then the own prepare without hook installers'; {{ {again}; }}; {own}; fi"
+    )
+
+
+def rung_ran(log: str) -> bool:
+    """Whether a build's log shows the scripts-off rung run (its traced install, ``set -x``'s
+    ``+ `` lines; the Dockerfile's own text, which the log repeats, has no such line)."""
+    return any(
+        _TRACED.match(line) and ("--ignore-scripts" in line or "YARN_ENABLE_SCRIPTS=0" in line)
+        for line in log.splitlines()
+    )
+
+
+def _install_env() -> str:
+    return "export " + " ".join(f"{key}={value}" for key, value in INSTALL_ENV.items())
 
 
 def _plain_spec(spec: str) -> bool:

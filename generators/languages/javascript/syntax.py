@@ -1,8 +1,10 @@
 """JavaScript and TypeScript syntax trees (tree-sitter), and the functions a bug may go into.
 
 The grammar follows the file's suffix: TypeScript for .ts/.mts/.cts, TSX for .tsx, JavaScript
-(which reads JSX) for the rest. A file whose tree holds an ERROR or MISSING node is refused as
-unparsable: an operator's output is checked the same way, so a mutant always parses.
+(which reads JSX) for the rest. A file whose tree holds an ERROR or MISSING node (a syntax
+newer than the grammar) keeps the functions clear of them as targets, and is refused as
+unparsable only when none is; an operator's output is checked the same way (no new refused
+span), so a mutant parses as well as its file did.
 
 A function target is a declaration, a method, or a function expression or arrow function bound
 to a name (``const f = () => ...``, ``{ f() {} }``, ``x.f = function () {}``); a callback passed
@@ -120,10 +122,15 @@ class JsFile:
             raise MutationSourceError(f"{path}: is not UTF-8 text") from None
         self.grammar = grammar_of(path)
         tree = self.tree = parse(self.grammar, self.data)
-        if tree.root_node.has_error:
-            raise MutationSourceError(f"{path}: does not parse as {self.grammar}")
+        # the spans the grammar refuses (a syntax newer than it): the functions clear of them
+        # are still targets, the file is refused only when none is
+        self.errors = error_spans(tree.root_node)
         self.functions: list[JsFunction] = []
         self._collect(tree.root_node, [], False)
+        if self.errors:
+            self.functions = [f for f in self.functions if _clear(f.node)]
+            if not self.functions:
+                raise MutationSourceError(f"{path}: does not parse as {self.grammar}")
 
     def parses_with(self, start: int, end: int, new: bytes) -> bool:
         """Whether the file with bytes ``start:end`` replaced by ``new`` still parses cleanly.
@@ -142,7 +149,11 @@ class JsFile:
             new_end_point=_point(data, new_end),
         )
         reparsed = tree_sitter.Parser(_language(self.grammar)).parse(data, tree)
-        return not reparsed.root_node.has_error
+        if not self.errors:
+            return not reparsed.root_node.has_error
+        shift = len(new) - (end - start)  # the refused spans stay the same, and no new one
+        moved = [(a + shift, b + shift) if a >= end else (a, b) for a, b in self.errors]
+        return error_spans(reparsed.root_node) == moved
 
     def text_of(self, node: tree_sitter.Node) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8")
@@ -184,6 +195,31 @@ class JsFile:
             return None
         text = self.text_of(named)
         return text.rsplit(".", 1)[-1] if len(text) <= 80 else None
+
+
+def error_spans(root: tree_sitter.Node) -> list[tuple[int, int]]:
+    """The byte spans of the tree's ERROR and MISSING nodes, in order ([] for a clean tree)."""
+    spans: list[tuple[int, int]] = []
+    stack = [root] if root.has_error else []
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            spans.append((node.start_byte, node.end_byte))
+            continue
+        stack.extend(reversed([child for child in node.children if child.has_error]))
+    return spans
+
+
+def _clear(node: tree_sitter.Node) -> bool:
+    """No refused span inside the function, nor around it (its tree would be a guess)."""
+    if node.has_error:
+        return False
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "ERROR":
+            return False
+        parent = parent.parent
+    return True
 
 
 def _is_type(node: tree_sitter.Node) -> bool:
