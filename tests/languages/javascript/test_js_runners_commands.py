@@ -1,7 +1,7 @@
 """The runners' commands without Docker: what detection finds in a test script and a workspace,
 and what a command does with the test files a caller appends, run by a real shell against
 stand-in runner executables that print their arguments (the runners themselves run in
-tests/test_js_runners.py)."""
+tests/languages/javascript/test_js_runners.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """JavaScript/TypeScript through every stage a task passes: `inject` -> `validate` -> `evaluate`.
 
 Three test-built projects, each a runner and a package manager the other JS tests do not take
-through all three stages (npm + jest is tests/test_js_validate.py's):
+through all three stages (npm + jest is tests/languages/javascript/test_js_validate.py's):
 
 - a TypeScript project tested by vitest, installed by pnpm (no lock file);
 - a project with no dependencies tested by node's built-in runner (`node --test`), npm;
