@@ -29,6 +29,7 @@ from test_import_trajectories import _write, report_json, swe_agent_0x, swe_agen
 from test_llm_bugs import CORE, TESTS, _respond
 from test_llm_bugs import PYPROJECT as TALLY_PYPROJECT
 from test_stage_transforms import LEAK_PATCH, OTHER_PATCH, explore_task, step
+from trajforge.pipelines.runtime import cost
 from trajforge.schemas.explore_task import ExploreTask
 from trajforge.schemas.storage import write_records
 from trajforge.schemas.task_instance import TaskInstance
@@ -52,7 +53,7 @@ def _tables(output: Path) -> dict[str, dict[str, bytes]]:
 def _summary(output: Path) -> dict:
     summary = json.loads((output / "summary.json").read_text())
     summary.pop("seconds")
-    return summary
+    return {key: value for key, value in summary.items() if not cost.is_measured(key)}
 
 
 def _rows(output: Path, table: str) -> pl.DataFrame:

@@ -66,6 +66,15 @@ def fold(summary: Summary, cores: int, core_hour_price: float | None = None) -> 
             extra[f"usd_per_{_one(unit)}"] = round(dollars, 4)
 
 
+def is_measured(key: str) -> bool:
+    """A cost figure of a summary: measured time, so, like ``seconds``, never the same in two
+    runs (what compares two runs' summaries leaves these out)."""
+    return key == LINE or key.endswith("_per_core_hour") or key.startswith(COST_PREFIXES)
+
+
+COST_PREFIXES = ("core_s_per_", "usd_per_")
+
+
 def _one(unit: str) -> str:
     """A table's name for one of its rows: tasks -> task."""
     return unit[:-1] if unit.endswith("s") and len(unit) > 1 else unit

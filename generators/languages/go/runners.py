@@ -6,7 +6,10 @@ makes of a selection of test ids) each module runs the given packages that lie i
 deepest module holding a folder owns it, as the go command decides). Each module appends its
 ``go test -json`` events to ``REPORT_PATH``; the exit status is the last failing module's (1:
 tests failed or a package did not build; 2: the go command refused its arguments).
-``-count=1`` (no cached results: a run is a run), ``-p 2`` (the machines' cores),
+``-count=1`` (no cached results: a run is a run), ``-p 2`` (the machines' cores), ``-vet=off``
+(the grader builds its test binaries with ``go test -c -vet=off``: a task's lists are what the
+grader sees, and a vet finding is no test's result; with vet, Go 1.19's ``stringintconv`` kept a
+whole grpc-go package from building at base and its rows from validating),
 ``-timeout`` the per-test limit: Go's bounds a package's whole test binary, which panics
 with the running test named, so a hang costs one package that long, not the whole run.
 """
@@ -51,7 +54,7 @@ def module_command(
     no go.mod gets the one the build made for the run, removed after it, so no diff or
     status of the tree ever holds it (a tree that has its own go.mod by then keeps it)."""
     timeout = f" -timeout {int(per_test_timeout_s)}s" if per_test_timeout_s > 0 else ""
-    go_test = f"go test -json -count=1 -p {PARALLEL}{timeout}"
+    go_test = f"go test -json -count=1 -p {PARALLEL} -vet=off{timeout}"
     ordered = sorted(enumerate(found), key=lambda item: -_depth(item[1].folder))
     cases = []
     for index, module in ordered:  # the deepest module first: it owns its folders
