@@ -96,8 +96,9 @@ def prepare_environment(
     key = content_id(PREPARE_VERSION, profile.profile_id, legacy)
     known = cache.get(key)
     # an older trajforge cached a full disk as the repository's failure: not a verdict, built again
-    if known is not None and not _machine_fault_cached(_from_cache(known)):
-        prepared = _from_cache(known)
+    cached = _from_cache(known) if known is not None else None
+    if cached is not None and not _machine_fault_cached(cached):
+        prepared = cached
         if prepared.reason:
             return prepared
         ready = _image_ready(sandbox, prepared.profile, repo_path, params, fetch, untrusted)
