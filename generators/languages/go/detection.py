@@ -23,9 +23,6 @@ from trajforge.generators.languages.go.toolchain import choose_toolchain, go_lin
 NAME = "go"  # the registry's name of the language, the tasks' ``language``
 RUNNER = "go"  # ``go test -json``: the one runner
 PRE_MODULE = "go-premodule"  # the manager of a GOPATH-era tree: its go.mod is made in the build
-# Where the image keeps that go.mod and go.sum (the recipe writes them, the test command lays
-# them into the tree for a run and takes them away after: never part of a diff).
-PRE_MODULE_FILES = "/go/premodule"
 # A pre-module tree whose files carry no import comment gets this module path: clear that it is
 # not the project's, and never on the proxy (``.invalid``).
 PLACEHOLDER_MODULE = "premodule.invalid/project"

@@ -28,11 +28,11 @@ from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.go.base_image import GO_BASE
 from trajforge.generators.languages.go.detection import (
     PRE_MODULE,
-    PRE_MODULE_FILES,
     Module,
     modules,
 )
 from trajforge.generators.languages.go.toolchain import DEBIAN_GO, Toolchain
+from trajforge.verifiers.languages.go.runs import PRE_MODULE_FILES
 
 GO_RECIPE_FORMAT = "go-dockerfile-v1"
 GOPATH = "/go"

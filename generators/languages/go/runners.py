@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.go.detection import (
     PRE_MODULE,
-    PRE_MODULE_FILES,
     Module,
     modules,
 )
+from trajforge.verifiers.languages.go.runs import PRE_MODULE_FILES
 from trajforge.verifiers.languages.go.test_events import package_dir
 
 REPORT_PATH = "/tmp/trajforge-go-test.json"

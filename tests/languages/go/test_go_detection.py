@@ -16,6 +16,7 @@ from trajforge.generators.languages.go.recipe import modules_in_recipe, recipe
 from trajforge.generators.languages.go.toolchain import DEBIAN_GO, choose_toolchain
 from trajforge.generators.languages.registry import for_repo, spelled
 from trajforge.schemas.env_profile import EnvProfile
+from trajforge.verifiers.languages.go.runs import PRE_MODULE_FILES
 
 
 def write(root, files: dict[str, str]) -> str:
@@ -156,11 +157,11 @@ def test_a_pre_module_tree_is_go_with_the_module_path_its_files_name(
     assert whence in found.evidence[0]
     dockerfile = recipe(found)
     assert f"go mod init {path}" in dockerfile and "go mod tidy" in dockerfile
-    assert f"cp go.mod go.sum {project.PRE_MODULE_FILES}/" in dockerfile
+    assert f"cp go.mod go.sum {PRE_MODULE_FILES}/" in dockerfile
     assert "GOFLAGS=-mod=mod" in dockerfile
     command = runners.test_command(found)
     # the run lays the build's go.mod into the tree and takes it away after: never in a diff
-    assert f"cp {project.PRE_MODULE_FILES}/go.mod" in command and "rm -f go.mod go.sum" in command
+    assert f"cp {PRE_MODULE_FILES}/go.mod" in command and "rm -f go.mod go.sum" in command
 
 
 def test_a_pre_module_commit_is_detected_from_its_tree(tmp_path) -> None:

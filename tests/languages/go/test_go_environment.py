@@ -1,7 +1,8 @@
 """A Go site's environment end to end in Docker: profiled at its commit, built once (Debian's Go,
 std only: the build stage downloads nothing), run offline with exact ids, a selection run by
 package, a package that does not compile leaving the suite not run; a go 1.18 module with files
-for a newer Go gets that Go; a pre-module tree builds with a go.mod its build makes."""
+for a newer Go gets that Go; a pre-module tree builds with a go.mod its build makes, and its
+tasks are graded with that go.mod."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from go_calc import CALC, CLEAN, calc_repo
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.go.profile import build_go_profile, go_profile, go_reading
 from trajforge.schemas.params import Params
+from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.base import SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox
-from trajforge.verifiers.sandbox.git_tree import archive
+from trajforge.verifiers.sandbox.git_tree import archive, git
 from trajforge.verifiers.test_runner import run_tests
 
 pytestmark = pytest.mark.docker
@@ -228,6 +231,36 @@ func TestHello(t *testing.T) {
 """
 
 
+def _grade_pre_module(box, repo: RepoBuilder, fixed: str, image: str) -> None:
+    """The grader takes the go.mod from the image (the tree has none): gold resolves, a patch
+    that fixes nothing does not, and a patch's own go.mod is reset, not built with."""
+    broken = repo.commit(
+        "shout whispers", {"internal/shout/shout.go": SHOUT.replace("Upper", "Lower")}
+    )
+    gold = git(str(repo.path), "diff", broken, fixed).decode()
+    task = TaskInstance(
+        instance_id="greet-go-1", repo="local/greet", base_commit=broken, patch=gold,
+        test_patch="", problem_statement="Hello whispers", hints_text="",
+        created_at="2024-01-01", FAIL_TO_PASS=(".::TestHello",), PASS_TO_PASS=(),
+        environment_setup_commit=fixed, image_name=image, test_cmd="go test -json ./...",
+        origin="mined", profile_id="greet", candidate_id="greet-go-1", source=str(repo.path),
+        flaky_tests=(), difficulty=None, env_recipe="", language="go", test_runner="go",
+    )  # fmt: skip
+    resolved = verify_patch(box, task, str(repo.path), gold, 120, None)
+    assert (resolved.resolved, resolved.trusted) == (True, True), resolved.log[-3000:]
+    assert resolved.test_report[".::TestHello"] == "PASSED"
+    remarked = repo.commit("a remark", {"greet.go": GREET + "\n// Hello is loud.\n"})
+    no_op = git(str(repo.path), "diff", broken, remarked).decode()
+    nothing = verify_patch(box, task, str(repo.path), no_op, 120, None)
+    assert (nothing.resolved, nothing.reason) == (False, "tests_failed"), nothing.log[-3000:]
+    own_module = gold + (
+        "diff --git a/go.mod b/go.mod\nnew file mode 100644\n--- /dev/null\n+++ b/go.mod\n"
+        "@@ -0,0 +1 @@\n+module example.com/other\n"
+    )
+    moved = verify_patch(box, task, str(repo.path), own_module, 120, None)
+    assert moved.resolved and moved.test_report[".::TestHello"] == "PASSED", moved.log[-3000:]
+
+
 def test_a_pre_module_tree_builds_with_a_made_go_mod_that_never_enters_the_tree(
     tmp_path, docker_engine
 ):
@@ -254,6 +287,7 @@ def test_a_pre_module_tree_builds_with_a_made_go_mod_that_never_enters_the_tree(
         assert "go.mod" not in left and "go.sum" not in left, (
             left
         )  # the environment's, not the tree's
+        _grade_pre_module(box, repo, commit, prepared.profile.image)
     finally:
         box.close()
         box.remove_image(profile.image)

@@ -15,6 +15,8 @@ from trajforge.verifiers.languages.base import GradedRun, Grading, TaskTree
 from trajforge.verifiers.languages.go import policy, sentinels, test_events
 from trajforge.verifiers.languages.go.runs import (
     guard_paths,
+    made_module,
+    module_files,
     packages_of,
     run_go,
     supervised_run,
@@ -92,13 +94,14 @@ class GoGrading(Grading):
         failing = tuple(t for t in task.FAIL_TO_PASS if t in graded)
         builds, planted = sentinels.draw(tests, failing)
         selected = bool(rules.selection(graded))
-        packages, modules = packages_of(tree, graded, selected, planted, builds)
         declared = {
             folder: {n for data in files.values()
                      for n in sentinels.reported_names(data.decode("utf-8", "replace"))}
             for folder, files in tests.items()
         }  # fmt: skip
         with sandbox.session(SessionSpec(task.image_name, grading=True)) as session:
+            made = {} if module_files(tree) else made_module(session)  # a pre-module tree's
+            packages, modules = packages_of(tree, graded, selected, planted, builds, made)
             session.put_archive(tree.archive(), "/")
             said = run_go(session, packages, guard_paths(paths), timeout_s)
         return GradedRun(supervised_run(said, modules, declared, planted), planted)

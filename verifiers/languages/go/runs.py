@@ -42,6 +42,10 @@ HERE = "trajforge.verifiers.languages.go.in_container"
 PROGRAM = "go_grade.py"
 SPEC = f"{ROOT}/out/go_spec.json"  # root's folder: the tests' user cannot read the sentinels
 RESULT = f"{ROOT}/out/result.json"
+# Where a pre-module (GOPATH-era) tree's image keeps the go.mod and go.sum its build made: the
+# recipe writes them, validate's command and the grader lay them into the tree for a run or a
+# build and take them away after (never part of a diff, never the patch's to write).
+PRE_MODULE_FILES = "/go/premodule"
 BUILD_ALLOWANCE_S = 600.0  # the test binaries' builds, before the tests' own time starts
 SUPERVISOR_PYTHON = 'P=/venv/bin/python; [ -x "$P" ] || P=/usr/bin/python3; "$P"'
 # The go command's own last line for a package: never the test binary's to print.
@@ -60,17 +64,37 @@ class Package:
     planted: Mapping[str, bytes]  # the sentinels' file and twinned test files, for its build
 
 
+def module_files(tree: TaskTree) -> dict[str, str]:
+    """The tree's go.mod files: module folder -> text (none in a pre-module tree)."""
+    return {
+        posixpath.dirname(p) or ".": (tree.blob(p) or b"").decode("utf-8", "replace")
+        for p in tree.paths() if p.rsplit("/", 1)[-1] == "go.mod" and "vendor" not in p.split("/")
+    }  # fmt: skip
+
+
+def made_module(session: Session) -> dict[str, bytes]:
+    """A pre-module image's go.mod and go.sum (``PRE_MODULE_FILES``), as files to lay into the
+    tree's root for each build; empty when the image has none (a module tree's image). Read
+    before any of the patch's code runs, from the image the task names: never the patch's."""
+    made: dict[str, bytes] = {}
+    for name in ("go.mod", "go.sum"):
+        read = session.read_file_checked(f"{PRE_MODULE_FILES}/{name}")
+        if read.data is not None:
+            made[name] = read.data
+    return made if "go.mod" in made else {}
+
+
 def packages_of(
     tree: TaskTree, graded: tuple[str, ...], selected: bool, planted: tuple[Sentinel, ...],
-    builds: Mapping[str, Mapping[str, bytes]],
+    builds: Mapping[str, Mapping[str, bytes]], made: Mapping[str, bytes] | None = None,
 ) -> tuple[list[Package], dict[str, str]]:  # fmt: skip
     """The graded packages (with their sentinels' names in the pattern) and the modules map
-    (module path -> folder). ``selected`` False: every test of each package runs."""
-    paths = tree.paths()
-    mods = {
-        posixpath.dirname(p) or ".": (tree.blob(p) or b"").decode("utf-8", "replace")
-        for p in paths if p.rsplit("/", 1)[-1] == "go.mod" and "vendor" not in p.split("/")
-    }  # fmt: skip
+    (module path -> folder). ``selected`` False: every test of each package runs. ``made``: a
+    pre-module tree's go.mod and go.sum from its image (``made_module``), planted at the root
+    for every package's build."""
+    mods = module_files(tree)
+    if not mods and made:
+        mods = {".": made["go.mod"].decode("utf-8", "replace")}
     modules = test_events.read_modules(mods)
     folders = {v: k for k, v in modules.items()}
     names: dict[str, set[str]] = {}
@@ -86,7 +110,8 @@ def packages_of(
         rel = posixpath.relpath(folder, module)
         path = folders[module] + ("" if rel == "." else "/" + rel)
         run = "^(" + "|".join(re.escape(n) for n in sorted(names[folder])) + ")$"
-        out.append(Package(folder, module, path, run if selected else "", builds.get(folder, {})))
+        files = {**(made or {}), **builds.get(folder, {})}
+        out.append(Package(folder, module, path, run if selected else "", files))
     return out, modules
 
 
