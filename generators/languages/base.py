@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from trajforge.generators.mutants.mutant import Mutant
-from trajforge.generators.mutants.targets import FunctionTarget
+from trajforge.generators.mutants.targets import Unparsable
 from trajforge.verifiers.reports import ReportError
 
 if TYPE_CHECKING:  # the stages' records: imported for the signatures only
@@ -41,9 +41,6 @@ __all__ = [
     "SiteGuide",
     "Unparsable",
 ]
-
-# (path, reason, one line) of a file a sampler could not read: inject's rejections
-Unparsable = list[tuple[str, str, str]]
 
 
 @dataclass(frozen=True)
@@ -68,10 +65,6 @@ class SiteGuide(Protocol):
 
     def executes(self, path: str, first: int, last: int) -> bool:
         """A passing test executed a line in ``first..last`` (an edit's lines)."""
-        ...
-
-    def runs(self, target: FunctionTarget) -> bool:
-        """A passing test executed a line of the function's body."""
         ...
 
 

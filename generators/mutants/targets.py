@@ -12,6 +12,10 @@ class MutationSourceError(UserError):
     reason = "unparsable_file"
 
 
+# (path, reason, one line) of a file a sampler could not read: inject's rejections
+Unparsable = list[tuple[str, str, str]]
+
+
 @dataclass(frozen=True)
 class FunctionTarget:
     path: str  # repo-relative file path

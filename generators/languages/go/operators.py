@@ -2,7 +2,7 @@
 Go's own (a dropped ``if err != nil`` check, ``++`` for ``--``).
 
 An operator reads a tree-sitter node inside a function body (``syntax.GoFile.body_nodes``) and
-yields ``GoEdit``s: replace bytes ``start:end`` of the file with ``new``. Every other byte stays
+yields ``Edit``s: replace bytes ``start:end`` of the file with ``new``. Every other byte stays
 as it was, so the reverse diff (the task's patch) undoes the bug byte for byte.
 
 Go refuses more than a parser does, and a mutant that does not compile fails every test of its
@@ -17,8 +17,7 @@ the mutant is made (``mutations.py`` with ``scopes.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 import tree_sitter
 from trajforge.generators.languages.go.syntax import (
@@ -28,39 +27,10 @@ from trajforge.generators.languages.go.syntax import (
     operator_of,
     statements,
 )
+from trajforge.generators.mutants.byte_edits import Edit, Operators
 
-
-@dataclass(frozen=True)
-class GoEdit:
-    """Replace bytes ``start:end`` with ``new``; ``focus`` is the code the bug sits in."""
-
-    start: int
-    end: int
-    new: str
-    focus: tree_sitter.Node  # its lines select the tests that cover the mutant
-    what: str  # e.g. "flip `<` to `>=`"; the engine appends where
-
-
-Finder = Callable[[GoFile, tree_sitter.Node], Iterator[GoEdit]]
-
-
-@dataclass(frozen=True)
-class GoOperator:
-    name: str
-    node_types: frozenset[str]  # the walk calls ``find`` on these nodes only
-    find: Finder
-    example: str  # one line, for reports and docs
-
-
-GO_OPERATORS: dict[str, GoOperator] = {}
-
-
-def _operator(name: str, *node_types: str, example: str) -> Callable[[Finder], Finder]:
-    def register(find: Finder) -> Finder:
-        GO_OPERATORS[name] = GoOperator(name, frozenset(node_types), find, example)
-        return find
-
-    return register
+GO_OPERATORS: Operators[GoFile] = Operators("Go")
+_operator = GO_OPERATORS.register
 
 
 # Calls whose loss few tests observe (logging), or that hang or crash a run rather than fail a
@@ -90,15 +60,6 @@ _TIGHT = frozenset(
     }
 )
 _LITERAL_CAP = 126  # a literal raised past this may overflow an int8/byte operand
-
-
-def _replace(node: tree_sitter.Node, new: str, focus: tree_sitter.Node, what: str) -> GoEdit:
-    return GoEdit(node.start_byte, node.end_byte, new, focus, what)
-
-
-def _snippet(file: GoFile, node: tree_sitter.Node, limit: int = 40) -> str:
-    text = " ".join(file.text_of(node).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _statement(node: tree_sitter.Node) -> tree_sitter.Node:
@@ -245,13 +206,13 @@ _FLIP = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 
 
 @_operator("flip_comparison", "binary_expression", example="`if i < n` -> `if i >= n`")
-def _flip_comparison(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _flip_comparison(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     parts = _binary_parts(node)
     if parts is None or parts[1].type not in _FLIP:
         return
     op = parts[1]
     new = _FLIP[op.type]
-    yield _replace(op, new, _statement(node), f"flip `{op.type}` to `{new}`")
+    yield Edit.of(op, new, _statement(node), f"flip `{op.type}` to `{new}`")
 
 
 def _condition(node: tree_sitter.Node) -> tree_sitter.Node | None:
@@ -266,28 +227,28 @@ def _condition(node: tree_sitter.Node) -> tree_sitter.Node | None:
 
 
 @_operator("negate_condition", "if_statement", "for_statement", example="`if ok {` -> `if !(ok) {`")
-def _negate_condition(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _negate_condition(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     test = _condition(node)
     if test is None:
         return
-    what = f"negate the condition `{_snippet(file, test)}`"
-    yield _replace(test, f"!({file.text_of(test)})", test, what)
+    what = f"negate the condition `{file.snippet(test)}`"
+    yield Edit.of(test, f"!({file.text_of(test)})", test, what)
 
 
 @_operator("remove_negation", "unary_expression", example="`if !done {` -> `if done {`")
-def _remove_negation(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _remove_negation(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     op, operand = operator_of(node), node.child_by_field_name("operand")
     if op is None or op.type != "!" or operand is None or operand.type == "unary_expression":
         return
     if node.parent is not None and node.parent.type == "unary_expression":
         return
-    yield _replace(node, file.text_of(operand), _statement(node), "drop a `!`")
+    yield Edit.of(node, file.text_of(operand), _statement(node), "drop a `!`")
 
 
 @_operator(
     "swap_if_else", "if_statement", example="`if c { a } else { b }` -> `if c { b } else { a }`"
 )
-def _swap_if_else(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _swap_if_else(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     first = node.child_by_field_name("consequence")
     second = node.child_by_field_name("alternative")
     if first is None or second is None or second.type != "block":
@@ -296,7 +257,7 @@ def _swap_if_else(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
         return
     between = file.data[first.end_byte : second.start_byte].decode("utf-8")
     new = file.text_of(second) + between + file.text_of(first)
-    yield GoEdit(first.start_byte, second.end_byte, new, node, "swap the branches")
+    yield Edit(first.start_byte, second.end_byte, new, node, "swap the branches")
 
 
 _BOOL_SWAP = {"&&": "||", "||": "&&"}
@@ -308,7 +269,7 @@ def _logical(node: tree_sitter.Node) -> bool:
 
 
 @_operator("swap_bool_op", "binary_expression", example="`if a && b` -> `if a || b`")
-def _swap_bool_op(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _swap_bool_op(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     parts = _binary_parts(node)
     if parts is None or parts[1].type not in _BOOL_SWAP:
         return
@@ -325,7 +286,7 @@ def _swap_bool_op(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     new = f"{sides[0]}{gap_l}{new_op}{gap_r}{sides[1]}"
     if node.parent is not None and node.parent.type in ("binary_expression", "unary_expression"):
         new = f"({new})"
-    yield _replace(node, new, _statement(node), f"swap `{op.type}` for `{new_op}`")
+    yield Edit.of(node, new, _statement(node), f"swap `{op.type}` for `{new_op}`")
 
 
 # --- arithmetic ---------------------------------------------------------------------------------
@@ -349,7 +310,7 @@ def _constant(node: tree_sitter.Node) -> bool:
     "assignment_statement",
     example="`total += x` -> `total -= x`, `a * b` -> `a / b`",
 )
-def _swap_arith_op(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _swap_arith_op(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if node.type == "assignment_statement":
         op = node.child_by_field_name("operator")
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
@@ -377,16 +338,16 @@ def _swap_arith_op(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     around = file.data[op.start_byte - 1 : op.start_byte] + file.data[op.end_byte : op.end_byte + 1]
     if new[0].encode() in around:
         return  # `a +-b` would become `a --b`
-    yield _replace(op, new, _statement(node), f"swap `{op.type}` for `{new}`")
+    yield Edit.of(op, new, _statement(node), f"swap `{op.type}` for `{new}`")
 
 
 @_operator("swap_inc_dec", "inc_statement", "dec_statement", example="`i++` -> `i--`")
-def _swap_inc_dec(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _swap_inc_dec(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     op = next((c for c in node.children if c.type in ("++", "--")), None)
     if op is None or node.parent is None or node.parent.type == "for_clause":
         return  # `for i := 0; i < n; i--` runs until the test times out, not until it fails
     new = "--" if op.type == "++" else "++"
-    yield _replace(op, new, _statement(node), f"`{op.type}` for `{new}`")
+    yield Edit.of(op, new, _statement(node), f"`{op.type}` for `{new}`")
 
 
 # --- bounds and constants ---------------------------------------------------------------------
@@ -433,7 +394,7 @@ def _bounds(file: GoFile, node: tree_sitter.Node) -> Iterator[tuple[tree_sitter.
     "index_expression",
     example="`i < len(s)` -> `i < len(s) - 1`, `s[1:]` -> `s[1 + 1:]`",
 )
-def _off_by_one(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _off_by_one(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     for bound, down_only in _bounds(file, node):
         for delta in (1, -1):
             if delta > 0 and down_only and bound.type == "int_literal":
@@ -441,8 +402,8 @@ def _off_by_one(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
             new = _plus(file, bound, delta)
             if new is None:
                 continue
-            what = f"`{_snippet(file, bound)}` off by {delta:+d}"
-            yield _replace(bound, new, _statement(node), what)
+            what = f"`{file.snippet(bound)}` off by {delta:+d}"
+            yield Edit.of(bound, new, _statement(node), what)
 
 
 def _constant_is_fixed(node: tree_sitter.Node) -> bool:
@@ -489,7 +450,7 @@ def _is_make_with_cap(call: tree_sitter.Node) -> bool:
 @_operator(
     "change_constant", "int_literal", "true", "false", example="`0` -> `1`, `true` -> `false`"
 )
-def _change_constant(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _change_constant(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     text = file.text_of(node)
     if _constant_is_fixed(node):
         return
@@ -500,11 +461,11 @@ def _change_constant(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
         new = "1" if value == 0 else "0" if value == 1 else str(value + 1)
     else:
         new = "false" if text == "true" else "true"
-    yield _replace(node, new, _statement(node), f"change `{text}` to `{new}`")
+    yield Edit.of(node, new, _statement(node), f"change `{text}` to `{new}`")
 
 
 @_operator("swap_call_args", "call_expression", example="`Between(lo, hi)` -> `Between(hi, lo)`")
-def _swap_call_args(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _swap_call_args(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     args = node.child_by_field_name("arguments")
     if args is None or _is_quiet(file, node):
         return
@@ -523,8 +484,8 @@ def _swap_call_args(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     between = file.data[first.end_byte : second.start_byte].decode("utf-8")
     new = file.text_of(second) + between + file.text_of(first)
     callee = node.child_by_field_name("function") or node
-    what = f"swap the arguments of `{_snippet(file, callee)}`"
-    yield GoEdit(first.start_byte, second.end_byte, new, node, what)
+    what = f"swap the arguments of `{file.snippet(callee)}`"
+    yield Edit(first.start_byte, second.end_byte, new, node, what)
 
 
 # --- removals ---------------------------------------------------------------------------------
@@ -597,7 +558,7 @@ def _terminates_function(stmt: tree_sitter.Node) -> bool:
     return False
 
 
-def _drop(file: GoFile, stmt: tree_sitter.Node, what: str) -> GoEdit | None:
+def _drop(file: GoFile, stmt: tree_sitter.Node, what: str) -> Edit | None:
     """Remove a statement from its block: its whole line when it is alone there, else its bytes."""
     if _terminates_function(stmt):
         return None
@@ -609,19 +570,19 @@ def _drop(file: GoFile, stmt: tree_sitter.Node, what: str) -> GoEdit | None:
     before = file.data[line_start : stmt.start_byte]
     after = file.data[stmt.end_byte : line_end]
     if not before.strip() and not after.strip():
-        return GoEdit(line_start, line_end, "", stmt, what)
+        return Edit(line_start, line_end, "", stmt, what)
     return None  # `a(); b()` on one line: rare in gofmt'd code, and a `;` would be left
 
 
 @_operator("remove_statement", "expression_statement", example="`s.reset()` -> (removed)")
-def _remove_statement(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _remove_statement(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     expr = node.named_children[0] if node.named_child_count else None
     if expr is None or expr.type != "call_expression" or _is_quiet(file, expr):
         return
     func = expr.child_by_field_name("function")
     if func is not None and file.text_of(func) == "panic":
         return  # a panic guards an impossible state: removing it is rarely observable
-    edit = _drop(file, node, f"remove `{_snippet(file, node)}`")
+    edit = _drop(file, node, f"remove `{file.snippet(node)}`")
     if edit is not None:
         yield edit
 
@@ -633,10 +594,10 @@ def _remove_statement(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     "dec_statement",
     example="`total += x` -> (removed)",
 )
-def _remove_assignment(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _remove_assignment(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if node.parent is None or node.parent.type != "statement_list":
         return  # a for clause's update
-    edit = _drop(file, node, f"remove `{_snippet(file, node)}`")
+    edit = _drop(file, node, f"remove `{file.snippet(node)}`")
     if edit is not None:
         yield edit
 
@@ -659,13 +620,13 @@ def _is_err_check(file: GoFile, node: tree_sitter.Node) -> bool:
 @_operator(
     "remove_conditional", "if_statement", example="`if x == nil { x = []int{} }` -> (removed)"
 )
-def _remove_conditional(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _remove_conditional(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if node.child_by_field_name("alternative") is not None or _is_err_check(file, node):
         return
     if node.parent is not None and node.parent.type == "if_statement":
         return  # the `if` of an `else if`
     cond = node.child_by_field_name("condition")
-    edit = _drop(file, node, f"remove `if {_snippet(file, cond or node)}`")
+    edit = _drop(file, node, f"remove `if {file.snippet(cond or node)}`")
     if edit is not None:
         yield edit
 
@@ -675,13 +636,13 @@ def _remove_conditional(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit
     "if_statement",
     example="`if err != nil { return nil, err }` -> (removed)",
 )
-def _remove_err_check(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _remove_err_check(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if node.child_by_field_name("alternative") is not None or not _is_err_check(file, node):
         return
     if node.parent is not None and node.parent.type == "if_statement":
         return
     cond = node.child_by_field_name("condition")
-    edit = _drop(file, node, f"remove the error check `if {_snippet(file, cond or node)}`")
+    edit = _drop(file, node, f"remove the error check `if {file.snippet(cond or node)}`")
     if edit is not None:
         yield edit
 
@@ -689,8 +650,8 @@ def _remove_err_check(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
 @_operator(
     "remove_loop", "for_statement", example="`for _, x := range xs { total += x }` -> (removed)"
 )
-def _remove_loop(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
-    edit = _drop(file, node, f"remove the loop `{_snippet(file, node, 30)}`")
+def _remove_loop(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
+    edit = _drop(file, node, f"remove the loop `{file.snippet(node, 30)}`")
     if edit is not None:
         yield edit
 
@@ -707,7 +668,7 @@ _ENDS = frozenset(
 
 
 @_operator("break_loop_early", "for_statement", example="`for ... { f(x) }` -> `{ f(x); break }`")
-def _break_loop_early(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
+def _break_loop_early(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if _condition(node) is None and not any(c.type == "range_clause" for c in node.named_children):
         return  # `for {`: a break makes it stop terminating the function (missing return)
     body = node.child_by_field_name("body")
@@ -723,4 +684,4 @@ def _break_loop_early(file: GoFile, node: tree_sitter.Node) -> Iterator[GoEdit]:
     if indent.strip():
         return
     new = "\n" + indent.decode("utf-8") + "break"
-    yield GoEdit(last.end_byte, last.end_byte, new, last, "break out after one pass")
+    yield Edit(last.end_byte, last.end_byte, new, last, "break out after one pass")

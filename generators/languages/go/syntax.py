@@ -9,13 +9,12 @@ function, as a Python lambda does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
 
 import tree_sitter
 import tree_sitter_go
-from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
+from trajforge.generators.mutants.syntax_tree import TreeFile, TreeFunction, operator_of
+from trajforge.generators.mutants.targets import MutationSourceError
 
 FUNCTION_TYPES = frozenset({"function_declaration", "method_declaration", "func_literal"})
 # Decisions, as radon counts them for Python: branches, loops, cases, and short circuits.
@@ -34,18 +33,6 @@ def parse(source: bytes) -> tree_sitter.Tree:
     return tree_sitter.Parser(language()).parse(source)
 
 
-def _point(data: bytes, offset: int) -> tuple[int, int]:
-    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
-
-
-def operator_of(node: tree_sitter.Node) -> tree_sitter.Node | None:
-    """A binary, unary or assignment expression's operator token."""
-    found = node.child_by_field_name("operator")
-    if found is not None:
-        return found
-    return next((c for c in node.children if not c.is_named), None)
-
-
 def has_result(function: tree_sitter.Node) -> bool:
     """Whether a function returns values (its body must end in a terminating statement)."""
     return function.child_by_field_name("result") is not None
@@ -57,65 +44,18 @@ def statements(node: tree_sitter.Node) -> list[tree_sitter.Node]:
     return [c for c in found.named_children if c.type != "comment"] if found is not None else []
 
 
-@dataclass(frozen=True)
-class GoFunction:
-    qualname: str
-    node: tree_sitter.Node
-    body: tree_sitter.Node  # the block
-    complexity: int
-
-    def target(self, path: str) -> FunctionTarget:
-        start, end = self.node.start_point.row + 1, self.node.end_point.row + 1
-        return FunctionTarget(path, self.qualname, start, end, self.complexity)
-
-
-class GoFile:
-    """One parsed file: its functions and the nodes inside each function's body."""
+class GoFile(TreeFile):
+    """One parsed file: its functions and the nodes inside each function's body (closures
+    included)."""
 
     def __init__(self, path: str, source: str) -> None:
-        self.path = path
-        self.bom = "\ufeff" if source.startswith("\ufeff") else ""
-        self.text = source[len(self.bom) :]
-        try:
-            self.data = self.text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise MutationSourceError(f"{path}: is not UTF-8 text") from None
-        self.tree = parse(self.data)
+        super().__init__(path, source, language())
         if self.tree.root_node.has_error:
             raise MutationSourceError(f"{path}: does not parse as Go")
-        self.functions: list[GoFunction] = []
         # a function node's id -> its names' written types (operators.py fills it once)
         self.declared: dict[int, dict[str, str]] = {}
         for node in self.tree.root_node.named_children:
             self._collect(node)
-
-    def reparsed(self, start: int, end: int, new: bytes) -> tree_sitter.Tree:
-        """The tree of the file with bytes ``start:end`` replaced by ``new``, parsed
-        incrementally from the file's tree (the same tree as a fresh parse, at a fraction of its
-        cost on a large file)."""
-        data = self.data[:start] + new + self.data[end:]
-        tree = self.tree.copy()
-        new_end = start + len(new)
-        tree.edit(
-            start_byte=start,
-            old_end_byte=end,
-            new_end_byte=new_end,
-            start_point=_point(self.data, start),
-            old_end_point=_point(self.data, end),
-            new_end_point=_point(data, new_end),
-        )
-        return tree_sitter.Parser(language()).parse(data, tree)
-
-    def text_of(self, node: tree_sitter.Node) -> str:
-        return self.data[node.start_byte : node.end_byte].decode("utf-8")
-
-    def body_nodes(self, index: int) -> Iterator[tree_sitter.Node]:
-        """Every node of the function's body, closures included, in source order."""
-        stack = [self.functions[index].body]
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(reversed(node.children))
 
     def _collect(self, node: tree_sitter.Node) -> None:
         if node.type in ("function_declaration", "method_declaration"):
@@ -126,7 +66,7 @@ class GoFile:
             receiver = self._receiver_type(node)
             if receiver:
                 qualname = f"{receiver}.{qualname}"
-            self.functions.append(GoFunction(qualname, node, body, _complexity(body)))
+            self.functions.append(TreeFunction(qualname, node, body, _complexity(body)))
         elif node.type == "var_declaration":
             for spec in (c for c in node.named_children if c.type == "var_spec"):
                 names = spec.children_by_field_name("name")
@@ -137,7 +77,7 @@ class GoFile:
                     if literal.type == "func_literal" and body is not None:
                         qualname = self.text_of(name)
                         self.functions.append(
-                            GoFunction(qualname, literal, body, _complexity(body))
+                            TreeFunction(qualname, literal, body, _complexity(body))
                         )
 
     def _receiver_type(self, node: tree_sitter.Node) -> str:

@@ -135,7 +135,7 @@ class JavaScript(Language):
         min_complexity: int,
         guide: SiteGuide | None,
     ) -> tuple[list[Mutant], Unparsable]:
-        """tree-sitter's operators, drawn only in functions a passing test runs."""
+        """tree-sitter's operators, drawn only at edits whose lines a passing test runs."""
         from trajforge.generators.languages.javascript.mutations import sample_js_mutants
 
         return sample_js_mutants(
@@ -144,7 +144,7 @@ class JavaScript(Language):
             max_mutants=max_mutants,
             operators=operators,
             min_complexity=min_complexity,
-            include=guide.runs if guide else None,
+            guide=guide,
         )
 
     def agent_system_prompt(self, test_cmd: str) -> str:

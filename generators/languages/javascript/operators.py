@@ -2,7 +2,7 @@
 two of its own (loose equality, a dropped optional chain).
 
 An operator reads a tree-sitter node inside a function body (``js_syntax.JsFile.body_nodes``) and
-yields ``JsEdit``s: replace bytes ``start:end`` of the file with ``new``. Every other byte of the
+yields ``Edit``s: replace bytes ``start:end`` of the file with ``new``. Every other byte of the
 file stays as it was, so the reverse diff (the task's patch) touches only the bug and undoes it
 byte for byte. An edit that would not parse is dropped where the mutant is made
 (``mutations.py``). Like Python's operators, these skip rewrites a test rarely observes
@@ -11,44 +11,14 @@ byte for byte. An edit that would not parse is dropped where the mutant is made
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 import tree_sitter
 from trajforge.generators.languages.javascript.syntax import JsFile, operator_of
+from trajforge.generators.mutants.byte_edits import Edit, Operators
 
-
-@dataclass(frozen=True)
-class JsEdit:
-    """Replace bytes ``start:end`` with ``new``; ``focus`` is the code the bug sits in."""
-
-    start: int
-    end: int
-    new: str
-    focus: tree_sitter.Node  # its lines select the tests that cover the mutant
-    what: str  # e.g. "flip `<` to `>=`"; the engine appends where
-
-
-Finder = Callable[[JsFile, tree_sitter.Node], Iterator[JsEdit]]
-
-
-@dataclass(frozen=True)
-class JsOperator:
-    name: str
-    node_types: frozenset[str]  # the walk calls ``find`` on these nodes only
-    find: Finder
-    example: str  # one line, for reports and docs
-
-
-JS_OPERATORS: dict[str, JsOperator] = {}
-
-
-def _operator(name: str, *node_types: str, example: str) -> Callable[[Finder], Finder]:
-    def register(find: Finder) -> Finder:
-        JS_OPERATORS[name] = JsOperator(name, frozenset(node_types), find, example)
-        return find
-
-    return register
+JS_OPERATORS: Operators[JsFile] = Operators("JS")
+_operator = JS_OPERATORS.register
 
 
 _QUIET_OBJECTS = {"console", "logger", "log"}
@@ -64,15 +34,6 @@ _TIGHT = frozenset(
         "property_identifier",
     }
 )
-
-
-def _replace(node: tree_sitter.Node, new: str, focus: tree_sitter.Node, what: str) -> JsEdit:
-    return JsEdit(node.start_byte, node.end_byte, new, focus, what)
-
-
-def _snippet(file: JsFile, node: tree_sitter.Node, limit: int = 40) -> str:
-    text = " ".join(file.text_of(node).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _statement(node: tree_sitter.Node) -> tree_sitter.Node:
@@ -127,42 +88,42 @@ _FLIP = {
 
 
 @_operator("flip_comparison", "binary_expression", example="`if (i < n)` -> `if (i >= n)`")
-def _flip_comparison(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _flip_comparison(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     parts = _binary_parts(node)
     if parts is None or parts[1].type not in _FLIP:
         return
     op = parts[1]
     new = _FLIP[op.type]
-    yield _replace(op, new, _statement(node), f"flip `{op.type}` to `{new}`")
+    yield Edit.of(op, new, _statement(node), f"flip `{op.type}` to `{new}`")
 
 
 _CONDITIONAL = ("if_statement", "while_statement", "do_statement")
 
 
 @_operator("negate_condition", *_CONDITIONAL, example="`while (queue.length)` -> `while (!(...))`")
-def _negate_condition(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _negate_condition(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     paren = node.child_by_field_name("condition")
     if paren is None or paren.type != "parenthesized_expression" or paren.named_child_count != 1:
         return
     test = paren.named_children[0]
-    what = f"negate the condition `{_snippet(file, test)}`"
-    yield _replace(test, f"!({file.text_of(test)})", test, what)
+    what = f"negate the condition `{file.snippet(test)}`"
+    yield Edit.of(test, f"!({file.text_of(test)})", test, what)
 
 
 @_operator("remove_negation", "unary_expression", example="`if (!done)` -> `if (done)`")
-def _remove_negation(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _remove_negation(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     op, operand = operator_of(node), node.child_by_field_name("argument")
     if op is None or op.type != "!" or operand is None or operand.type == "unary_expression":
         return
     if node.parent is not None and node.parent.type == "unary_expression":
         return  # `!!x` is a cast to boolean, not a condition
-    yield _replace(node, file.text_of(operand), _statement(node), "drop a `!`")
+    yield Edit.of(node, file.text_of(operand), _statement(node), "drop a `!`")
 
 
 @_operator(
     "swap_if_else", "if_statement", "ternary_expression", example="`c ? a : b` -> `c ? b : a`"
 )
-def _swap_if_else(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _swap_if_else(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     first = node.child_by_field_name("consequence")
     second = node.child_by_field_name("alternative")
     if node.type == "if_statement":
@@ -178,7 +139,7 @@ def _swap_if_else(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
     between = file.data[first.end_byte : second.start_byte].decode("utf-8")
     new = file.text_of(second) + between + file.text_of(first)
     start, end = first.start_byte, second.end_byte
-    yield JsEdit(start, end, new, node, "swap the branches")
+    yield Edit(start, end, new, node, "swap the branches")
 
 
 _BOOL_SWAP = {"&&": "||", "||": "&&"}
@@ -191,7 +152,7 @@ def _logical(node: tree_sitter.Node) -> bool:
 
 
 @_operator("swap_bool_op", "binary_expression", example="`if (a && b)` -> `if (a || b)`")
-def _swap_bool_op(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _swap_bool_op(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     parts = _binary_parts(node)
     if parts is None or parts[1].type not in _BOOL_SWAP:
         return
@@ -209,7 +170,7 @@ def _swap_bool_op(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
     new = f"{sides[0]}{gap_l}{new_op}{gap_r}{sides[1]}"
     if node.parent is not None and node.parent.type in ("binary_expression", "unary_expression"):
         new = f"({new})"
-    yield _replace(node, new, _statement(node), f"swap `{op.type}` for `{new_op}`")
+    yield Edit.of(node, new, _statement(node), f"swap `{op.type}` for `{new_op}`")
 
 
 _ARITH_SWAP = {
@@ -230,7 +191,7 @@ _ARITH_SWAP = {
     "augmented_assignment_expression",
     example="`total += x` -> `total -= x`",
 )
-def _swap_arith_op(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _swap_arith_op(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     parts = _binary_parts(node)
     if parts is None or parts[1].type not in _ARITH_SWAP:
         return
@@ -241,7 +202,7 @@ def _swap_arith_op(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
     around = file.data[op.start_byte - 1 : op.start_byte] + file.data[op.end_byte : op.end_byte + 1]
     if new[0].encode() in around:
         return  # `a +-b` would become `a --b`
-    yield _replace(op, new, _statement(node), f"swap `{op.type}` for `{new}`")
+    yield Edit.of(op, new, _statement(node), f"swap `{op.type}` for `{new}`")
 
 
 # --- bounds and constants ---------------------------------------------------------------------
@@ -288,7 +249,7 @@ def _bounds(file: JsFile, node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
     "call_expression",
     example="`i < n` -> `i < n - 1`, `s.slice(1)` -> `s.slice(2)`",
 )
-def _off_by_one(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _off_by_one(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     for bound in _bounds(file, node):
         if _is_string(bound):
             continue
@@ -296,12 +257,12 @@ def _off_by_one(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
             new = _plus(file, bound, delta)
             if new.startswith("-") and bound.type == "number":
                 continue
-            what = f"`{_snippet(file, bound)}` off by {delta:+d}"
-            yield _replace(bound, new, _statement(node), what)
+            what = f"`{file.snippet(bound)}` off by {delta:+d}"
+            yield Edit.of(bound, new, _statement(node), what)
 
 
 @_operator("change_constant", "number", "true", "false", example="`0` -> `1`, `true` -> `false`")
-def _change_constant(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _change_constant(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     text = file.text_of(node)
     if node.type == "number":
         if not text.isdigit() or len(text) > 15:
@@ -309,11 +270,11 @@ def _change_constant(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
         new = "1" if text == "0" else "0" if text == "1" else str(int(text) + 1)
     else:
         new = "false" if text == "true" else "true"
-    yield _replace(node, new, _statement(node), f"change `{text}` to `{new}`")
+    yield Edit.of(node, new, _statement(node), f"change `{text}` to `{new}`")
 
 
 @_operator("swap_call_args", "call_expression", example="`range(a, b)` -> `range(b, a)`")
-def _swap_call_args(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _swap_call_args(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     args = node.child_by_field_name("arguments")
     if args is None or args.type != "arguments" or _is_quiet(file, node):
         return
@@ -325,14 +286,14 @@ def _swap_call_args(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
         return
     between = file.data[first.end_byte : second.start_byte].decode("utf-8")
     new = file.text_of(second) + between + file.text_of(first)
-    what = f"swap the arguments of `{_snippet(file, node.child_by_field_name('function') or node)}`"
-    yield JsEdit(first.start_byte, second.end_byte, new, node, what)
+    what = f"swap the arguments of `{file.snippet(node.child_by_field_name('function') or node)}`"
+    yield Edit(first.start_byte, second.end_byte, new, node, what)
 
 
 # --- removals ---------------------------------------------------------------------------------
 
 
-def _drop(file: JsFile, stmt: tree_sitter.Node, what: str) -> JsEdit | None:
+def _drop(file: JsFile, stmt: tree_sitter.Node, what: str) -> Edit | None:
     """Remove a statement from its block: its whole line when it is alone there, else its bytes.
 
     A statement that is a branch or loop body on its own (``if (x) f();``) becomes ``;``.
@@ -341,15 +302,15 @@ def _drop(file: JsFile, stmt: tree_sitter.Node, what: str) -> JsEdit | None:
     if parent is None:
         return None
     if parent.type not in ("statement_block", "switch_case", "switch_default", "program"):
-        return JsEdit(stmt.start_byte, stmt.end_byte, ";", stmt, what)
+        return Edit(stmt.start_byte, stmt.end_byte, ";", stmt, what)
     line_start = file.data.rfind(b"\n", 0, stmt.start_byte) + 1
     line_end = file.data.find(b"\n", stmt.end_byte)
     line_end = len(file.data) if line_end == -1 else line_end + 1
     before = file.data[line_start : stmt.start_byte]
     after = file.data[stmt.end_byte : line_end]
     if not before.strip() and not after.strip():
-        return JsEdit(line_start, line_end, "", stmt, what)
-    return JsEdit(stmt.start_byte, stmt.end_byte, "", stmt, what)
+        return Edit(line_start, line_end, "", stmt, what)
+    return Edit(stmt.start_byte, stmt.end_byte, "", stmt, what)
 
 
 _CALLS = frozenset({"call_expression", "await_expression", "new_expression"})
@@ -363,33 +324,33 @@ def _expression_of(stmt: tree_sitter.Node) -> tree_sitter.Node | None:
 
 
 @_operator("remove_statement", "expression_statement", example="`this.items.push(x);` -> (removed)")
-def _remove_statement(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _remove_statement(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     expr = _expression_of(node)
     if expr is None or expr.type not in _CALLS or _is_quiet(file, expr):
         return
-    edit = _drop(file, node, f"remove `{_snippet(file, node)}`")
+    edit = _drop(file, node, f"remove `{file.snippet(node)}`")
     if edit is not None:
         yield edit
 
 
 @_operator("remove_assignment", "expression_statement", example="`total += x;` -> (removed)")
-def _remove_assignment(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _remove_assignment(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     expr = _expression_of(node)
     if expr is None or expr.type not in _ASSIGNS:
         return
-    edit = _drop(file, node, f"remove `{_snippet(file, node)}`")
+    edit = _drop(file, node, f"remove `{file.snippet(node)}`")
     if edit is not None:
         yield edit
 
 
 @_operator("remove_conditional", "if_statement", example="`if (x == null) x = [];` -> (removed)")
-def _remove_conditional(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _remove_conditional(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if node.child_by_field_name("alternative") is not None:
         return
     if node.parent is not None and node.parent.type == "else_clause":
         return  # the `if` of an `else if`
     cond = node.child_by_field_name("condition")
-    edit = _drop(file, node, f"remove `if {_snippet(file, cond or node)}`")
+    edit = _drop(file, node, f"remove `if {file.snippet(cond or node)}`")
     if edit is not None:
         yield edit
 
@@ -398,30 +359,30 @@ _LOOPS = ("for_statement", "for_in_statement", "while_statement", "do_statement"
 
 
 @_operator("remove_loop", *_LOOPS, example="`for (const x of xs) total += x;` -> (removed)")
-def _remove_loop(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
-    edit = _drop(file, node, f"remove the loop `{_snippet(file, node, 30)}`")
+def _remove_loop(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
+    edit = _drop(file, node, f"remove the loop `{file.snippet(node, 30)}`")
     if edit is not None:
         yield edit
 
 
 @_operator("drop_return_value", "return_statement", example="`return result;` -> `return;`")
-def _drop_return_value(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _drop_return_value(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     value = node.named_children[0] if node.named_child_count else None
     keyword = node.children[0] if node.child_count else None
     if value is None or keyword is None or value.type in ("undefined", "comment"):
         return
-    yield JsEdit(keyword.end_byte, value.end_byte, "", node, "drop the returned value")
+    yield Edit(keyword.end_byte, value.end_byte, "", node, "drop the returned value")
 
 
 @_operator("break_loop_early", *_LOOPS, example="`for (...) { f(x); }` -> `{ f(x); break; }`")
-def _break_loop_early(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _break_loop_early(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     body = node.child_by_field_name("body")
     if body is None or body.type != "statement_block" or not body.named_child_count:
         return
     last = body.named_children[-1]
     if last.type in ("break_statement", "return_statement", "throw_statement", "comment"):
         return
-    yield JsEdit(last.end_byte, last.end_byte, " break;", last, "break out after one pass")
+    yield Edit(last.end_byte, last.end_byte, " break;", last, "break out after one pass")
 
 
 # --- JavaScript's own ---------------------------------------------------------------------------
@@ -430,19 +391,19 @@ _LOOSE = {"===": "==", "!==": "!="}
 
 
 @_operator("loosen_equality", "binary_expression", example="`x === 0` -> `x == 0`")
-def _loosen_equality(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _loosen_equality(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     parts = _binary_parts(node)
     if parts is None or parts[1].type not in _LOOSE:
         return
     op = parts[1]
-    yield _replace(op, _LOOSE[op.type], _statement(node), f"loosen `{op.type}`")
+    yield Edit.of(op, _LOOSE[op.type], _statement(node), f"loosen `{op.type}`")
 
 
 @_operator("remove_optional_chain", "optional_chain", example="`a?.b` -> `a.b`")
-def _remove_optional_chain(file: JsFile, node: tree_sitter.Node) -> Iterator[JsEdit]:
+def _remove_optional_chain(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     after = node.next_sibling
     if after is None or node.parent is None:
         return
     # `a?.b` -> `a.b`; `a?.[i]` -> `a[i]`; `f?.()` -> `f()`
     new = "." if after.type in ("property_identifier", "private_property_identifier") else ""
-    yield _replace(node, new, _statement(node), "drop the optional chain `?.`")
+    yield Edit.of(node, new, _statement(node), "drop the optional chain `?.`")

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
 
 import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
-from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
+from trajforge.generators.mutants.syntax_tree import TreeFile, TreeFunction, operator_of
+from trajforge.generators.mutants.targets import MutationSourceError
 
 JS_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 FUNCTION_TYPES = frozenset(
@@ -85,78 +85,30 @@ def parses(grammar: str, source: bytes) -> bool:
     return not parse(grammar, source).root_node.has_error
 
 
-def _point(data: bytes, offset: int) -> tuple[int, int]:
-    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
-
-
-def operator_of(node: tree_sitter.Node) -> tree_sitter.Node | None:
-    """A binary or unary expression's operator token."""
-    found = node.child_by_field_name("operator")
-    if found is not None:
-        return found
-    return next((c for c in node.children if not c.is_named), None)
-
-
-@dataclass(frozen=True)
-class JsFunction:
-    qualname: str
-    node: tree_sitter.Node
-    body: tree_sitter.Node  # the statement block, or an arrow function's expression
-    complexity: int
-
-    def target(self, path: str) -> FunctionTarget:
-        start, end = self.node.start_point.row + 1, self.node.end_point.row + 1
-        return FunctionTarget(path, self.qualname, start, end, self.complexity)
-
-
-class JsFile:
+class JsFile(TreeFile):
     """One parsed file: its functions and the nodes inside each function's own body."""
 
     def __init__(self, path: str, source: str) -> None:
-        self.path = path
-        self.bom = "\ufeff" if source.startswith("\ufeff") else ""
-        self.text = source[len(self.bom) :]
-        try:
-            self.data = self.text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise MutationSourceError(f"{path}: is not UTF-8 text") from None
         self.grammar = grammar_of(path)
-        tree = self.tree = parse(self.grammar, self.data)
+        super().__init__(path, source, _language(self.grammar))
         # the spans the grammar refuses (a syntax newer than it): the functions clear of them
         # are still targets, the file is refused only when none is
-        self.errors = error_spans(tree.root_node)
-        self.functions: list[JsFunction] = []
-        self._collect(tree.root_node, [], False)
+        self.errors = error_spans(self.tree.root_node)
+        self._collect(self.tree.root_node, [], False)
         if self.errors:
             self.functions = [f for f in self.functions if _clear(f.node)]
             if not self.functions:
                 raise MutationSourceError(f"{path}: does not parse as {self.grammar}")
 
     def parses_with(self, start: int, end: int, new: bytes) -> bool:
-        """Whether the file with bytes ``start:end`` replaced by ``new`` still parses cleanly.
-
-        Parsed incrementally from the file's tree (only the edited region is read again), which
-        gives the same tree as a fresh parse at a fraction of its cost on a large file."""
-        data = self.data[:start] + new + self.data[end:]
-        tree = self.tree.copy()
-        new_end = start + len(new)
-        tree.edit(
-            start_byte=start,
-            old_end_byte=end,
-            new_end_byte=new_end,
-            start_point=_point(self.data, start),
-            old_end_point=_point(self.data, end),
-            new_end_point=_point(data, new_end),
-        )
-        reparsed = tree_sitter.Parser(_language(self.grammar)).parse(data, tree)
+        """Whether the file with bytes ``start:end`` replaced by ``new`` still parses as well
+        as the file did: cleanly, or with the same refused spans (moved) and no new one."""
+        reparsed = self.reparsed(start, end, new)
         if not self.errors:
             return not reparsed.root_node.has_error
-        shift = len(new) - (end - start)  # the refused spans stay the same, and no new one
+        shift = len(new) - (end - start)
         moved = [(a + shift, b + shift) if a >= end else (a, b) for a, b in self.errors]
         return error_spans(reparsed.root_node) == moved
-
-    def text_of(self, node: tree_sitter.Node) -> str:
-        return self.data[node.start_byte : node.end_byte].decode("utf-8")
 
     def body_nodes(self, index: int) -> Iterator[tree_sitter.Node]:
         """Every node of the function's body outside nested targets and type annotations."""
@@ -179,7 +131,7 @@ class JsFile:
                 body = node.child_by_field_name("body")
                 if body is not None:
                     qualname = ".".join([*scope, name or "<anonymous>"])
-                    self.functions.append(JsFunction(qualname, node, body, _complexity(body)))
+                    self.functions.append(TreeFunction(qualname, node, body, _complexity(body)))
                     scope, in_target = [*scope, name or "<anonymous>"], True
         for child in node.children:
             self._collect(child, scope, in_target)

@@ -526,9 +526,6 @@ class _OnlyLines:
     def executes(self, path: str, first: int, last: int) -> bool:
         return path == self.path and any(line in self.lines for line in range(first, last + 1))
 
-    def runs(self, target: object) -> bool:
-        raise AssertionError("the Go sampler asks per edit")
-
 
 def test_a_guide_keeps_the_draw_to_executed_lines() -> None:
     sum_lines = range(STACK.splitlines().index("func Sum(xs []int) int {") + 1, 200)

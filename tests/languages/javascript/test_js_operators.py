@@ -14,7 +14,7 @@ from trajforge.generators.languages.javascript.mutations import (
 )
 from trajforge.generators.languages.javascript.syntax import grammar_of, parse, parses
 from trajforge.generators.mutants.mutant import Mutant
-from trajforge.generators.mutants.targets import MutationSourceError
+from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
 from trajforge.schemas.diff import parse_patch, unified_diff
 from trajforge.schemas.errors import ParamsError
 
@@ -186,10 +186,23 @@ def test_sampling_is_seeded_bounded_and_rejects_unparsable_files() -> None:
     assert reasons == {"src/broken.js": "unparsable_file", "src/flat.js": "no_targets"}
     detail = next(d for p, _, d in rejected if p == "src/broken.js")
     assert "\n" not in detail and "does not parse as javascript" in detail
-    only = sample_js_mutants(
-        SOURCES, seed=1, max_mutants=50, include=lambda t: t.qualname == "total"
-    )[0]
+    totals = [
+        (path, t) for path, text in SOURCES.items()
+        for t in js_function_targets(path, text) if t.qualname == "total"
+    ]  # fmt: skip
+    assert len(totals) == 1
+    only = sample_js_mutants(SOURCES, seed=1, max_mutants=50, guide=_Runs(*totals[0]))[0]
     assert only and {m.qualname for m in only} == {"total"}
+
+
+class _Runs:
+    """A coverage guide under which a test executes one function's lines and no other."""
+
+    def __init__(self, path: str, target: FunctionTarget) -> None:
+        self.path, self.lines = path, range(target.start_line, target.end_line + 1)
+
+    def executes(self, path: str, first: int, last: int) -> bool:
+        return path == self.path and any(line in self.lines for line in range(first, last + 1))
 
 
 def test_bad_input_is_one_clear_error() -> None:
