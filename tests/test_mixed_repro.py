@@ -3,26 +3,25 @@
 The params name three test-built repositories: the Python calc (its `add` fix), an npm + jest
 calc (its `mul` fix, and inject's bugs on its newest commit) and a Go module (its `Mul` fix, and
 inject's bugs). The run must end with one dataset holding tasks of all three languages, and the
-report must show them.
+report must show them. It is also the suite's one `dvc repro` of every stage: describe writes the
+statement, rollout's verified runs become the SFT config, export's data docs and DVC's lock are
+there, and a second `dvc repro` runs nothing.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import datasets
 import polars as pl
 import pytest
-from conftest import ROOT
+from dvc_project import copy_project, dvc, init_project
 from go_calc import CALC as GO_CALC
 from go_calc import FILES as GO_FILES
 from repo_factory import RepoBuilder
-from scripted_agents import reporter_and_fixer
+from scripted_agents import GOOD_STATEMENT, reporter_and_fixer
 from scripted_llm import ScriptedLLM
-from test_dvc_repro import _dvc
 from test_js_environments import npm_lock
 from test_js_validate import CALC, CALC_FIXED, CALC_TESTS, MUL_TESTS, MULTIPLIES, PACKAGE
 
@@ -73,13 +72,7 @@ def test_dvc_repro_on_python_js_and_go_sources_ends_with_all_three(
     py_path, shas = calc_repo
     js_path, js_fix = js_calc
     go_path, go_fix = go_calc
-    project = tmp_path / "project"
-    project.mkdir()
-    shutil.copy(ROOT / "dvc.yaml", project)
-    for package in ("generators", "pipelines", "verifiers", "filters", "schemas"):
-        shutil.copytree(
-            ROOT / package, project / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
+    project = copy_project(tmp_path / "project")
     with ScriptedLLM(reporter_and_fixer) as llm:
         (project / "params.yaml").write_text(
             f"cache_dir: {tmp_path / 'cache'}\n"
@@ -99,10 +92,13 @@ def test_dvc_repro_on_python_js_and_go_sources_ends_with_all_three(
             "rollout:\n  attempts: 1\n  max_steps: 6\n"
             f"explore:\n  repos: [{py_path}]\n  explorations: 1\n  max_steps: 2\n"
         )
-        subprocess.run(["git", "init", "-q"], cwd=project, check=True)
-        assert _dvc("init", "-q", cwd=project).returncode == 0
-        done = _dvc("repro", cwd=project)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        init_project(project)
+        done = dvc("repro", cwd=project)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        again = dvc("repro", cwd=project)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "didn't change, skipping" in again.stdout or "up to date" in again.stdout
+    assert "export" in (project / "dvc.lock").read_text()  # the version is recorded by DVC
 
     data = project / "data"
     tasks = pl.read_parquet(data / "validate" / "tasks" / "*.parquet")
@@ -128,5 +124,12 @@ def test_dvc_repro_on_python_js_and_go_sources_ends_with_all_three(
     splits = datasets.load_dataset(str(data / "export"), "tasks")
     languages = {row["language"] for split in splits for row in splits[split]}
     assert languages == {"python", "javascript", "go"}
+    statements = {row["problem_statement"] for split in splits for row in splits[split]}
+    assert GOOD_STATEMENT in statements  # describe, through the scripted model
+    sft = datasets.load_dataset(str(data / "export"), "sft")  # rollout: verified, exported
+    first = next(iter(sft.values()))
+    assert [m["role"] for m in first["messages"][0][:2]] == ["system", "user"]
+    assert (data / "export" / "data_docs" / "index.html").exists()
     report = (data / "report" / "index.html").read_text()
     assert all(lang in report for lang in ("python", "javascript", "go"))
+    assert "<svg" in report
