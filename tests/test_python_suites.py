@@ -193,6 +193,13 @@ def test_suites_yield_tasks(repos: dict[str, Path], work: Path) -> None:
         "--params", str(params), "--output", str(run_dir / "first"), cwd=run_dir,
     )  # fmt: skip
     assert first.returncode == 0, first.stderr
+    first = run_cli(
+        "validate", "--input", str(run_dir / "first"), "--output", str(run_dir / "first-val"),
+        "--params", str(params), cwd=run_dir,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    before = pl.read_parquet(run_dir / "first-val" / "tasks" / "*.parquet").to_dicts()
+    assert before and all(task["excluded_tests"] == [] for task in before), before
     # ... and reused at the next, whose new module imports what the image lacks.
     add_late_module(late)
     names = {**{name: path for name, path in repos.items()}, "late_module": late.path}
@@ -228,5 +235,4 @@ def test_suites_yield_tasks(repos: dict[str, Path], work: Path) -> None:
     summary = json.loads((run_dir / "val" / "summary.json").read_text())
     (line,) = [summary["excluded_at_clean"]]  # the count, each module and its error
     assert "local/late_module@" in line and f": 1 ({LATE_MODULE}: " in line, line
-    inject_summary = json.loads((run_dir / "inject" / "summary.json").read_text())
-    assert inject_summary.get("python_moves") == 2, inject_summary
+    assert summary["python_moves"] == 2, summary  # validate prepares the environments
