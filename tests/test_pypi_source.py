@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from trajforge.generators.sources.pypi_source import pypi_history
+from trajforge.generators.sources.pypi_source import pypi_has, pypi_history
 from trajforge.schemas.errors import SourceError
 
 
@@ -329,6 +329,18 @@ def test_unreachable_index_names_the_url(tmp_path: Path):
     assert info.value.reason == "pypi_unreachable"
     assert f"{url}/pypi/demo-pkg/json" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_pypi_has_answers_yes_no_or_cannot_say(demo: FakePyPI):
+    """What a conftest's undeclared import is checked against: a project, a 404, no answer."""
+    assert pypi_has("demo-pkg", demo.url) is True
+    assert pypi_has("Demo_Pkg", demo.url) is True  # asked under its normalized name
+    assert pypi_has("no-such-pkg", demo.url) is False
+    assert pypi_has("not a name", demo.url) is False
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    assert pypi_has("demo-pkg", url) is None
 
 
 def test_project_without_sdists(pypi: FakePyPI, tmp_path: Path):

@@ -118,6 +118,18 @@ def _history_at(
     return target
 
 
+def pypi_has(name: str, pypi_url: str = SourcesParams.pypi_url) -> bool | None:
+    """Whether PyPI has a project named ``name``: False when it answers 404 (or the name is not
+    a valid project name), None when it cannot be asked (the network, a bad answer)."""
+    if not _NAME_RE.match(name):
+        return False
+    try:
+        _fetch_json(name, f"{pypi_url.rstrip('/')}/pypi/{canonicalize_name(name)}/json")
+    except SourceError as error:
+        return False if error.reason == "pypi_not_found" else None
+    return True
+
+
 def _open_url(url: str) -> Any:
     """urlopen with the CA bundle from SSL_CERT_FILE / REQUESTS_CA_BUNDLE when one is set."""
     cafile = os.environ.get("SSL_CERT_FILE") or os.environ.get("REQUESTS_CA_BUNDLE")

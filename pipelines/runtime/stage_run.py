@@ -31,6 +31,7 @@ SUMMARY_COUNTERS = (
     "cache_hits", "images_built", "images_untrusted", "images_pulled", "images_pushed",
     "registry_errors",
     "install_fallbacks", "relaxations", "system_packages", "repairs", "excluded_modules",
+    "python_moves",
     "agent_rounds", "agent_recipes",
     "llm_calls", "llm_cache_hits", "pruned",
 )  # fmt: skip

@@ -235,6 +235,7 @@ class ValidateMutantsFn(ValidateFn):
         for run in batch.clean_runs:
             yield beam.pvalue.TaggedOutput(RUNS, run)
         self._count_outside_world(profile, batch.baseline)
+        self._count_excluded(profile, batch.excluded)
         self.summary_count("audit_agreed", batch.audit_agreed)  # folded into `audit: ...`
         self.summary_count("audit_disagreed", batch.audit_disagreed)
         candidates = [mutation.candidate for mutation in mutations]
@@ -288,6 +289,15 @@ class ValidateMutantsFn(ValidateFn):
             self.count("outside_world_tests", len(found))
             where = f"{profile.repo}@{profile.setup_commit[:12]} ({profile.profile_id[:12]})"
             self.summary_text("outside_world_tests", f"{where}: {describe(found)}")
+
+    def _count_excluded(self, profile: EnvProfile, excluded: tuple[str, ...]) -> None:
+        """Test modules the clean run could not import, left out so the rest decided: counted,
+        and named with pytest's error per profile in the summary."""
+        if excluded:
+            self.count("excluded_at_clean", len(excluded))
+            where = f"{profile.repo}@{profile.setup_commit[:12]} ({profile.profile_id[:12]})"
+            said = "; ".join(excluded)
+            self.summary_text("excluded_at_clean", f"{where}: {len(excluded)} ({said})")
 
     def _outcome(self, result: ValidationResult) -> None:
         """Each bug moves the bar as it finishes, not when its snapshot's batch does."""

@@ -50,6 +50,8 @@ class BatchResult:
     baseline: tuple[TestRun, ...] = ()  # the clean runs the verdicts rest on, cached or not
     audit_agreed: int = 0  # audited kept bugs whose covering tests gave the full run's answer
     audit_disagreed: int = 0
+    # test modules the clean run could not import, left out so the rest decided: "path: error"
+    excluded: tuple[str, ...] = ()
 
 
 COVERING, AUDIT, FULL = "covering", "audit", "full"

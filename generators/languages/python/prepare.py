@@ -25,13 +25,14 @@ import os
 import shlex
 import time
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 
 from trajforge.generators.environments.build_errors import (
     cause_line,
     loosening_can_help,
     system_packages,
 )
-from trajforge.generators.environments.commit_files import commit_date
+from trajforge.generators.environments.commit_files import commit_date, ls_tree
 from trajforge.generators.environments.dependency_layer import RELINK
 from trajforge.generators.environments.image import (
     LOG_TAIL,
@@ -43,11 +44,18 @@ from trajforge.generators.environments.prepare import Count, Fetch, Prepared, Sa
 from trajforge.generators.environments.recipe import add_step, image_name, render_dockerfile
 from trajforge.generators.environments.setup_agent import agent_install
 from trajforge.generators.languages.python.install_sets import UPGRADE_PIP, InstallSet, decode_set
-from trajforge.generators.languages.python.profile import TEST_CMD, config_files
+from trajforge.generators.languages.python.profile import TEST_CMD, config_files, detect_profile
 from trajforge.generators.languages.python.relax import LOOSENED, project_requirements, relaxed
 from trajforge.generators.languages.python.repairs import requirement_for, requirement_for_option
+from trajforge.generators.languages.python.stdlib_ladder import (
+    Missing,
+    missing_names,
+    newer_python,
+)
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
+from trajforge.generators.sources.pypi_source import pypi_has
 from trajforge.schemas.env_profile import EnvProfile
+from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.records import content_id, from_row, to_row
 from trajforge.schemas.storage import ContentCache
@@ -130,6 +138,7 @@ class _Preparation:
         self.untrusted = untrusted
         self.logs = os.path.join(params.cache_dir, "build-logs")
         self.last_output = ""  # the last collection's output: evidence for the setup agent
+        self.last_errors: list[CollectError] = []  # what the last collection could not import
         # One build budget for every set, repair and agent proposal together: a hanging install
         # must not cost environment.build_timeout_s once per narrower set.
         self.deadline = time.monotonic() + params.environment.build_timeout_s
@@ -145,9 +154,53 @@ class _Preparation:
             prepared = self._finish(built, self._collect(built, ""), [], [])
         else:
             prepared = self._repair(dataclasses.replace(built, attempts=attempts))
+            prepared = self._newer_python(prepared) or prepared
         if prepared.reason and not self.legacy and self._agent_allowed():
             return self._agent(prepared) or prepared
         return prepared
+
+    def _newer_python(self, prepared: Prepared) -> Prepared | None:
+        """The project prepared again on the first newer Python whose standard library has what
+        the suite could not import (``stdlib_ladder.py``: ``typing.Unpack`` on 3.10 -> 3.11),
+        when that collects more than this one; None when no rung has it, the project's declared
+        range forbids the rung, or the rung does no better. The rung is a new profile (its id
+        derived from this one's), and climbs again from there if it must."""
+        wanted = missing_names(self.last_errors)
+        environment = self.params.environment
+        move = newer_python(self.sandbox, self.profile.python, environment.pythons, wanted)
+        if move is None:
+            return None
+        try:
+            detected = detect_profile(
+                self.repo_path, self.profile.setup_commit, self.profile.repo,
+                default_python=move.python, pythons=(move.python,),
+                registry=environment.registry,
+            )  # fmt: skip
+        except UserError:  # the declared range excludes the rung: the project says no
+            return None
+        profile_id = content_id("python", self.profile.profile_id, move.python, length=16)
+        rung = dataclasses.replace(
+            detected, profile_id=profile_id, image=image_name(environment.registry, profile_id)
+        )
+        heard: dict[str, int] = {}
+        climb = _Preparation(
+            self.sandbox, rung, self.repo_path, self.params, False,
+            lambda name, value=1: heard.update({name: heard.get(name, 0) + value}),
+            self.fetch, self.untrusted,
+        )  # fmt: skip
+        climb.deadline = self.deadline  # one build budget for the whole ladder
+        moved = climb.run()
+        taken = not moved.reason and (bool(prepared.reason) or moved.collected > prepared.collected)
+        for name, value in heard.items():  # a rung not taken still built its images
+            if taken or name == "images_built":
+                self.count(name, value)
+        if not taken:
+            return None
+        self.count("python_moves")
+        self.count("excluded_modules", -len(prepared.profile.excluded))  # counted by the rung
+        note = f"python {self.profile.python} -> {move.python} ({move.why})"
+        profile = dataclasses.replace(moved.profile, repairs=(note, *moved.profile.repairs))
+        return dataclasses.replace(moved, profile=profile)
 
     def _agent_allowed(self) -> bool:
         return self.params.environment.setup_agent and endpoint_configured(self.params.llm)
@@ -276,6 +329,14 @@ class _Preparation:
                 if found is not None
             }
             fixes.update(
+                (error.missing, found)
+                for error in [collection.conftest_error]
+                if error is not None and error.missing and error.missing not in tried
+                and error.missing not in fixes
+                for found in [self._undeclared(error)]
+                if found is not None
+            )  # fmt: skip
+            fixes.update(
                 (option, found)
                 for option in collection.unknown_options
                 if option not in tried
@@ -301,6 +362,33 @@ class _Preparation:
                 repairs.append(f"{UNITTEST_FILES} (unittest files named outside pytest's default)")
                 collection = widened
         return self._finish(built, collection, flags, repairs)
+
+    def _undeclared(self, error: CollectError) -> tuple[str, str] | None:
+        """(requirement, where) for a module a conftest imports that no declaration and no map
+        explains: its own name, when PyPI has a project of that name and the repository has no
+        folder or file of it anywhere (then it is the project's own code, not a distribution).
+        Only a conftest's import: it stops the whole suite, where a test module's is left out.
+        A module a newer Python's standard library has is the ladder's (``tomllib``), never
+        PyPI's project of that name."""
+        top = error.missing.split(".")[0]
+        if top in self._own_names():
+            return None
+        pythons = self.params.environment.pythons
+        if newer_python(self.sandbox, self.profile.python, pythons, [Missing(top)]) is not None:
+            return None
+        if pypi_has(top, self.params.sources.pypi_url) is not True:
+            return None
+        return top, f"on PyPI; {error.path} imports it and nothing declares it"
+
+    def _own_names(self) -> set[str]:
+        """Every folder and module name in the repository at the setup commit."""
+        names: set[str] = set()
+        for path in ls_tree(self.repo_path, self.profile.setup_commit):
+            parts = PurePosixPath(path).parts
+            names.update(parts[:-1])
+            if parts[-1].endswith(".py"):
+                names.add(parts[-1][:-3])
+        return names
 
     def _install_repairs(
         self, built: EnvProfile, fixes: dict[str, tuple[str, str]]
@@ -452,6 +540,7 @@ class _Preparation:
         with self.sandbox.session(SessionSpec(image=built.image)) as session:
             collection = collect(session, flags, self.params.validate.test_timeout_s, tree)
         self.last_output = collection.output
+        self.last_errors = _all_errors(collection)
         return collection
 
 

@@ -4,7 +4,9 @@ The answer comes from the project's own declarations first (any extra, dependenc
 or requirements file, so its pins are kept), then from ``IMPORT_TO_DIST``: a short, documented
 map of the import names that differ from their distribution's name. Nothing else is guessed: a
 module no declaration and no map entry explains is left to exclusion (or the setup agent), never
-installed by its bare name, because a PyPI project of that name may be unrelated.
+installed by its bare name, because a PyPI project of that name may be unrelated. The one
+exception is a conftest's import (``prepare.py``, ``_undeclared``): it stops the whole suite, so
+a name PyPI has and the repository has no folder or file of is installed by that name.
 """
 
 from __future__ import annotations

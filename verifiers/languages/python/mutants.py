@@ -66,6 +66,10 @@ from trajforge.schemas.params import ValidateParams
 from trajforge.schemas.records import content_id, from_row, to_row
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.test_run import TestRun, TestStatus
+from trajforge.verifiers.languages.python.clean_exclusions import (
+    failed_modules,
+    without_modules,
+)
 from trajforge.verifiers.languages.python.coverage import (
     FIRST_ENV,
     FIRST_PATH,
@@ -194,21 +198,31 @@ def validate_mutations(
     complete = set(pending)  # verdicts of complete runs: the only ones cached
     made: list[TestRun] = []  # the clean confirmation run, once made
     tally = _Tally()  # audits of bugs no test covers that agreed (the others are in `waiting`)
+    excluded: tuple[str, ...] = ()  # modules the clean run could not import, left out
+    earlier: tuple[TestRun, ...] = ()  # the clean run that named them, when made now
     try:
-        known = cache.get(baseline_key) if cache is not None else None
-        if known is not None:
-            baseline = _baseline_from_cache(known)
-        else:
-            try:
-                baseline = slots[0].twice(
-                    lambda ws: _clean_baseline(ws, _with_id(ctx, snapshot_id))
-                )
-            except SandboxBroken as exc:
-                for i in pending:
-                    results[i] = infra_failure(mutations[i].candidate, exc)
-                return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
-            if cache is not None:
-                cache.put(baseline_key, _baseline_to_cache(baseline))
+        try:
+            baseline, known = _clean_run(slots[0], ctx, snapshot_id, baseline_key, cache)
+            dropped = failed_modules(baseline.runs[0]) if baseline.failure is not None else []
+            if dropped:  # the rest of the suite decides (clean_exclusions.py)
+                narrower = without_modules(profile, dropped)
+                retry = _with_cmd(ctx, narrower.test_cmd)
+                slots[0].discard()  # a fresh container: nothing of the failed run left in it
+                retried, known_again = _clean_run(
+                    slots[0], retry, snapshot_id,
+                    content_id(VERSION, "clean", *_decides(narrower, clean), params.test_timeout_s),
+                    cache,
+                )  # fmt: skip
+                if retried.failure is None:
+                    earlier = () if known is not None else baseline.runs
+                    profile, ctx, baseline, known = narrower, retry, retried, known_again
+                    excluded = narrower.excluded[len(narrower.excluded) - len(dropped) :]
+                    for slot in slots:
+                        slot.profile = narrower
+        except SandboxBroken as exc:
+            for i in pending:
+                results[i] = infra_failure(mutations[i].candidate, exc)
+            return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
         record_covered(cache, clean.tree_id, baseline.coverage, baseline.passing)  # for inject
         if baseline.failure is not None:
             for i in pending:
@@ -254,12 +268,31 @@ def validate_mutations(
     for i in pending:
         if cache is not None and i in complete:
             cache.put(keys[i], to_cache(results[i]))
-    clean_runs = (() if known is not None else baseline.runs) + tuple(made)
+    clean_runs = earlier + (() if known is not None else baseline.runs) + tuple(made)
     ordered = tuple(results[i] for i in range(len(mutations)))
     audits = tally.counts
     return BatchResult(
-        ordered, clean_runs, baseline.runs + tuple(made), audits["agreed"], audits["disagreed"]
-    )
+        ordered, clean_runs, baseline.runs + tuple(made), audits["agreed"], audits["disagreed"],
+        excluded,
+    )  # fmt: skip
+
+
+def _clean_run(
+    slot: _Slot, ctx: RunContext, snapshot_id: str, key: str, cache: ContentCache | None
+) -> tuple[CleanBaseline, dict | None]:
+    """The snapshot's clean baseline under ``ctx``'s command, from the cache or run now (and
+    cached); with the cache entry when there was one."""
+    known = cache.get(key) if cache is not None else None
+    if known is not None:
+        return _baseline_from_cache(known), known
+    baseline = slot.twice(lambda ws: _clean_baseline(ws, _with_id(ctx, snapshot_id)))
+    if cache is not None:
+        cache.put(key, _baseline_to_cache(baseline))
+    return baseline, None
+
+
+def _with_cmd(ctx: RunContext, test_cmd: str) -> RunContext:
+    return dataclasses.replace(ctx, test_cmd=test_cmd)
 
 
 class _Settled(dict[int, ValidationResult]):
