@@ -47,6 +47,9 @@ class EnvProfile:
     runner: str = "pytest"  # pytest | jest | vitest | mocha | node | ava | tap
     runtime: str = ""  # the interpreter's version for a non-Python profile ("18" for node)
     build_s: float = 0.0  # seconds this image's build took here (0: reused, pulled or not built)
+    # The profile whose image this site runs in when its own profile was not built: its probe
+    # passed in that image (generators/environments/reuse.py); "" when built (or pulled) as is
+    reused_from: str = ""
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -75,5 +78,6 @@ class EnvProfile:
             ("runner", pa.string()),
             ("runtime", pa.string()),
             ("build_s", pa.float64()),
+            ("reused_from", pa.string()),
         ]
     )
