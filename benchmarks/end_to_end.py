@@ -325,7 +325,11 @@ def main(argv: list[str] | None = None) -> int:
         tag = f"trajforge-e2e-baseline:{os.getpid()}"
         try:
             steady = steady_state(
-                root, params.cache_dir, mine_dir, args.max_commits + 1, args.workers,
+                root,
+                params.cache_dir,
+                mine_dir,
+                args.max_commits + 1,
+                args.workers,
                 not args.no_reuse,
             )
             ours.notes.append(

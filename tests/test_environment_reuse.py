@@ -40,8 +40,7 @@ TEST_SUB = "\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
 SIX = "six==1.16.0"
 # collects without six; passes with it, skipped without it: the audit's disagreement
 SKIPPED_WITHOUT_SIX = (
-    "import pytest\n\n\ndef test_six():\n    six = pytest.importorskip('six')\n"
-    "    assert six.PY3\n"
+    "import pytest\n\n\ndef test_six():\n    six = pytest.importorskip('six')\n    assert six.PY3\n"
 )
 
 COLLECTED: dict[str, list[Any]] = defaultdict(list)
@@ -132,9 +131,7 @@ def _images(*runs: dict[str, Any]) -> set[str]:
 
 
 def _labels(run: dict[str, Any]) -> dict[str, tuple]:
-    return {
-        t.candidate_id: (t.FAIL_TO_PASS, t.PASS_TO_PASS, t.base_commit) for t in run["tasks"]
-    }
+    return {t.candidate_id: (t.FAIL_TO_PASS, t.PASS_TO_PASS, t.base_commit) for t in run["tasks"]}
 
 
 @pytest.fixture(scope="module")

@@ -239,12 +239,11 @@ class BuildEnvironmentFn(SandboxFn):
         if own.reason or own.profile.status != "built":  # nothing to compare with: kept as is
             count("environments_reused")
             return found
-        validate = self.params.validate
+        limits = (self.params.validate.test_timeout_s, self.params.validate.per_test_timeout_s)
         runs = [
             clean_statuses(
-                self.sandbox, p, language.reading(p), group.repo_path, first.commit,
-                validate.test_timeout_s, validate.per_test_timeout_s,
-            )  # fmt: skip
+                self.sandbox, p, language.reading(p), group.repo_path, first.commit, *limits
+            )
             for p in (found.profile, own.profile)
         ]
         differs = disagreement(*runs)
