@@ -21,7 +21,7 @@ class EnvProfile:
     install: tuple[str, ...]  # shell commands run in /repo with /venv active, network on
     test_cmd: str  # run in /repo with no network; writes JUnit XML
     image: str  # the image tag built for this profile
-    status: str  # detected | built | failed
+    status: str  # detected | built | failed | reused (its image another profile's: reused_from)
     log: str  # build log tail (or why it failed)
     setup_commit: str  # the commit the image was built at (SWE-bench's environment_setup_commit)
     recipe: str = ""  # the Dockerfile the image is built from (hashed into profile_id)
