@@ -94,8 +94,10 @@ def reused(donor: Prepared, probed: EnvProfile, collected: int) -> Prepared:
 
 
 def own_record(own: EnvProfile, ready: EnvProfile) -> EnvProfile:
-    """The environment record of a site's own profile that was not built: its id and evidence,
-    the image it runs in, and where that image came from."""
+    """The environment record of a site's own profile whose items run in another's image: its
+    id and evidence, the image they run in, and where it came from. ``own.build_s``: what an
+    audit spent building the profile's own image (0 when not audited), so a run's build
+    seconds count the audit's builds too."""
     return dataclasses.replace(
         own,
         status=REUSED,
@@ -106,7 +108,7 @@ def own_record(own: EnvProfile, ready: EnvProfile) -> EnvProfile:
         test_cmd=ready.test_cmd,
         reused_from=ready.reused_from,
         log=f"reused the image of profile {ready.reused_from} ({ready.image})",
-        build_s=0.0,
+        build_s=own.build_s,
     )
 
 

@@ -206,9 +206,10 @@ class BuildEnvironmentFn(SandboxFn):
             try:
                 donor = self.reuse.donor(key, line, first.order) if line else None
                 if donor is not None:
-                    found = self._reuse(key, donor, group, counts.add)
+                    found, audit_s = self._reuse(key, donor, group, counts.add)
                     if found is not None:
-                        return Built(found, None, counts, overlap.seen, own=profile)
+                        own = dataclasses.replace(profile, build_s=audit_s)
+                        return Built(found, None, counts, overlap.seen, own=own)
                 prepared = self._prepare(profile, first, group.repo_path, counts.add)
             except UserError as exc:  # a SandboxBroken too: each item a sandbox_error
                 return Built(None, exc, counts, overlap.seen)
@@ -216,9 +217,12 @@ class BuildEnvironmentFn(SandboxFn):
             self.reuse.add(key, line, first.order, prepared)
         return Built(prepared, None, counts, overlap.seen)
 
-    def _reuse(self, key: str, donor: Prepared, group: Group, count: Count) -> Prepared | None:
+    def _reuse(
+        self, key: str, donor: Prepared, group: Group, count: Count
+    ) -> tuple[Prepared | None, float]:
         """The donor's image for the group's profile when its probe passes there (and, when
-        audited, its own profile's clean run agrees); None: build the profile's own."""
+        audited, its own profile's clean run agrees), else None: build the profile's own; and
+        the seconds an audit spent building its own image (what the record's build_s says)."""
         assert self.sandbox is not None
         profile, first = group.pairs[0][0], group.sites[0]
         language = language_named(profile.language)
@@ -230,15 +234,15 @@ class BuildEnvironmentFn(SandboxFn):
         if probed is None:
             count("reuse_refused")
             say(f"not reused from {donor.profile.profile_id} ({why}); building its own")
-            return None
+            return None, 0.0
         found = reused(donor, probed, collected)
         if not self.reuse.audits(profile.profile_id):
             count("environments_reused")
-            return found
+            return found, 0.0
         own = self._prepare(profile, first, group.repo_path, count)
         if own.reason or own.profile.status != "built":  # nothing to compare with: kept as is
             count("environments_reused")
-            return found
+            return found, own.profile.build_s
         limits = (self.params.validate.test_timeout_s, self.params.validate.per_test_timeout_s)
         runs = [
             clean_statuses(
@@ -251,10 +255,10 @@ class BuildEnvironmentFn(SandboxFn):
         if differs:
             count("reuse_audit_disagreed")
             say(f"reuse audit: {differs}; this repository builds its own profiles from now on")
-            return None  # its own profile, built now, is used (cached: no second build)
+            return None, 0.0  # its own profile, built now, is used (cached: no second build)
         count("reuse_audit_agreed")
         count("environments_reused")
-        return found
+        return found, own.profile.build_s
 
     def _outcome(self, prepared: Prepared, items: list[Any], sites: list[Site]):
         built = prepared.profile
