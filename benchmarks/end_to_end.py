@@ -19,7 +19,11 @@ Each side prints candidates, tasks kept, wall, build and test seconds and ``task
 ``tasks_per_core_hour_ratio: X`` (trajforge / baseline).
 
 Usage: .venv/bin/python benchmarks/end_to_end.py --pypi NAME [--max-commits N] [--workers W]
-       [--json PATH]
+       [--json PATH] [--no-reuse]
+
+``--no-reuse`` turns ``environment.reuse`` off (every profile its own image: the figures before
+reuse); with it on (the default) a profile first tries an image already built for the
+repository, and the trajforge side says how many profiles were reused.
 """
 
 from __future__ import annotations
@@ -109,14 +113,17 @@ def read_dir(cls: type[T], directory: str) -> list[T]:
     return [r for f in parquet_files(directory) for r in read_records(cls, f)]
 
 
-def params_file(root: str, max_releases: int) -> tuple[str, Params]:
-    """A params file with a fresh cache_dir and enough releases for ``--max-commits``."""
+def params_file(root: str, max_releases: int, reuse: bool = True) -> tuple[str, Params]:
+    """A params file with a fresh cache_dir and enough releases for ``--max-commits``;
+    ``reuse``: environment.reuse (an image reused across profiles, environments.md)."""
     cache = os.path.join(root, "cache")
     path = os.path.join(root, "params.yaml")
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(f"cache_dir: {cache}\nsources:\n  max_releases: {max_releases}\n")
+        handle.write(f"environment:\n  reuse: {str(reuse).lower()}\n")
     params = Params()
     params.cache_dir, params.sources.max_releases = cache, max_releases
+    params.environment.reuse = reuse
     return path, params
 
 
@@ -192,6 +199,7 @@ def trajforge_side(root: str, params_path: str, cache_dir: str, mine_dir: str, w
         [f"images built: {len(built)} ({', '.join(f'{s:.1f}' for s in built)} s); "
          f"RUN steps that ran: {ran} of {total}, of the commits' own steps {ran_build} of "
          f"{total_build} (a step that did not run came from Docker's build cache){cold}",
+         f"profiles reused (no build): {sum(p.status == 'reused' for p in profiles)}",
          f"test runs: {len(runs)}"],
         sorted({p.image for p in profiles if p.image}),
         {r.input: f"{r.reason}: {r.detail.splitlines()[0] if r.detail else ''}"
@@ -199,12 +207,14 @@ def trajforge_side(root: str, params_path: str, cache_dir: str, mine_dir: str, w
     )  # fmt: skip
 
 
-def steady_state(root: str, cache_dir: str, mine_dir: str, max_releases: int, w: int) -> float:
+def steady_state(
+    root: str, cache_dir: str, mine_dir: str, max_releases: int, w: int, reuse: bool
+) -> float:
     """The same validate again with every image present and another fresh cache_dir (with the
     release history mine made): the wall seconds of everything but the builds."""
     again = os.path.join(root, "steady")
     os.makedirs(again)
-    path, params = params_file(again, max_releases)
+    path, params = params_file(again, max_releases, reuse)
     for folder in ("pypi", "pypi-sdists"):
         shutil.copytree(os.path.join(cache_dir, folder), os.path.join(params.cache_dir, folder))
     return trajforge_side(again, path, params.cache_dir, mine_dir, w).wall_s
@@ -284,13 +294,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="W, the cores of both sides")
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument("--keep", help="keep the work folder (outputs, caches, logs) here")
+    parser.add_argument(
+        "--no-reuse", action="store_true",
+        help="environment.reuse off: every profile its own image (the figures before reuse)",
+    )  # fmt: skip
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with work_folder(args.keep) as root:
-        params_path, params = params_file(root, args.max_commits + 1)
+        params_path, params = params_file(root, args.max_commits + 1, not args.no_reuse)
         mine_dir = os.path.join(root, "mine")
         started = time.monotonic()
         cli("mine", "--pypi", args.pypi, "--max-commits", str(args.max_commits),
@@ -311,7 +325,12 @@ def main(argv: list[str] | None = None) -> int:
         tag = f"trajforge-e2e-baseline:{os.getpid()}"
         try:
             steady = steady_state(
-                root, params.cache_dir, mine_dir, args.max_commits + 1, args.workers
+                root,
+                params.cache_dir,
+                mine_dir,
+                args.max_commits + 1,
+                args.workers,
+                not args.no_reuse,
             )
             ours.notes.append(
                 f"validate again with the images present: {steady:.1f} s wall, so the builds "

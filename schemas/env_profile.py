@@ -21,7 +21,7 @@ class EnvProfile:
     install: tuple[str, ...]  # shell commands run in /repo with /venv active, network on
     test_cmd: str  # run in /repo with no network; writes JUnit XML
     image: str  # the image tag built for this profile
-    status: str  # detected | built | failed
+    status: str  # detected | built | failed | reused (its image another profile's: reused_from)
     log: str  # build log tail (or why it failed)
     setup_commit: str  # the commit the image was built at (SWE-bench's environment_setup_commit)
     recipe: str = ""  # the Dockerfile the image is built from (hashed into profile_id)
@@ -47,6 +47,9 @@ class EnvProfile:
     runner: str = "pytest"  # pytest | jest | vitest | mocha | node | ava | tap
     runtime: str = ""  # the interpreter's version for a non-Python profile ("18" for node)
     build_s: float = 0.0  # seconds this image's build took here (0: reused, pulled or not built)
+    # The profile whose image this site runs in when its own profile was not built: its probe
+    # passed in that image (generators/environments/reuse.py); "" when built (or pulled) as is
+    reused_from: str = ""
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -75,5 +78,6 @@ class EnvProfile:
             ("runner", pa.string()),
             ("runtime", pa.string()),
             ("build_s", pa.float64()),
+            ("reused_from", pa.string()),
         ]
     )

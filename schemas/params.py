@@ -71,6 +71,13 @@ class EnvironmentParams:
     agent_rounds: int = 3  # proposals the setup agent may try
     registry: str | None = None  # host[:port]/path ("localhost:5000/trajforge"): images live there
     push: bool = False  # push each image built here to the registry (needs registry)
+    # A site whose evidence picks a new profile first tries an image already built for its
+    # repository (same toolchain line) with its own tree; its probe decides (reuse.py)
+    reuse: bool = True
+    # this share of reused profiles (seeded) also builds its own profile and compares their
+    # clean runs test by test; a disagreement stops reuse for that repository
+    reuse_audit: float = 0.1
+    reuse_seed: int = 0
 
 
 @dataclass
@@ -434,6 +441,7 @@ FRACTIONS = {
     # 1 would hold out every repository and leave no training split.
     "export.validation_fraction": "[0, 1)",
     "validate.audit_share": "[0, 1]",  # 0: only the first kept bug of each profile is audited
+    "environment.reuse_audit": "[0, 1]",  # 0: no reuse audited, 1: every one
 }
 OPTIONAL_FRACTIONS = ("curate.near_miss_soft_reward",)  # (0, 1] when set
 NOT_EMPTY = (

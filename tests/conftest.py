@@ -171,7 +171,9 @@ def write_params(path: Path, cache_dir: Path, extra: str = "", gold_runs: int = 
     path.write_text(
         f"cache_dir: {cache_dir}\n"
         f"validate:\n  test_timeout_s: 20\n  workers: 2\n  gold_runs: {gold_runs}\n"
-        "environment:\n  pythons: ['3.11']\n" + extra
+        # reuse: false: the calc fixture's commits each build their own profile (bad_dep's
+        # install fails); reuse across profiles is tests/test_environment_reuse.py's
+        "environment:\n  pythons: ['3.11']\n  reuse: false\n" + extra
     )
     return path
 

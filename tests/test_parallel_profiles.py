@@ -43,6 +43,7 @@ def _params(cache_dir: Path, build_workers: int) -> Params:
     params.validate.gold_runs = 0  # the gold patch graded again: tests/test_gold_runs.py
     params.environment.pythons = ["3.11"]
     params.environment.build_workers = build_workers
+    params.environment.reuse = False  # two builds to overlap (reuse: test_environment_reuse.py)
     return params.check()
 
 

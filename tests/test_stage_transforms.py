@@ -66,6 +66,9 @@ def make_params(cache_dir: Path, **sections: dict[str, Any]) -> Params:
     params.validate.test_timeout_s = 20
     params.validate.gold_runs = 0  # the gold patch graded again: tests/test_gold_runs.py
     params.validate.workers = 1
+    # the calc fixture's commits each build their own profile (bad_dep's install fails); reuse
+    # of an image across profiles: tests/test_environment_reuse.py
+    params.environment.reuse = False
     for section, values in sections.items():
         for key, value in values.items():
             setattr(getattr(params, section), key, value)

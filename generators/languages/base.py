@@ -228,6 +228,26 @@ class Language(ABC):
         """The profile's environment built (``fetch`` pulls a published image instead, where the
         language's images are published), with the reason when it is not."""
 
+    def toolchain_line(self, profile: EnvProfile) -> str:
+        """The toolchain era a profile's image serves ("python 3.11", "node 18", "go 1.22"):
+        an image is reused only for a profile on the same line (``environments/reuse.py``);
+        "" never reuses."""
+        return ""
+
+    def probe_reuse(
+        self,
+        sandbox: Sandbox,
+        donor: EnvProfile,
+        repo_path: str,
+        commit: str,
+        params: Params,
+    ) -> tuple[EnvProfile | None, int, str]:
+        """The probe the environment stage runs at a setup commit, run instead with ``commit``'s
+        tree in ``donor``'s image: (the profile to test ``commit`` with in that image, tests
+        collected, "") when it collects and runs as a profile of its own would be required to,
+        else (None, 0, why not in one line). A language without a probe refuses every reuse."""
+        return None, 0, "its language has no collection probe to decide a reuse"
+
     @abstractmethod
     def reading(self, profile: EnvProfile) -> str | Reading:
         """How validate reads the profile's runs: a report path, or the runner's reading."""

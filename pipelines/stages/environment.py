@@ -12,6 +12,11 @@ repository. The outcome, failed or not, is cached by the detected profile's id, 
 neither builds nor probes again; a failed profile's items are rejected with the reason in one
 line (the raw build log stays in ``<cache_dir>/build-logs/``).
 
+With ``environment.reuse`` (on by default) a repository's profiles are prepared in history order
+in one thread, and a profile not built yet first tries the nearest image already built for the
+repository on its toolchain line: its probe decides, an audited share also builds its own
+(``generators/environments/reuse.py``). Repositories still prepare at once.
+
 The language of a site is the registry's answer for its commit's tree
 (``generators/languages/at_commit.py:language_at``), and the language makes its profile
 (``Language.site_profile``: Python's ``detect_profile`` exactly as before; a JavaScript
@@ -31,6 +36,13 @@ from typing import Any, NamedTuple
 import apache_beam as beam
 from trajforge.generators.environments.prepare import Count, Prepared
 from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
+from trajforge.generators.environments.reuse import (
+    ReuseBook,
+    clean_statuses,
+    disagreement,
+    own_record,
+    reused,
+)
 from trajforge.generators.languages.at_commit import language_at
 from trajforge.generators.languages.registry import language_named
 from trajforge.generators.sources.specs import SourceOptions, open_source
@@ -91,6 +103,15 @@ class Built(NamedTuple):
     error: UserError | None  # detection's or the sandbox's one line (each item rejected)
     counts: PoolCounts
     overlapped: bool  # another profile of this worker was being prepared meanwhile
+    own: EnvProfile | None = None  # the site's own profile when it reused another's image
+
+
+class Group(NamedTuple):
+    """One profile's items in build order, where each comes from, and its repository here."""
+
+    pairs: list
+    sites: list[Site]
+    repo_path: str
 
 
 class BuildEnvironmentFn(SandboxFn):
@@ -114,9 +135,12 @@ class BuildEnvironmentFn(SandboxFn):
 
     def setup(self) -> None:
         super().setup()
-        workers = self.params.environment.build_workers
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="profile-build")
+        env = self.params.environment
+        self.pool = ThreadPoolExecutor(
+            max_workers=env.build_workers, thread_name_prefix="profile-build"
+        )
         self.flight = InFlight()
+        self.reuse = ReuseBook(env.reuse_audit, env.reuse_seed)  # this worker's, all batches
 
     def teardown(self) -> None:
         self.pool.shutdown(wait=True)
@@ -129,7 +153,7 @@ class BuildEnvironmentFn(SandboxFn):
                 for site in sites:
                     yield self.reject_unavailable(site.input_id)
             return
-        futures = {}
+        chains: dict[str, list[Group]] = {}
         for pairs, sites in groups:
             try:  # here, not in the threads: one clone or fetch of a repository at a time
                 repo = open_source(sites[0].source, SourceOptions.from_params(self.params))
@@ -137,39 +161,109 @@ class BuildEnvironmentFn(SandboxFn):
                 for site in sites:
                     yield self.reject_error(site.input_id, exc)
                 continue
-            job = self.pool.submit(self._prepare_counted, pairs[0][0], sites[0], repo.path)
-            futures[job] = (pairs, sites)
-        for future in as_completed(futures):  # each profile's items go on as it is ready
-            pairs, sites = futures[future]
-            prepared, error, counts, overlapped = future.result()
-            counts.replay(self.count)
-            if overlapped:
-                self.count("profiles_built_concurrently")
-            if error is not None:
-                for site in sites:
-                    yield self.reject_error(site.input_id, error)
-                continue
-            assert prepared is not None
-            yield from self._outcome(prepared, [item for _, item in pairs], sites)
+            # with reuse, a repository's profiles are prepared in history order, one thread
+            # each repository (a profile may reuse the image of one built before it)
+            key = repo.identity if self.params.environment.reuse else str(len(chains))
+            chains.setdefault(key, []).append(Group(pairs, sites, repo.path))
+        futures = {}
+        for key, chain in chains.items():
+            chain.sort(key=lambda group: group.sites[0].order)
+            futures[self.pool.submit(self._prepare_chain, key, chain)] = chain
+        for future in as_completed(futures):  # each repository's items go on as it is ready
+            for group, built in zip(futures[future], future.result(), strict=True):
+                yield from self._built(group, built)
+
+    def _built(self, group: Group, built: Built):
+        built.counts.replay(self.count)
+        if built.overlapped:
+            self.count("profiles_built_concurrently")
+        if built.error is not None:
+            for site in group.sites:
+                yield self.reject_error(site.input_id, built.error)
+            return
+        assert built.prepared is not None
+        if built.own is not None:
+            yield beam.pvalue.TaggedOutput(PROFILES, own_record(built.own, built.prepared.profile))
+        yield from self._outcome(built.prepared, [item for _, item in group.pairs], group.sites)
 
     def _group(self, members: Iterable[tuple[EnvProfile, Any]]) -> tuple[list, list[Site]]:
         """A profile's (profile, item) pairs in build order, and where each item comes from."""
         pairs = sorted(members, key=lambda pair: self.locate(pair[1]).order)
         return pairs, [self.locate(item) for _, item in pairs]
 
-    def _prepare_counted(self, profile: EnvProfile, first: Site, repo_path: str) -> Built:
-        """In a pool thread: the profile prepared at its first item, its counts kept for later."""
+    def _prepare_chain(self, key: str, chain: list[Group]) -> list[Built]:
+        """In a pool thread: a repository's profiles in history order, each reused or built."""
+        return [self._prepare_counted(key, group) for group in chain]
+
+    def _prepare_counted(self, key: str, group: Group) -> Built:
+        """The profile prepared at its first item (or another's image reused), its counts kept
+        for the bundle's thread."""
         counts = PoolCounts()
+        profile, first = group.pairs[0][0], group.sites[0]
+        language = language_named(profile.language)
+        line = language.toolchain_line(profile) if self.params.environment.reuse else ""
         with self.flight.entered() as overlap:
             try:
-                prepared = self._prepare(profile, first, repo_path, counts.add)
+                donor = self.reuse.donor(key, line, first.order) if line else None
+                if donor is not None:
+                    found, audit_s = self._reuse(key, donor, group, counts.add)
+                    if found is not None:
+                        own = dataclasses.replace(profile, build_s=audit_s)
+                        return Built(found, None, counts, overlap.seen, own=own)
+                prepared = self._prepare(profile, first, group.repo_path, counts.add)
             except UserError as exc:  # a SandboxBroken too: each item a sandbox_error
                 return Built(None, exc, counts, overlap.seen)
+        if line and prepared.profile.status == "built" and not prepared.reason:
+            self.reuse.add(key, line, first.order, prepared)
         return Built(prepared, None, counts, overlap.seen)
+
+    def _reuse(
+        self, key: str, donor: Prepared, group: Group, count: Count
+    ) -> tuple[Prepared | None, float]:
+        """The donor's image for the group's profile when its probe passes there (and, when
+        audited, its own profile's clean run agrees), else None: build the profile's own; and
+        the seconds an audit spent building its own image (what the record's build_s says)."""
+        assert self.sandbox is not None
+        profile, first = group.pairs[0][0], group.sites[0]
+        language = language_named(profile.language)
+        where = f"{self.STAGE}: profile {profile.profile_id}"
+        say = lambda line: progress.say(f"{where}: {line}")  # noqa: E731
+        probed, collected, why = language.probe_reuse(
+            self.sandbox, donor.profile, group.repo_path, first.commit, self.params
+        )
+        if probed is None:
+            count("reuse_refused")
+            say(f"not reused from {donor.profile.profile_id} ({why}); building its own")
+            return None, 0.0
+        found = reused(donor, probed, collected)
+        if not self.reuse.audits(profile.profile_id):
+            count("environments_reused")
+            return found, 0.0
+        own = self._prepare(profile, first, group.repo_path, count)
+        if own.reason or own.profile.status != "built":  # nothing to compare with: kept as is
+            count("environments_reused")
+            return found, own.profile.build_s
+        limits = (self.params.validate.test_timeout_s, self.params.validate.per_test_timeout_s)
+        runs = [
+            clean_statuses(
+                self.sandbox, p, language.reading(p), group.repo_path, first.commit, *limits
+            )
+            for p in (found.profile, own.profile)
+        ]
+        differs = disagreement(*runs)
+        self.reuse.record(key, agreed=not differs)
+        if differs:
+            count("reuse_audit_disagreed")
+            say(f"reuse audit: {differs}; this repository builds its own profiles from now on")
+            return None, 0.0  # its own profile, built now, is used (cached: no second build)
+        count("reuse_audit_agreed")
+        count("environments_reused")
+        return found, own.profile.build_s
 
     def _outcome(self, prepared: Prepared, items: list[Any], sites: list[Site]):
         built = prepared.profile
-        yield beam.pvalue.TaggedOutput(PROFILES, built)
+        if not built.reused_from:  # a reuse's record is its own profile's (``own_record``)
+            yield beam.pvalue.TaggedOutput(PROFILES, built)
         if self.STAGE == "validate" and built.status == "built":
             reach.mark(self, "installed", built.repo)
             # a language without a collection probe: validate marks it when its suite runs

@@ -235,7 +235,12 @@ def build_task(
         flaky_tests=verdict.flaky,
         difficulty=None,
         scores={},
-        provenance={"validated_by": validated_by, **_provenance(candidate)},
+        provenance={
+            "validated_by": validated_by,
+            **_provenance(candidate),
+            # the image is another profile's, whose probe passed with this tree (reuse.py)
+            **({"reused_from": profile.reused_from} if profile.reused_from else {}),
+        },
         validation=Validation(
             base_exit_code=base_runs[0].exit_code,
             gold_exit_code=gold_runs[0].exit_code,

@@ -166,6 +166,10 @@ class Go(Language):
 
         return build_go_profile(sandbox, profile, repo_path, commit, params, say)
 
+    def toolchain_line(self, profile: EnvProfile) -> str:
+        """The Go line (1.22): what reuse's line compares."""
+        return f"go {'.'.join(profile.runtime.split('.')[:2])}"
+
     def reading(self, profile: EnvProfile) -> str | Reading:
         from trajforge.generators.languages.go.profile import go_reading
 

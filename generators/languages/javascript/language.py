@@ -176,6 +176,10 @@ class JavaScript(Language):
 
         return build_js_profile(sandbox, profile, repo_path, commit, params, say)
 
+    def toolchain_line(self, profile: EnvProfile) -> str:
+        """Node's major: an image serves one major's modules (reuse's line)."""
+        return f"node {profile.runtime.split('.')[0]}"
+
     def reading(self, profile: EnvProfile) -> str | Reading:
         from trajforge.generators.languages.javascript.profile import js_reading
 

@@ -187,6 +187,24 @@ class Python(Language):
             sandbox, profile, repo_path, params, count=count, fetch=fetch, say=say
         )
 
+    def toolchain_line(self, profile: EnvProfile) -> str:
+        """The Python minor: a venv serves one interpreter."""
+        return f"python {profile.python}"
+
+    def probe_reuse(
+        self,
+        sandbox: Sandbox,
+        donor: EnvProfile,
+        repo_path: str,
+        commit: str,
+        params: Params,
+    ) -> tuple[EnvProfile | None, int, str]:
+        """The collection probe of ``commit``'s tree in the donor's image, with no error
+        allowed (``reuse_probe.py``)."""
+        from trajforge.generators.languages.python.reuse_probe import probe_reuse
+
+        return probe_reuse(sandbox, donor, repo_path, commit, params)
+
     def reading(self, profile: EnvProfile) -> str | Reading:
         return JUNIT_PATH
 

@@ -1,0 +1,153 @@
+"""Reuse an environment before building one: a release history needs about one image per
+toolchain era, not one per release.
+
+A site whose evidence picks a profile not built yet first tries the image of a profile already
+built for the same repository (the nearest in history, on the same toolchain line: the
+language's ``toolchain_line``, "python 3.11", "node 18") with its own tree in place of the old
+one. The language's probe decides (``Language.probe_reuse``: Python's collection probe, the
+one the environment stage runs at every profile's setup commit, with no collection error
+allowed); a language without a probe is never reused. A refusal is one line and the site's own
+profile is built as before.
+
+Exactness is not traded: a seeded share of reused profiles (``environment.reuse_audit``) also
+builds its own profile, and the clean suite runs at the
+site's commit in both images; their statuses, test by test, must be the same (what
+PASS_TO_PASS rests on). A disagreement switches the repository back to per-profile builds for
+the rest of the run, and is counted (``reuse_audit_disagreed``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+from dataclasses import dataclass
+
+from trajforge.generators.environments.prepare import Prepared
+from trajforge.schemas.env_profile import EnvProfile
+from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
+from trajforge.verifiers.sandbox.git_tree import archive
+from trajforge.verifiers.test_runner import Reading, run_tests, with_test_limit
+
+REUSED = "reused"  # the status of a site's own profile whose image was not built
+
+
+@dataclass(frozen=True)
+class Donor:
+    """A profile built for a repository: where it sits in history and its toolchain line."""
+
+    order: tuple
+    line: str
+    prepared: Prepared
+
+
+class ReuseBook:
+    """Per repository, the profiles built so far and whether reuse is still on; one book per
+    worker, shared by its pool's threads (a repository's profiles are prepared in one)."""
+
+    def __init__(self, share: float, seed: int) -> None:
+        self.share, self.seed = share, seed
+        self.lock = threading.Lock()
+        self.built: dict[str, list[Donor]] = {}
+        self.off: set[str] = set()
+
+    def donor(self, repo: str, line: str, order: tuple) -> Prepared | None:
+        """The built profile nearest ``order`` in the repository's history on ``line``: the
+        latest before it, else the earliest after it; None when there is none or reuse is off."""
+        with self.lock:
+            if repo in self.off:
+                return None
+            same = [d for d in self.built.get(repo, []) if d.line == line]
+        before = [d for d in same if d.order <= order]
+        if before:
+            return max(before, key=lambda d: d.order).prepared
+        after = [d for d in same if d.order > order]
+        return min(after, key=lambda d: d.order).prepared if after else None
+
+    def add(self, repo: str, line: str, order: tuple, prepared: Prepared) -> None:
+        with self.lock:
+            self.built.setdefault(repo, []).append(Donor(order, line, prepared))
+
+    def audits(self, profile_id: str) -> bool:
+        """Whether this reuse is audited: the seeded share (0: none, 1: every one)."""
+        return _draw(self.seed, profile_id) < self.share
+
+    def record(self, repo: str, agreed: bool) -> None:
+        with self.lock:
+            if not agreed:
+                self.off.add(repo)
+
+
+def _draw(seed: int, profile_id: str) -> float:
+    """A number in [0, 1) fixed by the seed and the profile: the same reuses are audited in
+    every run (as validate's covering-mode audit draws its bugs)."""
+    digest = hashlib.sha256(f"reuse:{seed}:{profile_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def reused(donor: Prepared, probed: EnvProfile, collected: int) -> Prepared:
+    """The donor's environment for a site whose probe passed in its image: the donor's image,
+    recipe and setup commit (what a task row's image is checked against), ``probed``'s test
+    command, and ``reused_from`` naming the donor."""
+    profile = dataclasses.replace(probed, reused_from=donor.profile.profile_id)
+    return Prepared(profile, "", "", collected)
+
+
+def own_record(own: EnvProfile, ready: EnvProfile) -> EnvProfile:
+    """The environment record of a site's own profile whose items run in another's image: its
+    id and evidence, the image they run in, and where it came from. ``own.build_s``: what an
+    audit spent building the profile's own image (0 when not audited), so a run's build
+    seconds count the audit's builds too."""
+    return dataclasses.replace(
+        own,
+        status=REUSED,
+        image=ready.image,
+        image_digest=ready.image_digest,
+        recipe=ready.recipe,
+        setup_commit=ready.setup_commit,
+        test_cmd=ready.test_cmd,
+        reused_from=ready.reused_from,
+        log=f"reused the image of profile {ready.reused_from} ({ready.image})",
+        build_s=own.build_s,
+    )
+
+
+def clean_statuses(
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    reading: str | Reading,
+    repo_path: str,
+    commit: str,
+    timeout_s: float,
+    per_test_timeout_s: int,
+) -> dict[str, str] | None:
+    """The clean suite's status of each test at ``commit`` in the profile's image; None when
+    the suite did not run (no verdict rests on it)."""
+    test_cmd = with_test_limit(profile.test_cmd, profile.install, per_test_timeout_s)
+    ctx = Reading.of(reading).context("reuse-audit", profile.profile_id, test_cmd, timeout_s)
+    tree = archive(repo_path, commit, prefix="repo/")
+    with sandbox.session(SessionSpec(image=profile.image)) as session:
+        session.put_archive(tree, dest="/")
+        run = run_tests(session, ctx, "clean", 0)
+    if not run.suite_ran:
+        return None
+    return {test.test_id: test.status for test in run.tests}
+
+
+def disagreement(reused_run: dict[str, str] | None, own_run: dict[str, str] | None) -> str:
+    """Why the two clean runs disagree, in one line; "" when they agree test by test."""
+    if reused_run is None or own_run is None:
+        where = "the reused image" if reused_run is None else "its own image"
+        return f"the clean suite did not run in {where}"
+    differ = sorted(
+        test
+        for test in reused_run.keys() | own_run.keys()
+        if reused_run.get(test) != own_run.get(test)
+    )
+    if not differ:
+        return ""
+    first = differ[0]
+    return (
+        f"{len(differ)} tests differ, first {first}: {reused_run.get(first, 'absent')} in the "
+        f"reused image, {own_run.get(first, 'absent')} in its own"
+    )

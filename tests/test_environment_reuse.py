@@ -1,0 +1,223 @@
+"""A site whose evidence picks a new profile reuses an image already built for its repository
+when its probe passes there (``generators/environments/reuse.py``), and builds its own when not.
+
+Real Docker, real repositories written here. (a) Two fixes whose base commits declare different
+dependencies (two profiles) but whose suite runs the same in the first image: validate builds
+one image, the second task is ``reused_from`` the first profile, and the task lists are those of
+a run with reuse off. The audit (every reuse, ``environment.reuse_audit: 1``) builds the second
+profile's own image and finds the clean runs agree. (b) A second commit whose tests import a
+dependency the first image lacks: the reuse is refused with its reason and its own profile is
+built. (c) A second commit whose suite collects in the old image but runs otherwise there (a
+test skipped without the dependency): the audit disagrees and the repository goes back to
+per-profile builds.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from repo_factory import RepoBuilder, pyproject
+from trajforge.generators.mining.commits import mine_commit
+from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.pipelines.stages.environment import BuildEnvironments, Site
+from trajforge.pipelines.stages.validate import ValidateCandidates
+from trajforge.schemas.candidate import Candidate
+from trajforge.schemas.params import Params
+
+pytestmark = pytest.mark.docker
+
+OPS = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n"
+TESTS = "from calc.ops import add, sub\n\n\ndef test_nothing():\n    assert True\n"
+TEST_ADD = "\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+TEST_SUB = "\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
+SIX = "six==1.16.0"
+# collects without six; passes with it, skipped without it: the audit's disagreement
+SKIPPED_WITHOUT_SIX = (
+    "import pytest\n\n\ndef test_six():\n    six = pytest.importorskip('six')\n    assert six.PY3\n"
+)
+
+COLLECTED: dict[str, list[Any]] = defaultdict(list)
+
+
+def _keep(element: Any, bucket: str) -> None:
+    COLLECTED[bucket].append(element)
+
+
+def _params(cache_dir: Path, *, reuse: bool, audit: float = 0.0) -> Params:
+    params = Params(cache_dir=str(cache_dir))
+    params.validate.test_timeout_s = 60
+    params.validate.gold_runs = 0
+    params.environment.pythons = ["3.11"]
+    params.environment.reuse = reuse
+    params.environment.reuse_audit = audit
+    return params.check()
+
+
+def _counts(result: Any, stage: str) -> dict[str, int]:
+    counters = result.metrics().query(MetricsFilter().with_namespace(stage))["counters"]
+    counts: dict[str, int] = {}
+    for counter in counters:
+        name = counter.key.metric.name
+        counts[name] = counts.get(name, 0) + counter.committed
+    return counts
+
+
+def _history(root: Path, second_files: dict[str, str]) -> tuple[RepoBuilder, list[str]]:
+    """Initial calc; the fix of ``add``; a commit with ``second_files`` (a new dependency);
+    the fix of ``sub``. Returns the repository and its commits."""
+    repo = RepoBuilder(root)
+    first = repo.commit(
+        "Initial calc",
+        {"pyproject.toml": pyproject(), "calc/__init__.py": "", "calc/ops.py": OPS,
+         "tests/test_ops.py": TESTS},
+    )  # fmt: skip
+    ops = OPS.replace("return a - b", "return a + b")
+    fix_add = repo.commit(
+        "Fix add: it subtracted", {"calc/ops.py": ops, "tests/test_ops.py": TESTS + TEST_ADD}
+    )
+    second = repo.commit("Depend on six", second_files)
+    fix_sub = repo.commit(
+        "Fix sub: it added",
+        {"calc/ops.py": ops.replace("return a + b\n", "return a - b\n").replace(
+            "return a - b\n", "return a + b\n", 1),
+         "tests/test_ops.py": TESTS + TEST_ADD + TEST_SUB},
+    )  # fmt: skip
+    return repo, [first, fix_add, second, fix_sub]
+
+
+def _validate(path: Path, fixes: list[str], params: Params) -> dict[str, Any]:
+    source = open_source(str(path), SourceOptions.from_params(params))
+    candidates = [mine_commit(source, fix, params.mine) for fix in fixes]
+    assert all(isinstance(c, Candidate) for c in candidates), candidates
+    COLLECTED.clear()
+    pipeline = beam.Pipeline(runner=FnApiRunner())
+    out = pipeline | beam.Create(candidates) | ValidateCandidates(params)
+    for tag in ("tasks", "rejections", "profiles"):
+        _ = out[tag] | f"Keep{tag}" >> beam.Map(_keep, tag)
+    result = pipeline.run()
+    result.wait_until_finish()
+    seen = {tag: list(COLLECTED.get(tag, [])) for tag in ("tasks", "rejections", "profiles")}
+    return {**seen, "counts": _counts(result, "validate")}
+
+
+def _environments(path: Path, commits: list[str], params: Params) -> dict[str, Any]:
+    """The environment stage alone, one item per commit (in history order)."""
+
+    def locate(item: tuple[str, int]) -> Site:
+        commit, position = item
+        return Site(commit[:12], str(path), commit, "local/calc", order=(position,))
+
+    COLLECTED.clear()
+    pipeline = beam.Pipeline(runner=FnApiRunner())
+    items = [(commit, position) for position, commit in enumerate(commits)]
+    out = pipeline | beam.Create(items) | BuildEnvironments(params, "validate", locate)
+    for tag in ("ready", "profiles", "rejections"):
+        _ = out[tag] | f"Keep{tag}" >> beam.Map(_keep, tag)
+    result = pipeline.run()
+    result.wait_until_finish()
+    seen = {tag: list(COLLECTED.get(tag, [])) for tag in ("ready", "profiles", "rejections")}
+    return {**seen, "counts": _counts(result, "validate")}
+
+
+def _images(*runs: dict[str, Any]) -> set[str]:
+    return {p.image for run in runs for p in run["profiles"]}
+
+
+def _labels(run: dict[str, Any]) -> dict[str, tuple]:
+    return {t.candidate_id: (t.FAIL_TO_PASS, t.PASS_TO_PASS, t.base_commit) for t in run["tasks"]}
+
+
+@pytest.fixture(scope="module")
+def same_suite(tmp_path_factory, docker_engine):
+    """(a): validate with reuse on, then off (a fresh cache), then the audited stage alone."""
+    root = tmp_path_factory.mktemp("reuse-same")
+    _, commits = _history(root / "calc", {"pyproject.toml": pyproject(SIX)})
+    fixes = [commits[1], commits[3]]
+    on = _validate(root / "calc", fixes, _params(root / "cache-on", reuse=True))
+    off = _validate(root / "calc", fixes, _params(root / "cache-off", reuse=False))
+    audited = _environments(
+        root / "calc", [commits[0], commits[2]], _params(root / "cache-audit", reuse=True, audit=1)
+    )
+    yield on, off, audited
+    subprocess.run(
+        ["docker", "rmi", "-f", *_images(on, off, audited)], capture_output=True, check=False
+    )
+
+
+def test_a_suite_that_runs_the_same_reuses_the_first_image(same_suite):
+    on, off, _ = same_suite
+    assert not on["rejections"], on["rejections"]
+    assert on["counts"].get("images_built") == 1  # one image for both profiles
+    assert on["counts"].get("environments_reused") == 1
+    first, second = sorted(on["tasks"], key=lambda t: t.created_at)
+    assert "reused_from" not in first.provenance
+    assert second.provenance["reused_from"] == first.profile_id
+    assert second.image_name == first.image_name
+    records = {p.status: p for p in on["profiles"]}
+    assert set(records) == {"built", "reused"}
+    assert records["reused"].reused_from == records["built"].profile_id
+    assert records["reused"].image == records["built"].image
+    # With reuse off the second profile gets its own image; the task lists are the same.
+    assert off["counts"].get("environments_reused", 0) == 0
+    assert len({t.profile_id for t in off["tasks"]}) == 2
+    assert all("reused_from" not in t.provenance for t in off["tasks"])
+    assert _labels(on) == _labels(off)
+    assert len(_labels(on)) == 2
+
+
+def test_an_audited_reuse_builds_its_own_profile_and_agrees(same_suite):
+    _, _, audited = same_suite
+    counts = audited["counts"]
+    assert counts.get("reuse_audit_agreed") == 1 and not counts.get("reuse_audit_disagreed")
+    assert counts.get("environments_reused") == 1
+    reused = [profile for profile, _ in audited["ready"] if profile.reused_from]
+    assert len(reused) == 1
+
+
+def test_a_suite_that_needs_what_the_image_lacks_is_refused_and_built(
+    tmp_path, docker_engine, capfd
+):
+    """(b): the second commit's tests import six, which the first image lacks."""
+    needs_six = {
+        "pyproject.toml": pyproject(SIX),
+        "tests/test_six.py": "import six\n\n\ndef test_six():\n    assert six.PY3\n",
+    }
+    _, commits = _history(tmp_path / "calc", needs_six)
+    params = _params(tmp_path / "cache", reuse=True, audit=1)
+    run = _environments(tmp_path / "calc", [commits[0], commits[2]], params)
+    try:
+        counts = run["counts"]
+        assert counts.get("reuse_refused") == 1
+        assert not counts.get("environments_reused")
+        assert counts.get("images_built") == 2  # its own profile, built
+        assert sorted(p.status for p in run["profiles"]) == ["built", "built"]
+        assert not any(profile.reused_from for profile, _ in run["ready"])
+        said = capfd.readouterr().err
+        assert "not reused from" in said and "No module named 'six'" in said
+    finally:
+        subprocess.run(["docker", "rmi", "-f", *_images(run)], capture_output=True, check=False)
+
+
+def test_an_audit_that_disagrees_switches_the_repository_back(tmp_path, docker_engine, capfd):
+    """(c): collects in the first image, but test_six is skipped there and passes in its own."""
+    files = {"pyproject.toml": pyproject(SIX), "tests/test_six.py": SKIPPED_WITHOUT_SIX}
+    _, commits = _history(tmp_path / "calc", files)
+    params = _params(tmp_path / "cache", reuse=True, audit=1)
+    run = _environments(tmp_path / "calc", [commits[0], commits[2]], params)
+    try:
+        counts = run["counts"]
+        assert counts.get("reuse_audit_disagreed") == 1
+        assert not counts.get("environments_reused")
+        assert not any(profile.reused_from for profile, _ in run["ready"])
+        assert len({profile.profile_id for profile, _ in run["ready"]}) == 2
+        said = capfd.readouterr().err
+        assert "tests/test_six.py::test_six" in said and "builds its own profiles" in said
+    finally:
+        subprocess.run(["docker", "rmi", "-f", *_images(run)], capture_output=True, check=False)
