@@ -72,8 +72,9 @@ class EnvironmentParams:
     registry: str | None = None  # host[:port]/path ("localhost:5000/trajforge"): images live there
     push: bool = False  # push each image built here to the registry (needs registry)
     # A site whose evidence picks a new profile first tries an image already built for its
-    # repository (same toolchain line) with its own tree; its probe decides (reuse.py)
-    reuse: bool = True
+    # repository (same toolchain line) with its own tree; its probe decides (reuse.py). Off by
+    # default until the audit compares FAIL_TO_PASS/PASS_TO_PASS, not only clean runs
+    reuse: bool = False
     # this share of reused profiles (seeded) also builds its own profile and compares their
     # clean runs test by test; a disagreement stops reuse for that repository
     reuse_audit: float = 0.1
