@@ -189,27 +189,17 @@ def validate_mutations(
         return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
     ctx = RunContext("", profile.profile_id, profile.test_cmd, junit_path, params.test_timeout_s)
     snapshot_id = f"snapshot-{clean.tree_id[:16]}"
-    baseline_key = content_id(VERSION, "clean", *_decides(profile, clean), params.test_timeout_s)
     slots = [_Slot(sandbox, profile, clean, params.fork_server) for _ in range(max(workers, 1))]
     complete = set(pending)  # verdicts of complete runs: the only ones cached
     made: list[TestRun] = []  # the clean confirmation run, once made
     tally = _Tally()  # audits of bugs no test covers that agreed (the others are in `waiting`)
     try:
-        known = cache.get(baseline_key) if cache is not None else None
-        if known is not None:
-            baseline = _baseline_from_cache(known)
-        else:
-            try:
-                baseline = slots[0].twice(
-                    lambda ws: _clean_baseline(ws, _with_id(ctx, snapshot_id))
-                )
-            except SandboxBroken as exc:
-                for i in pending:
-                    results[i] = infra_failure(mutations[i].candidate, exc)
-                return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
-            if cache is not None:
-                cache.put(baseline_key, _baseline_to_cache(baseline))
-        record_covered(cache, clean.tree_id, baseline.coverage, baseline.passing)  # for inject
+        try:
+            baseline, known = _baseline(slots[0], clean, params, cache, _with_id(ctx, snapshot_id))
+        except SandboxBroken as exc:
+            for i in pending:
+                results[i] = infra_failure(mutations[i].candidate, exc)
+            return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
         if baseline.failure is not None:
             for i in pending:
                 results[i] = _rejected_by_clean(mutations[i], baseline.failure)
@@ -254,7 +244,7 @@ def validate_mutations(
     for i in pending:
         if cache is not None and i in complete:
             cache.put(keys[i], to_cache(results[i]))
-    clean_runs = (() if known is not None else baseline.runs) + tuple(made)
+    clean_runs = (() if known else baseline.runs) + tuple(made)
     ordered = tuple(results[i] for i in range(len(mutations)))
     audits = tally.counts
     return BatchResult(
@@ -363,6 +353,47 @@ def clean_workspace(
         install_support(session)
         forked = fork_server and plugin_command(profile.test_cmd) != profile.test_cmd
         yield _Workspace(session, forked and start_fork_server(session))
+
+
+def measure_clean(
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    clean: TestTree,
+    params: ValidateParams,
+    junit_path: str,
+    cache: ContentCache | None,
+) -> CleanBaseline:
+    """The snapshot's clean run under coverage, exactly as ``validate_mutations`` makes and
+    caches it (so inject's first contact is validate's baseline, not a second run), with its
+    covered lines remembered for inject. ``SandboxBroken`` when the sandbox fails twice."""
+    profile = with_limits(profile, params)
+    ctx = RunContext(
+        f"snapshot-{clean.tree_id[:16]}", profile.profile_id, profile.test_cmd, junit_path,
+        params.test_timeout_s,
+    )  # fmt: skip
+    slot = _Slot(sandbox, profile, clean, params.fork_server)
+    try:
+        return _baseline(slot, clean, params, cache, ctx)[0]
+    finally:
+        slot.discard()
+
+
+def _baseline(
+    slot: _Slot, clean: TestTree, params: ValidateParams, cache: ContentCache | None,
+    ctx: RunContext,
+) -> tuple[CleanBaseline, bool]:  # fmt: skip
+    """The clean baseline from the cache, else run in ``slot`` and cached; whether it was
+    cached. Either way its covered lines are remembered for inject (schemas/coverage_sites.py)."""
+    key = content_id(VERSION, "clean", *_decides(slot.profile, clean), params.test_timeout_s)
+    known = cache.get(key) if cache is not None else None
+    if known is not None:
+        baseline = _baseline_from_cache(known)
+    else:
+        baseline = slot.twice(lambda ws: _clean_baseline(ws, ctx))
+        if cache is not None:
+            cache.put(key, _baseline_to_cache(baseline))
+    record_covered(cache, clean.tree_id, baseline.coverage, baseline.passing)
+    return baseline, known is not None
 
 
 def _clean_baseline(workspace: _Workspace, ctx: RunContext) -> CleanBaseline:
