@@ -258,6 +258,12 @@ def test_first_inject_measures_coverage_and_keeps_tasks(tmp_path: Path):
     assert drawn >= 5 and found["kept"] >= 1, found
     assert 2 * found.get("not_covered", 0) < drawn, found
     assert guided_val["injected_kept"] == f"local/shop {found['kept']} of {drawn} kept"
+    # validate reused inject's environment and clean run: no build, and its only run of the
+    # clean snapshot is the confirmation of FAIL_TO_PASS candidates (a selection)
+    assert "images_built" not in guided_val and guided["images_built"] == 1
+    runs = pl.read_parquet(tmp_path / "guided-val" / "runs" / "*.parquet")
+    clean = runs.filter(pl.col("candidate_id").str.starts_with("snapshot-"))
+    assert all(len(selection) > 0 for selection in clean["selection"]), clean
 
     # the same first inject, guidance off: most bugs land where no test runs
     blind, _, lost = _first_round(tmp_path, repo, "blind", guided=False)
