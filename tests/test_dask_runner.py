@@ -203,6 +203,7 @@ def _project(root: Path, calc: Path, runner: str) -> Path:
     params["cache_dir"] = str(root / f"cache-{runner}")
     params["sources"].update(repos=[str(calc)], pypi=[])
     params["inject"].update(repos=[str(calc)], pypi=[], max_candidates=6, min_complexity=1)
+    params["inject"]["measure_coverage"] = False  # no Docker: no clean run on first contact
     params["explore"].update(pypi=[])
     params["pipeline"].update(runner=runner, shards=2, workers=2)
     params["curate"].update(yaml.safe_load(CURATE_PARAMS)["curate"])
