@@ -160,7 +160,8 @@ def test_model_bug_counters_on_a_dask_cluster_are_the_local_runners(tmp_path):
                           "tally/core.py": CORE, "tests/test_core.py": TESTS})  # fmt: skip
     with ScriptedLLM(_respond) as llm:
         for runner in ("local", "dask"):  # a cache each: the second run must not hit the first's
-            params = _params(tmp_path / f"{runner}.yaml", tmp_path / f"cache-{runner}")
+            no_docker = "inject:\n  measure_coverage: false\n"  # every function asked for
+            params = _params(tmp_path / f"{runner}.yaml", tmp_path / f"cache-{runner}", no_docker)
             _cli("inject", "--repo", str(repo.path), "--mode", "both", "--max-candidates", "5",
                  "--base-url", llm.base_url, "--model", "scripted", "--params", str(params),
                  "--runner", runner, "--output", runner, cwd=tmp_path)  # fmt: skip
