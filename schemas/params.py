@@ -137,8 +137,12 @@ class InjectParams:
     llm_rewrites: int = 10  # mode llm|both: functions a model rewrites per snapshot (a call each)
     # No tests at the newest commit: the newest of this many first-parent ancestors with a suite
     max_commits_back: int = 50
-    # Sites only in functions the passing tests run, where validate measured the snapshot before
+    # Sites only on lines the passing tests run (validate's clean run, under coverage)
     coverage_guided: bool = True
+    # coverage_guided and nothing measured yet: inject makes validate's clean run itself (its
+    # environment and one run of the suite; validate then reuses both); false: unguided until a
+    # validate has measured the snapshot
+    measure_coverage: bool = True
 
 
 @dataclass

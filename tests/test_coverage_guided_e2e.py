@@ -39,7 +39,9 @@ def _round(tmp_path: Path, repo: Path, params: Path, name: str) -> tuple[dict, d
 def test_second_inject_aims_at_covered_functions_and_wastes_no_run(tmp_path: Path):
     repo = tmp_path / "halfway"
     build_halfway_repo(repo)
-    params = write_params(tmp_path / "params.yaml", tmp_path / "cache", "inject:\n  combos: 0\n")
+    # inject measuring the first contact itself: test_inject_first_contact_e2e.py
+    extra = "inject:\n  combos: 0\n  measure_coverage: false\n"
+    params = write_params(tmp_path / "params.yaml", tmp_path / "cache", extra)
     first_inject, first_val, first_wasted = _round(tmp_path, repo, params, "first")
     assert first_inject["sites_unguided"] == 1  # nothing measured yet: sampled as before
     assert first_wasted > 0  # half the functions are never run: some bugs land there

@@ -50,7 +50,7 @@ def _body_lines(names: tuple[str, ...], with_def: bool = False) -> frozenset[int
 def _inject(path: Path, tree: str, covered: CoveredLines | None, guided: bool = True):
     repo = open_source(str(path), SourceOptions(cache_dir=str(path.parent / "cache")))
     params = InjectParams(max_candidates=12, seed=4, coverage_guided=guided)
-    return inject_snapshot(repo, params, [], covered_at=lambda t: covered if t == tree else None)
+    return inject_snapshot(repo, params, [], covered_at=lambda c, t: covered if t == tree else None)
 
 
 def _functions(result) -> set[str]:
@@ -120,7 +120,9 @@ def test_a_hostile_cache_entry_is_no_guidance(tmp_path):
 
 def test_inject_counts_guided_and_unguided_snapshots(tmp_path, halfway):
     path, tree = halfway
-    params = write_params(tmp_path / "params.yaml", tmp_path / "cache")
+    # what validate left is read back (inject_coverage.py's own measuring: the Docker tests)
+    extra = "inject:\n  measure_coverage: false\n"
+    params = write_params(tmp_path / "params.yaml", tmp_path / "cache", extra)
 
     def inject(out: str) -> tuple[dict, pl.DataFrame]:
         done = run_cli(
@@ -139,3 +141,25 @@ def test_inject_counts_guided_and_unguided_snapshots(tmp_path, halfway):
     assert after["sites_guided"] == 1 and "sites_unguided" not in after
     messages = candidates.select(pl.col("meta").struct.field("message"))["message"]
     assert all(any(f"in {name} " in m for name in COVERED) for m in messages), list(messages)
+
+
+def test_first_contact_without_a_sandbox_samples_unguided_and_says_why(tmp_path, halfway):
+    """inject measures a snapshot nothing is known of (inject_coverage.py); with no engine to
+    run its suite in, the bugs are drawn unguided and the summary names why, one line."""
+    path, _ = halfway
+    gone = f"unix://{tmp_path}/no-docker.sock"
+    extra = f"sandbox:\n  docker_host: {gone}\n"
+    params = write_params(tmp_path / "params.yaml", tmp_path / "cache", extra)
+    done = run_cli(
+        "inject", "--repo", str(path), "--max-candidates", "4", "--seed", "4",
+        "--params", str(params), "--output", str(tmp_path / "out"), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["sites_unguided"] == 1 and "coverage_measured" not in summary, summary
+    counted = [k for k in summary if k.startswith("coverage_unmeasured_")]
+    assert len(counted) == 1 and summary[counted[0]] == 1, summary
+    line = summary["coverage_unmeasured"]
+    assert line.startswith(f"local/halfway: {counted[0].removeprefix('coverage_unmeasured_')}: ")
+    assert "\n" not in line and "Traceback" not in line
+    assert summary["sites"].endswith(": coverage unknown, 4 bugs drawn"), summary

@@ -158,7 +158,8 @@ def test_model_bug_counters_on_a_dask_cluster_are_the_local_runners(tmp_path):
                           "tally/core.py": CORE, "tests/test_core.py": TESTS})  # fmt: skip
     with ScriptedLLM(_respond) as llm:
         for runner in ("local", "dask"):  # a cache each: the second run must not hit the first's
-            params = _params(tmp_path / f"{runner}.yaml", tmp_path / f"cache-{runner}")
+            no_docker = "inject:\n  measure_coverage: false\n"  # every function asked for
+            params = _params(tmp_path / f"{runner}.yaml", tmp_path / f"cache-{runner}", no_docker)
             _cli("inject", "--repo", str(repo.path), "--mode", "both", "--max-candidates", "5",
                  "--base-url", llm.base_url, "--model", "scripted", "--params", str(params),
                  "--runner", runner, "--output", runner, cwd=tmp_path)  # fmt: skip
@@ -195,6 +196,7 @@ def _project(root: Path, calc: Path, runner: str) -> Path:
     params["cache_dir"] = str(root / f"cache-{runner}")
     params["sources"].update(repos=[str(calc)], pypi=[])
     params["inject"].update(repos=[str(calc)], pypi=[], max_candidates=6, min_complexity=1)
+    params["inject"]["measure_coverage"] = False  # no Docker: no clean run on first contact
     params["explore"].update(pypi=[])
     params["pipeline"].update(runner=runner, shards=2, workers=2)
     params["curate"].update(yaml.safe_load(CURATE_PARAMS)["curate"])

@@ -379,7 +379,9 @@ def test_llm_mode_needs_an_endpoint(tmp_path: Path, tally_repo: Path) -> None:
 
 
 def test_mode_both_mixes_operator_and_model_bugs(tmp_path: Path, tally_repo: Path) -> None:
-    params = write_params(tmp_path / "params.yaml", tmp_path / "cache")
+    # every function asked for: unguided (guided picks: test_coverage_sites.py)
+    extra = "inject:\n  measure_coverage: false\n"
+    params = write_params(tmp_path / "params.yaml", tmp_path / "cache", extra)
     with ScriptedLLM(_respond) as llm:
         done = run_cli(
             "inject", "--repo", str(tally_repo), "--mode", "both", "--max-candidates", "5",
@@ -401,7 +403,9 @@ def test_scripted_model_bugs_are_validated_like_procedural_ones(
     tmp_path: Path, tally_repo: Path, docker_engine: None
 ) -> None:
     params = write_params(
-        tmp_path / "params.yaml", tmp_path / "cache", "inject:\n  mode: llm\n  llm_rewrites: 20\n"
+        tmp_path / "params.yaml",
+        tmp_path / "cache",
+        "inject:\n  mode: llm\n  llm_rewrites: 20\n  measure_coverage: false\n",
     )
     endpoint = ("--model", "scripted", "--params", str(params))
     with ScriptedLLM(_respond) as llm:

@@ -113,7 +113,9 @@ def test_mine_repos_yields_candidates_and_rejections(calc_repo, tmp_path):
 def test_inject_bugs_samples_the_generators_mutants(calc_repo, tmp_path):
     path, shas = calc_repo
     params = make_params(
-        tmp_path / "cache", inject={"max_candidates": 5, "seed": 4, "min_complexity": 1}
+        tmp_path / "cache",
+        # git only: no clean run of the suite on first contact (inject_coverage.py)
+        inject={"max_candidates": 5, "seed": 4, "min_complexity": 1, "measure_coverage": False},
     )
     repo = open_source(str(path), SourceOptions(cache_dir=str(tmp_path / "direct")))
     expected = inject_snapshot(repo, params.inject, params.mine.skip_globs).candidates

@@ -14,11 +14,10 @@ verifiers/languages/python/mutants.py) and decides which become tasks, whoever w
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from trajforge.generators.bugs.llm_rewrite import ACCEPTED, pick_functions, rewrite_functions
-from trajforge.generators.bugs.sites import Guide, guide_for
+from trajforge.generators.bugs.sites import CoverageSource, Guide, guide_for
 from trajforge.generators.languages.at_commit import language_at
 from trajforge.generators.languages.base import Language
 from trajforge.generators.languages.registry import DEFAULT, LANGUAGES
@@ -28,7 +27,6 @@ from trajforge.generators.mutants.mutant import Mutant
 from trajforge.generators.mutants.sampling import text_digest
 from trajforge.generators.sources.specs import RepoRef
 from trajforge.schemas.candidate import Candidate, CandidateMeta
-from trajforge.schemas.coverage_sites import CoveredLines
 from trajforge.schemas.diff import unified_diff
 from trajforge.schemas.errors import ParamsError, SourceError, UserError
 from trajforge.schemas.params import CHOICES, InjectParams
@@ -52,6 +50,8 @@ class InjectionResult:
     # coverage guidance: None when off; else whether sites came from the covered lines
     guided: bool | None = None
     language: str = DEFAULT.name  # the snapshot's, from its commit's tree
+    # guided from known lines: (operator sites on executed lines, operator sites looked at)
+    sites: tuple[int, int] | None = None
 
 
 def check_operators(names: list[str]) -> list[str]:
@@ -93,14 +93,14 @@ def inject_snapshot(
     skip_globs: list[str],
     client: LLMClient | None = None,
     workers: int = 1,
-    covered_at: Callable[[str], CoveredLines | None] | None = None,
+    covered_at: CoverageSource | None = None,
 ) -> InjectionResult:
     """Bugs in the library code at ``params.commit`` (default: the newest commit): sampled
     mutants, model rewrites (through ``client``, ``workers`` requests at a time), or both.
 
-    With ``params.coverage_guided`` and ``covered_at`` (a snapshot's git tree -> the lines its
-    passing tests execute, as validate measured them), bugs go only into functions those tests
-    run (bugs/sites.py); with nothing known for the snapshot, sampling is as without it."""
+    With ``params.coverage_guided`` and ``covered_at`` (a snapshot's commit and git tree -> the
+    lines its passing tests execute, as validate's clean run measured them), bugs go only into
+    lines those tests run (bugs/sites.py); with nothing known, sampling is as without it."""
     if params.mode not in MODES:
         raise ParamsError(
             f"params: inject.mode must be one of {', '.join(MODES)}, got {params.mode!r}"
@@ -198,8 +198,9 @@ def inject_snapshot(
                 ),
             )
         )
+    sites = (guide.executed, guide.sites) if guide.covered is not None else None
     return InjectionResult(
-        candidates, rejections, len(files), rewrites, moved, guide.guided, language.name
+        candidates, rejections, len(files), rewrites, moved, guide.guided, language.name, sites
     )
 
 

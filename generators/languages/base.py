@@ -24,6 +24,7 @@ from trajforge.verifiers.reports import ReportError
 
 if TYPE_CHECKING:  # the stages' records: imported for the signatures only
     from trajforge.generators.environments.prepare import Count, Prepared
+    from trajforge.schemas.coverage_sites import CoveredLines
     from trajforge.schemas.env_profile import EnvProfile
     from trajforge.schemas.params import Params, ValidateParams
     from trajforge.schemas.storage import ContentCache
@@ -122,6 +123,8 @@ class Language(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()  # how datasets spell it ("py", "ts"): import-tasks
     writes_model_bugs: ClassVar[bool] = False  # inject.mode llm: a model's rewrite can be spliced
     probes_collection: ClassVar[bool] = False  # the environment stage collects the suite once
+    # validate's clean run records per-test coverage: ``covered_lines`` answers (inject's guide)
+    measures_coverage: ClassVar[bool] = False
     issue_text: ClassVar[IssueText]  # describe: its prompt and how a task's tests read
     # File names ``detect`` also reads below the root (a Go monorepo's modules' go.mod): the
     # language of a commit is read from its top-level files and these (``at_commit.py``).
@@ -251,6 +254,21 @@ class Language(ABC):
     @abstractmethod
     def reading(self, profile: EnvProfile) -> str | Reading:
         """How validate reads the profile's runs: a report path, or the runner's reading."""
+
+    def covered_lines(
+        self,
+        sandbox: Sandbox,
+        profile: EnvProfile,
+        clean: TestTree,
+        params: ValidateParams,
+        cache: ContentCache | None,
+    ) -> CoveredLines | None:
+        """The lines the clean suite's passing tests execute, measured by the clean run validate
+        makes (and cached where validate reads it), for inject's first contact with a snapshot;
+        None where the language has no per-test coverage run. A run that cannot say raises a
+        one-line ``UserError`` (its reason: why inject goes on unguided). Only a language that
+        ``measures_coverage`` is asked."""
+        return None
 
     @abstractmethod
     def validate_mutations(

@@ -52,7 +52,7 @@ from trajforge.pipelines.runtime.stage_fn import REJECTED, SandboxFn, StageFn
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
-from trajforge.verifiers.sandbox.base import ImageStore, RegistryError
+from trajforge.verifiers.sandbox.base import ImageStore, RegistryError, Sandbox
 
 PROFILES = "profiles"
 # Items per batch for a stage's thread pool (profile groups here, candidates in validate): a
@@ -286,37 +286,52 @@ class BuildEnvironmentFn(SandboxFn):
     def _prepare(self, profile: EnvProfile, first: Site, repo_path: str, count: Count) -> Prepared:
         """The profile's environment: built (or pulled), collected, repaired, cached by its id."""
         assert self.sandbox is not None
-        env = self.params.environment
-        store = self.sandbox if isinstance(self.sandbox, ImageStore) else None
-        say = lambda line: progress.say(f"{self.STAGE}: {line}")  # noqa: E731
-        fetch = None
-        if store is not None:  # pulled when the registry has it: no build
-
-            def fetch(image: str) -> None:
-                self._registry(profile, lambda: fetch_image(store, image, env, count), count)
-
-        prepared = language_named(profile.language).prepare(
-            self.sandbox, profile, repo_path, first.commit, self.params,
-            count=count, fetch=fetch, say=say,
-        )  # fmt: skip
-        built = prepared.profile
-        if store is None or built.status != "built":
-            return prepared
-        push = lambda: publish_image(store, built.image, env, count)  # noqa: E731
-        digest = self._registry(profile, push, count) or image_digest(store, built.image)
-        return dataclasses.replace(
-            prepared, profile=dataclasses.replace(built, image_digest=digest)
+        return prepare_profile(
+            self.sandbox, profile, repo_path, first.commit, self.params, self.STAGE, count
         )
 
-    def _registry(self, profile: EnvProfile, step: Callable[[], str], count: Count) -> str:
-        """A registry step; a registry that is down or refuses is one line and a count, and the
-        stage goes on with what it builds here."""
-        try:
-            return step()
-        except RegistryError as exc:
-            progress.say(f"{self.STAGE}: profile {profile.profile_id}: {exc}")
-            count("registry_errors")
-            return ""
+
+def prepare_profile(
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    repo_path: str,
+    commit: str,
+    params: Params,
+    stage: str,
+    count: Count,
+) -> Prepared:
+    """A profile's environment at ``commit``: built (or pulled from the registry, and pushed
+    there once built), collected, repaired, cached by its id. Validate's environments and
+    inject's first coverage run (``inject_coverage.py``) are both made here."""
+    env = params.environment
+    store = sandbox if isinstance(sandbox, ImageStore) else None
+    say = lambda line: progress.say(f"{stage}: {line}")  # noqa: E731
+    fetch = None
+    if store is not None:  # pulled when the registry has it: no build
+
+        def fetch(image: str) -> None:
+            _registry(profile, stage, lambda: fetch_image(store, image, env, count), count)
+
+    prepared = language_named(profile.language).prepare(
+        sandbox, profile, repo_path, commit, params, count=count, fetch=fetch, say=say,
+    )  # fmt: skip
+    built = prepared.profile
+    if store is None or built.status != "built":
+        return prepared
+    push = lambda: publish_image(store, built.image, env, count)  # noqa: E731
+    digest = _registry(profile, stage, push, count) or image_digest(store, built.image)
+    return dataclasses.replace(prepared, profile=dataclasses.replace(built, image_digest=digest))
+
+
+def _registry(profile: EnvProfile, stage: str, step: Callable[[], str], count: Count) -> str:
+    """A registry step; a registry that is down or refuses is one line and a count, and the
+    stage goes on with what it builds here."""
+    try:
+        return step()
+    except RegistryError as exc:
+        progress.say(f"{stage}: profile {profile.profile_id}: {exc}")
+        count("registry_errors")
+        return ""
 
 
 class BuildEnvironments(beam.PTransform):

@@ -4,6 +4,9 @@ Each snapshot is mutated by the operators of its language at its commit (Python 
 JavaScript/TypeScript; ``snapshots_<language>`` counts them).
 
 Each source is one snapshot; its mutants are sampled in one place so the seed alone decides them.
+With ``inject.coverage_guided``, sites come from the lines the clean suite's passing tests run: the
+results cache's, else measured here by validate's clean run (``inject_coverage.py``); the summary
+says per repository how many sites were on executed lines and how many bugs were drawn.
 With ``inject.mode`` llm or both, a model rewrites functions of the snapshot too
 (``llm.concurrency`` requests at a time, answers cached by request), and each answer it cannot use
 is a counted rejection. The candidates go to ``validate`` like mined ones, which groups them by
@@ -13,14 +16,15 @@ snapshot again.
 from __future__ import annotations
 
 import apache_beam as beam
-from trajforge.generators.bugs.injector import STAGE, inject_snapshot, uses_llm
+from trajforge.generators.bugs.injector import STAGE, InjectionResult, inject_snapshot, uses_llm
+from trajforge.generators.bugs.sites import CoverageSource
 from trajforge.generators.llm.client import LLMClient, endpoint_configured
-from trajforge.generators.sources.specs import SourceOptions, open_source
+from trajforge.generators.sources.specs import RepoRef, SourceOptions, open_source
 from trajforge.pipelines.runtime.stage_fn import REJECTED, StageFn
-from trajforge.schemas.coverage_sites import NAMESPACE, CoveredLines, recall
+from trajforge.pipelines.stages.inject_coverage import MEASURED, OFF, RECALLED, FirstCoverage
+from trajforge.schemas.coverage_sites import CoveredLines
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
-from trajforge.schemas.storage import ContentCache
 
 
 class InjectSnapshotFn(StageFn):
@@ -32,11 +36,26 @@ class InjectSnapshotFn(StageFn):
         llm = self.params.llm
         wanted = uses_llm(self.params.inject) and endpoint_configured(llm)
         self.client = LLMClient(llm, self.params.results_cache) if wanted else None
-        # where validate left each measured snapshot's covered lines (schemas/coverage_sites.py)
-        self.coverage = ContentCache(self.params.results_cache, NAMESPACE)
+        # each snapshot's covered lines: validate's, else measured here on first contact
+        self.coverage = FirstCoverage(self.params, STAGE, self.count)
 
-    def covered_at(self, tree_id: str) -> CoveredLines | None:
-        return recall(self.coverage, tree_id)
+    def teardown(self) -> None:
+        self.coverage.close()
+
+    def covered_at(self, repo: RepoRef) -> CoverageSource:
+        """The snapshot's covered lines (cached or measured), its source counted."""
+
+        def look_up(commit: str, tree_id: str) -> CoveredLines | None:
+            found = self.coverage.find(repo, commit, tree_id)
+            if found.how in (MEASURED, RECALLED):
+                self.summary_count(f"coverage_{found.how}")
+            elif found.how != OFF:  # one line per snapshot: why it is sampled unguided
+                self.summary_count(f"coverage_unmeasured_{found.how}")
+                why = found.detail.removeprefix(f"{repo.name}: ")
+                self.summary_text("coverage_unmeasured", f"{repo.name}: {found.how}: {why}")
+            return found.covered
+
+        return look_up
 
     def process(self, spec: str):
         before = (self.client.calls, self.client.cache_hits) if self.client else (0, 0)
@@ -48,7 +67,7 @@ class InjectSnapshotFn(StageFn):
                 self.params.mine.skip_globs,
                 self.client,
                 workers=self.params.llm.concurrency,
-                covered_at=self.covered_at,
+                covered_at=self.covered_at(repo),
             )
         except UserError as exc:
             yield self.reject_error(spec, exc)
@@ -63,6 +82,7 @@ class InjectSnapshotFn(StageFn):
             self.summary_text("older_commit_taken", result.moved)
         if result.guided is not None:  # sites from the covered lines, or not (nothing known)
             self.summary_count("sites_guided" if result.guided else "sites_unguided")
+        self._report_sites(repo, result)
         if result.rewrites:  # the summary's "functions a model rewrote" line
             self.summary_count("llm_rewrites", result.rewrites)
         for rejection in result.rejections:
@@ -70,6 +90,18 @@ class InjectSnapshotFn(StageFn):
         for candidate in result.candidates:
             self.tick("candidate")
             yield candidate
+
+    def _report_sites(self, repo: RepoRef, result: InjectionResult) -> None:
+        """Per repository: operator sites on executed lines of all looked at, bugs drawn."""
+        drawn = len(result.candidates)
+        if result.sites is None:
+            self.summary_text("sites", f"{repo.name}: coverage unknown, {drawn} bugs drawn")
+            return
+        executed, total = result.sites
+        self.summary_count("sites_executed", executed)
+        self.summary_count("sites_total", total)
+        line = f"{repo.name}: {executed}/{total} sites executed, {drawn} bugs drawn"
+        self.summary_text("sites", line)
 
 
 class InjectBugs(beam.PTransform):

@@ -240,17 +240,20 @@ class ValidateMutantsFn(ValidateFn):
         self.summary_count("audit_disagreed", batch.audit_disagreed)
         candidates = [mutation.candidate for mutation in mutations]
         kept = []
+        tasks = 0
         for candidate, result, gold in self._graded_all(repo.path, candidates, batch.results):
             if isinstance(gold, Exception):  # the sandbox broke under its grading: not cached
                 yield self.reject_sandbox_error(candidate.candidate_id, gold)
                 continue
             yield from self._emit(candidate, result, batch.baseline, moved=True, gold=gold)
+            tasks += result.task is not None
             # Rows imported from a dataset are checked, not grown: no combinations of them.
             if result.task is not None and "dataset" not in result.task.provenance:
                 kept.append(result.task)
         # bugs no passing test runs: each paid a full run for nothing (inject.coverage_guided)
         wasted = sum(getattr(r.rejection, "reason", "") == "not_covered" for r in batch.results)
         self.summary_text("wasted", f"{first.repo} {wasted} of {len(mutations)} not_covered")
+        self.summary_text("injected_kept", f"{first.repo} {tasks} of {len(mutations)} kept")
         yield from self._combinations(repo.path, profile, clean, kept)
 
     def _graded_all(

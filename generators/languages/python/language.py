@@ -36,6 +36,7 @@ from trajforge.verifiers.log_parsers import parse_junit_xml
 
 if TYPE_CHECKING:
     from trajforge.generators.environments.prepare import Count, Prepared
+    from trajforge.schemas.coverage_sites import CoveredLines
     from trajforge.schemas.env_profile import EnvProfile
     from trajforge.schemas.params import Params, ValidateParams
     from trajforge.schemas.storage import ContentCache
@@ -58,6 +59,7 @@ class Python(Language):
     aliases: ClassVar[tuple[str, ...]] = ("py",)
     writes_model_bugs: ClassVar[bool] = True
     probes_collection: ClassVar[bool] = True
+    measures_coverage: ClassVar[bool] = True
     issue_text: ClassVar[IssueText] = PythonIssueText()
 
     def detect(self, repo_dir: str) -> Detection | None:
@@ -207,6 +209,30 @@ class Python(Language):
 
     def reading(self, profile: EnvProfile) -> str | Reading:
         return JUNIT_PATH
+
+    def covered_lines(
+        self,
+        sandbox: Sandbox,
+        profile: EnvProfile,
+        clean: TestTree,
+        params: ValidateParams,
+        cache: ContentCache | None,
+    ) -> CoveredLines | None:
+        """validate's clean run under per-test coverage (``mutants.measure_clean``)."""
+        from trajforge.schemas.coverage_sites import covered_lines
+        from trajforge.schemas.errors import UserError
+        from trajforge.verifiers.languages.python.mutants import measure_clean
+
+        baseline = measure_clean(sandbox, profile, clean, params, JUNIT_PATH, cache)
+        if baseline.failure is not None:
+            reason, detail = baseline.failure.reason, baseline.failure.detail
+            raise UserError(f"{profile.repo}: the clean run: {detail}", reason=reason)
+        if baseline.coverage is None:
+            raise UserError(
+                f"{profile.repo}: the clean run wrote no coverage", reason="no_coverage_data"
+            )
+        coverage = baseline.coverage
+        return covered_lines(clean.tree_id, coverage.files, coverage.tests, baseline.passing)
 
     def validate_mutations(
         self,

@@ -193,7 +193,6 @@ def validate_mutations(
         return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
     ctx = RunContext("", profile.profile_id, profile.test_cmd, junit_path, params.test_timeout_s)
     snapshot_id = f"snapshot-{clean.tree_id[:16]}"
-    baseline_key = content_id(VERSION, "clean", *_decides(profile, clean), params.test_timeout_s)
     slots = [_Slot(sandbox, profile, clean, params.fork_server) for _ in range(max(workers, 1))]
     complete = set(pending)  # verdicts of complete runs: the only ones cached
     made: list[TestRun] = []  # the clean confirmation run, once made
@@ -202,28 +201,28 @@ def validate_mutations(
     earlier: tuple[TestRun, ...] = ()  # the clean run that named them, when made now
     try:
         try:
-            baseline, known = _clean_run(slots[0], ctx, snapshot_id, baseline_key, cache)
+            baseline, known = _baseline(slots[0], clean, params, cache, _with_id(ctx, snapshot_id))
             dropped = failed_modules(baseline.runs[0]) if baseline.failure is not None else []
             if dropped:  # the rest of the suite decides (clean_exclusions.py)
                 narrower = without_modules(profile, dropped)
                 retry = _with_cmd(ctx, narrower.test_cmd)
                 slots[0].discard()  # a fresh container: nothing of the failed run left in it
-                retried, known_again = _clean_run(
-                    slots[0], retry, snapshot_id,
-                    content_id(VERSION, "clean", *_decides(narrower, clean), params.test_timeout_s),
-                    cache,
-                )  # fmt: skip
+                slots[0].profile = narrower  # the key and the command of the narrower run
+                retried, known_again = _baseline(
+                    slots[0], clean, params, cache, _with_id(retry, snapshot_id)
+                )
                 if retried.failure is None:
-                    earlier = () if known is not None else baseline.runs
+                    earlier = () if known else baseline.runs
                     profile, ctx, baseline, known = narrower, retry, retried, known_again
                     excluded = narrower.excluded[len(narrower.excluded) - len(dropped) :]
                     for slot in slots:
                         slot.profile = narrower
+                else:
+                    slots[0].profile = profile
         except SandboxBroken as exc:
             for i in pending:
                 results[i] = infra_failure(mutations[i].candidate, exc)
             return BatchResult(tuple(results[i] for i in range(len(mutations))), ())
-        record_covered(cache, clean.tree_id, baseline.coverage, baseline.passing)  # for inject
         if baseline.failure is not None:
             for i in pending:
                 results[i] = _rejected_by_clean(mutations[i], baseline.failure)
@@ -268,27 +267,13 @@ def validate_mutations(
     for i in pending:
         if cache is not None and i in complete:
             cache.put(keys[i], to_cache(results[i]))
-    clean_runs = earlier + (() if known is not None else baseline.runs) + tuple(made)
+    clean_runs = earlier + (() if known else baseline.runs) + tuple(made)
     ordered = tuple(results[i] for i in range(len(mutations)))
     audits = tally.counts
     return BatchResult(
         ordered, clean_runs, baseline.runs + tuple(made), audits["agreed"], audits["disagreed"],
         excluded,
     )  # fmt: skip
-
-
-def _clean_run(
-    slot: _Slot, ctx: RunContext, snapshot_id: str, key: str, cache: ContentCache | None
-) -> tuple[CleanBaseline, dict | None]:
-    """The snapshot's clean baseline under ``ctx``'s command, from the cache or run now (and
-    cached); with the cache entry when there was one."""
-    known = cache.get(key) if cache is not None else None
-    if known is not None:
-        return _baseline_from_cache(known), known
-    baseline = slot.twice(lambda ws: _clean_baseline(ws, _with_id(ctx, snapshot_id)))
-    if cache is not None:
-        cache.put(key, _baseline_to_cache(baseline))
-    return baseline, None
 
 
 def _with_cmd(ctx: RunContext, test_cmd: str) -> RunContext:
@@ -396,6 +381,47 @@ def clean_workspace(
         install_support(session)
         forked = fork_server and plugin_command(profile.test_cmd) != profile.test_cmd
         yield _Workspace(session, forked and start_fork_server(session))
+
+
+def measure_clean(
+    sandbox: Sandbox,
+    profile: EnvProfile,
+    clean: TestTree,
+    params: ValidateParams,
+    junit_path: str,
+    cache: ContentCache | None,
+) -> CleanBaseline:
+    """The snapshot's clean run under coverage, exactly as ``validate_mutations`` makes and
+    caches it (so inject's first contact is validate's baseline, not a second run), with its
+    covered lines remembered for inject. ``SandboxBroken`` when the sandbox fails twice."""
+    profile = with_limits(profile, params)
+    ctx = RunContext(
+        f"snapshot-{clean.tree_id[:16]}", profile.profile_id, profile.test_cmd, junit_path,
+        params.test_timeout_s,
+    )  # fmt: skip
+    slot = _Slot(sandbox, profile, clean, params.fork_server)
+    try:
+        return _baseline(slot, clean, params, cache, ctx)[0]
+    finally:
+        slot.discard()
+
+
+def _baseline(
+    slot: _Slot, clean: TestTree, params: ValidateParams, cache: ContentCache | None,
+    ctx: RunContext,
+) -> tuple[CleanBaseline, bool]:  # fmt: skip
+    """The clean baseline from the cache, else run in ``slot`` and cached; whether it was
+    cached. Either way its covered lines are remembered for inject (schemas/coverage_sites.py)."""
+    key = content_id(VERSION, "clean", *_decides(slot.profile, clean), params.test_timeout_s)
+    known = cache.get(key) if cache is not None else None
+    if known is not None:
+        baseline = _baseline_from_cache(known)
+    else:
+        baseline = slot.twice(lambda ws: _clean_baseline(ws, ctx))
+        if cache is not None:
+            cache.put(key, _baseline_to_cache(baseline))
+    record_covered(cache, clean.tree_id, baseline.coverage, baseline.passing)
+    return baseline, known is not None
 
 
 def _clean_baseline(workspace: _Workspace, ctx: RunContext) -> CleanBaseline:
