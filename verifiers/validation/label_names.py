@@ -15,7 +15,11 @@ whole file (jest's PASS/FAIL line for it) is kept with the ids of ours in that f
 check to judge the file as their runner did. A name that none or several of our ids answer to is
 not mapped: it stays as theirs with why, for the label check's ``name_unmapped``. Go's names
 (``TestX/sub``, no package) map to our ``package/dir::TestX/sub`` when one package alone has the
-test. Nothing is guessed. Other datasets' ids are ours already (pytest node ids) and pass
+test. Multi-SWE-bench's Go parsers also cut each name at its last ``/`` (``get_base_name``), so a
+subtest whose own name holds one (``t.Run(url)``: ``TestX/http://h/a/b``) is listed cut inside
+it (``TestX/http://h/a``); a name no id of ours is, is read as that cut: the one test it cuts, or
+the tests of one package it folds together, judged as one line like a whole file. Nothing is
+guessed. Other datasets' ids are ours already (pytest node ids) and pass
 through untouched.
 """
 
@@ -33,6 +37,7 @@ NODE_SEPARATOR = "::"  # a pytest node id's, and Go's package/dir::TestName
 MULTI_SWE_BENCH = "multi-swe-bench"
 SWE_POLYBENCH = "swe-polybench"
 WHOLE_FILE = "a whole test file (their runner's file line)"
+FOLDED = "subtests their log parser cut to one name at its last /"
 NO_MATCH = "no test here answers to it (not run here, or named otherwise)"
 _TAP_NUMBER = re.compile(r"\d+ (?:- )?(.+)")
 _SHOWN = 3  # ambiguous names: how many of ours the reason lists
@@ -40,12 +45,17 @@ _SHOWN = 3  # ambiguous names: how many of ours the reason lists
 
 @dataclass(frozen=True)
 class NameMap:
-    """Their name -> our id for each name that maps, -> why for each that does not, and a whole
-    file's name -> our ids in that file."""
+    """Their name -> our id for each name that maps, -> why for each that does not, and a name
+    that stands for several of ours (a whole file's, or subtests ``folded`` into one) -> them."""
 
     ours: dict[str, str] = field(default_factory=dict)
     unmapped: dict[str, str] = field(default_factory=dict)
     files: dict[str, frozenset[str]] = field(default_factory=dict)
+    folded: frozenset[str] = frozenset()  # the names in ``files`` that are cut subtest names
+
+    def group_kind(self, name: str) -> str:
+        """What a name in ``files`` stands for, as the label check's reasons say it."""
+        return FOLDED if name in self.folded else WHOLE_FILE
 
     def theirs_as_ours(self, names: Iterable[str]) -> set[str]:
         """The names that map, as our ids; a name in no map is already ours."""
@@ -76,6 +86,8 @@ class _Ours:
         _, sep, name = test_id.partition(NODE_SEPARATOR)
         if sep and name:
             self.by_key[("full", "", name)].add(test_id)
+            if "/" in name:  # as Multi-SWE-bench's Go parsers keep it (``get_base_name``)
+                self.by_key[("cut", "", name.rsplit("/", 1)[0])].add(test_id)
 
     def titled(self, file: str, title: str) -> set[str]:
         """Ours in ``file`` ("" for any file) whose title, or describe path and title joined by
@@ -98,12 +110,16 @@ def map_names(dataset: str, names: Iterable[str], our_ids: Iterable[str]) -> Nam
     mapped: dict[str, str] = {}
     unmapped: dict[str, str] = {}
     files: dict[str, frozenset[str]] = {}
+    folded: set[str] = set()
     for name in dict.fromkeys(names):
         if name in ours.ids:
             continue
         found = reading(name, ours)
         if found == WHOLE_FILE:
             files[name] = frozenset(ours.files[name])
+        elif isinstance(found, _Folded):
+            files[name] = frozenset(found)
+            folded.add(name)
         elif isinstance(found, str):
             unmapped[name] = found
         elif len(found) == 1:
@@ -113,7 +129,11 @@ def map_names(dataset: str, names: Iterable[str], our_ids: Iterable[str]) -> Nam
         else:
             shown = ", ".join(sorted(found)[:_SHOWN])
             unmapped[name] = f"{len(found)} tests here answer to it ({shown}...): ambiguous"
-    return NameMap(mapped, unmapped, files)
+    return NameMap(mapped, unmapped, files, frozenset(folded))
+
+
+class _Folded(set[str]):
+    """Ours that one cut name folds together, all in one package: judged as one line."""
 
 
 def _multi_swe_bench(name: str, ours: _Ours) -> set[str] | str:
@@ -122,7 +142,15 @@ def _multi_swe_bench(name: str, ours: _Ours) -> set[str] | str:
     splits = list(_file_splits(name, ":", ours))
     if splits:  # jest --verbose: the file, then the test's own title
         return {t for file, title in splits for t in ours.by_key.get(("leaf", file, title), ())}
-    return _bare(name, ours)
+    return _bare(name, ours) or _cut(name, ours)
+
+
+def _cut(name: str, ours: _Ours) -> set[str]:
+    """Ours that their Go parser prints as ``name`` (each cut at its last ``/``): one package's
+    are folded into it; several packages' make it ambiguous."""
+    cut = ours.by_key.get(("cut", "", name), set())
+    packages = {test_id.partition(NODE_SEPARATOR)[0] for test_id in cut}
+    return _Folded(cut) if len(cut) > 1 and len(packages) == 1 else cut
 
 
 def _polybench(name: str, ours: _Ours) -> set[str] | str:

@@ -9,11 +9,12 @@ their list with ours, test by test, and says why each test they list is not in o
 - ``they_missed``: ours, not theirs;
 - ``we_missed``: theirs, ran here, not flaky, not ours; ``why`` says what we saw (it passes with
   the bug here, it is our PASS_TO_PASS...);
-- ``name_unmapped``: theirs, a JS dataset's name that no one test of ours answers to (none or
-  several: ``label_names.py``); ``why`` says which. Their names that do map are classed as the
-  id of ours they name; a name for a whole file is classed as the file, judged as their runner's
-  file line (every test of ours in it our PASS_TO_PASS; one our FAIL_TO_PASS and none failing
-  with the fix), and the tests of ours in it are not ``they_missed``.
+- ``name_unmapped``: theirs, a name that no one test of ours answers to (none or several:
+  ``label_names.py``); ``why`` says which. Their names that do map are classed as the id of ours
+  they name; a name for a whole file (or for Go subtests their parser cut to one name) is
+  classed as the file, judged as their runner's one line (every test of ours in it our
+  PASS_TO_PASS; one our FAIL_TO_PASS and none failing with the fix), and the tests of ours in it
+  are not ``they_missed``.
 
 A rejected candidate has no task; its lists are read from the runs it has (the rule's per-test
 reading of the main runs at base and gold, without its verdict), so its tests are still classed
@@ -41,7 +42,7 @@ from trajforge.schemas.label_check import (
 )
 from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.validation.candidate import ValidationResult
-from trajforge.verifiers.validation.label_names import WHOLE_FILE, NameMap, map_names
+from trajforge.verifiers.validation.label_names import NameMap, map_names
 from trajforge.verifiers.validation.rule import FAILING, flaky_tests
 
 
@@ -130,7 +131,7 @@ def _classify(
     found["name_unmapped"] = sorted(why)
     files = {name: names.files[name] for name in published if name in names.files}
     for name, tests in files.items():
-        kind, seen = _whole_file(label, tests, evidence)
+        kind, seen = _whole_file(label, tests, evidence, names.group_kind(name))
         found[kind].append(name)
         if seen:
             why[name] = seen
@@ -149,27 +150,30 @@ def _classify(
     return LabelClasses(**{c: tuple(sorted(tests)) for c, tests in found.items()}, why=why)
 
 
-def _whole_file(label: str, tests: frozenset[str], evidence: _Evidence) -> tuple[str, str]:
-    """Their name for a whole file, as their runner's file line means it: PASS_TO_PASS when
-    every test of ours in it is our PASS_TO_PASS; FAIL_TO_PASS when one is our FAIL_TO_PASS and
-    none fails with the fix. (class, why) for the first test that says otherwise."""
+def _whole_file(
+    label: str, tests: frozenset[str], evidence: _Evidence, group: str
+) -> tuple[str, str]:
+    """Their name for several of ours (``group`` says what: a whole file, folded subtests), as
+    their runner's one line means it: PASS_TO_PASS when every test of ours in it is our
+    PASS_TO_PASS; FAIL_TO_PASS when one is our FAIL_TO_PASS and none fails with the fix.
+    (class, why) for the first test that says otherwise."""
     gold = evidence.gold or {}
     if label == "PASS_TO_PASS":
         off = sorted(tests - evidence.ours["PASS_TO_PASS"])
     elif tests & evidence.ours["FAIL_TO_PASS"]:
         broken = sorted(t for t in tests if gold.get(t) in FAILING)
         if broken:
-            return WE_MISSED, f"{WHOLE_FILE}: {broken[0]} {gold[broken[0]]} with the fix here"
+            return WE_MISSED, f"{group}: {broken[0]} {gold[broken[0]]} with the fix here"
         return AGREES, ""
     else:
         off = sorted(tests)
     if not off:
         return AGREES, ""
     if set(off) <= evidence.flaky:
-        return FLAKY_HERE, f"{WHOLE_FILE}: {off[0]} flaky here"
+        return FLAKY_HERE, f"{group}: {off[0]} flaky here"
     missed, seen = _missed(label, off[0], evidence)
     count = f"{len(off)} of its {len(tests)} tests not our {label}"
-    return (WE_MISSED if missed else NOT_RUN_HERE), f"{WHOLE_FILE}: {count} ({off[0]}: {seen})"
+    return (WE_MISSED if missed else NOT_RUN_HERE), f"{group}: {count} ({off[0]}: {seen})"
 
 
 def _missed(label: str, test_id: str, evidence: _Evidence) -> tuple[bool, str]:
