@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import tree_sitter
 from trajforge.generators.mutants.mutant import Mutant
@@ -28,6 +28,12 @@ from trajforge.schemas.errors import ParamsError
 from trajforge.schemas.records import content_id
 
 F = TypeVar("F", bound=TreeFile)
+
+
+class LineGuide(Protocol):
+    """What sampling asks a coverage guide (``Language``'s ``SiteGuide`` is one)."""
+
+    def executes(self, path: str, first: int, last: int) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -147,11 +153,11 @@ class Mutator(Generic[F]):
         max_mutants: int,
         operators: Sequence[str] | None = None,
         min_complexity: int = 2,
-        executes: Callable[[str, int, int], bool] | None = None,
+        guide: LineGuide | None = None,
     ) -> tuple[list[Mutant], Unparsable]:
         """Up to ``max_mutants`` mutants across files, reproducible from ``seed``: the contract
-        of ``Language.sample_mutants``. With ``executes`` (a coverage guide's: path, first and
-        last line), only edits on lines a passing test executes are drawn. A file that does not
+        of ``Language.sample_mutants``. With a ``guide``, only edits on lines a passing test
+        executes are drawn. A file that does not
         parse is a ``(path, reason, detail)`` row, never an error."""
         ops = self.operators.pick(operators)
         rejected: Unparsable = []
@@ -176,7 +182,7 @@ class Mutator(Generic[F]):
                     kept = [
                         k
                         for k, edit in enumerate(edits)
-                        if executes is None or executes(path, *edit.lines())
+                        if guide is None or guide.executes(path, *edit.lines())
                     ]
                     if kept:
                         sites[name][(path, index)] = kept

@@ -13,9 +13,8 @@ removed (``scopes.py``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from trajforge.generators.languages.base import SiteGuide, Unparsable
 from trajforge.generators.languages.go.operators import GO_OPERATORS
 from trajforge.generators.languages.go.scopes import locals_of, qualifiers, unused_locals
 from trajforge.generators.languages.go.syntax import GoFile
@@ -108,21 +107,5 @@ def go_mutants_of_file(
     return GO_MUTATOR.mutants_of_file(path, source, operators, min_complexity)
 
 
-def sample_go_mutants(
-    files: Mapping[str, str],
-    *,
-    seed: int,
-    max_mutants: int,
-    operators: Sequence[str] | None = None,
-    min_complexity: int = 2,
-    guide: SiteGuide | None = None,
-) -> tuple[list[Mutant], Unparsable]:
-    """``Language.sample_mutants`` for Go: with a ``guide``, only edits on executed lines."""
-    return GO_MUTATOR.sample(
-        files,
-        seed=seed,
-        max_mutants=max_mutants,
-        operators=operators,
-        min_complexity=min_complexity,
-        executes=guide.executes if guide else None,
-    )
+# ``Language.sample_mutants``: with a guide, only edits on executed lines
+sample_go_mutants = GO_MUTATOR.sample

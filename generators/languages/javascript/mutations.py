@@ -7,9 +7,8 @@ well as its file did (no new ERROR or MISSING node in tree-sitter's tree).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
-from trajforge.generators.languages.base import SiteGuide, Unparsable
 from trajforge.generators.languages.javascript.operators import JS_OPERATORS
 from trajforge.generators.languages.javascript.syntax import JsFile
 from trajforge.generators.mutants.byte_edits import Edit, Mutator
@@ -41,21 +40,5 @@ def js_mutants_of_file(
     return JS_MUTATOR.mutants_of_file(path, source, operators, min_complexity)
 
 
-def sample_js_mutants(
-    files: Mapping[str, str],
-    *,
-    seed: int,
-    max_mutants: int,
-    operators: Sequence[str] | None = None,
-    min_complexity: int = 2,
-    guide: SiteGuide | None = None,
-) -> tuple[list[Mutant], Unparsable]:
-    """``Language.sample_mutants`` for JS/TS: with a ``guide``, only edits on executed lines."""
-    return JS_MUTATOR.sample(
-        files,
-        seed=seed,
-        max_mutants=max_mutants,
-        operators=operators,
-        min_complexity=min_complexity,
-        executes=guide.executes if guide else None,
-    )
+# ``Language.sample_mutants``: with a guide, only edits on executed lines
+sample_js_mutants = JS_MUTATOR.sample
