@@ -55,6 +55,10 @@ def seaweedfs(root: Path, timeout_s: float = 90.0) -> Iterator[dict[str, str]]:
         f"-filer.port={ports['filer']}", "-s3", f"-s3.port={ports['s3']}",
         "-s3.port.iceberg=0", "-s3.port.lance=0",  # catalogs on fixed ports: not needed
         "-master.volumeSizeLimitMB=64", "-volume.max=20",
+        # The default marks every volume read-only below 1% free of the whole disk (2.5 GB of a
+        # 252 GB one) and every write then answers InternalError: stop 48's CI lost five tests
+        # so on a machine whose images had filled the disk. A test writes megabytes.
+        "-volume.minFreeSpace=256MiB",
     ]  # fmt: skip
     log = open(root / "weed.log", "wb")  # noqa: SIM115  (closed below)
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=root)
