@@ -16,7 +16,8 @@ cold cache, trajforge against a SWE-smith-style baseline, on the same candidates
 
 Each side prints candidates, tasks kept, wall, build and test seconds and ``tasks_per_core_hour``
 = tasks / (wall hours x W); then whether FAIL_TO_PASS agree on the candidates both kept, and last
-``tasks_per_core_hour_ratio: X`` (trajforge / baseline).
+``tasks_per_core_hour_ratio: X`` (trajforge / baseline), or ``void`` with the reason in one line
+when the baseline kept nothing or the machine stopped it (a full disk): exit status 1 then.
 
 Usage: .venv/bin/python benchmarks/end_to_end.py --pypi NAME [--max-commits N] [--workers W]
        [--json PATH] [--no-reuse]
@@ -256,6 +257,43 @@ def baseline_side(params: Params, candidates: list[Candidate], w: int, tag: str)
     )  # fmt: skip
 
 
+MACHINE_FAULTS = ("No space left on device", "Disk quota exceeded", "Cannot allocate memory")
+
+
+def comparison(ours: Side, theirs: Side) -> tuple[float | None, str]:
+    """The ratio (trajforge / baseline), or None with the reason the comparison is void: a
+    baseline that kept nothing has no cost per task to divide by (it is not an infinitely
+    cheaper trajforge), and a baseline stopped by the machine (a full disk) measured nothing."""
+    notes = " ".join(theirs.notes + list(theirs.why_not.values()))
+    fault = next((f for f in MACHINE_FAULTS if f in notes), None)
+    if fault:
+        why = f"the baseline was stopped by the machine ({fault}), not by the repository"
+        return None, f"tasks_per_core_hour_ratio: void: {why}; free the machine and rerun"
+    if not theirs.kept:
+        reasons = ", ".join(f"{r} {n}" for r, n in sorted(theirs.reasons.items())) or "none"
+        why = f"the baseline kept 0 of {theirs.candidates} candidates (rejected: {reasons})"
+        return None, f"tasks_per_core_hour_ratio: void: {why}; there is no cost per task to compare"
+    ratio = ours.per_core_hour / theirs.per_core_hour
+    return ratio, f"tasks_per_core_hour_ratio: {ratio:.2f}"
+
+
+def baseline_or_fault(params: Params, candidates: list[Candidate], w: int, tag: str) -> Side:
+    """The baseline's side; one that dies of the machine (a full disk, no memory) is a side
+    with nothing kept and the cause in its notes, so the run still prints trajforge's figures
+    and says in one line why there is no ratio, instead of a traceback."""
+    import docker.errors
+
+    started = time.monotonic()
+    try:
+        return baseline_side(params, candidates, w, tag)
+    except (OSError, docker.errors.DockerException) as exc:
+        cause = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+        return Side(
+            "baseline (SWE-smith style)", len(candidates), time.monotonic() - started, 0.0, 0.0,
+            {}, {"machine_fault": len(candidates)}, w, [f"did not finish: {cause[0][:300]}"],
+        )  # fmt: skip
+
+
 def agreement(ours: Side, theirs: Side) -> list[str]:
     both = sorted(set(ours.kept) & set(theirs.kept))
     lines = [
@@ -336,25 +374,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"validate again with the images present: {steady:.1f} s wall, so the builds "
                 f"cost {ours.wall_s - steady:.1f} s of the wall (not counted in the ratio)"
             )
-            theirs = baseline_side(params, candidates, args.workers, tag)
+            theirs = baseline_or_fault(params, candidates, args.workers, tag)
         finally:
             remove_images({tag, *ours.images})
     for side in (ours, theirs):
         print("\n".join(side.lines()))
     print("\n".join(agreement(ours, theirs)))
-    ratio = ours.per_core_hour / theirs.per_core_hour if theirs.per_core_hour else float("inf")
+    ratio, ratio_line = comparison(ours, theirs)
     if args.json:
         figures = {
             "pypi": args.pypi, "max_commits": args.max_commits, "workers": args.workers,
             "mine_s": mine_s, "profile_images_removed": removed,
             "trajforge": {**asdict(ours), "tasks_per_core_hour": ours.per_core_hour},
             "baseline": {**asdict(theirs), "tasks_per_core_hour": theirs.per_core_hour},
-            "tasks_per_core_hour_ratio": ratio, "load": os.getloadavg(),
+            "tasks_per_core_hour_ratio": ratio, "comparison": ratio_line,
+            "load": os.getloadavg(),
         }  # fmt: skip
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(figures, handle, indent=2)
-    print(f"tasks_per_core_hour_ratio: {ratio:.2f}")
-    return 0
+    print(ratio_line)
+    return 0 if ratio is not None else 1
 
 
 if __name__ == "__main__":
