@@ -58,6 +58,7 @@ from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.sandbox.docker import connect
 from trajforge.verifiers.sandbox.factory import make_sandbox
+from trajforge.verifiers.sandbox.faults import machine_fault
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from swesmith_repo import TIMEOUT_S, Outcome, build_repo_image, validate_candidate
@@ -257,15 +258,11 @@ def baseline_side(params: Params, candidates: list[Candidate], w: int, tag: str)
     )  # fmt: skip
 
 
-MACHINE_FAULTS = ("No space left on device", "Disk quota exceeded", "Cannot allocate memory")
-
-
 def comparison(ours: Side, theirs: Side) -> tuple[float | None, str]:
     """The ratio (trajforge / baseline), or None with the reason the comparison is void: a
     baseline that kept nothing has no cost per task to divide by (it is not an infinitely
     cheaper trajforge), and a baseline stopped by the machine (a full disk) measured nothing."""
-    notes = " ".join(theirs.notes + list(theirs.why_not.values()))
-    fault = next((f for f in MACHINE_FAULTS if f in notes), None)
+    fault = machine_fault("\n".join(theirs.notes + list(theirs.why_not.values())))
     if fault:
         why = f"the baseline was stopped by the machine ({fault}), not by the repository"
         return None, f"tasks_per_core_hour_ratio: void: {why}; free the machine and rerun"
