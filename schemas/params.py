@@ -103,6 +103,10 @@ class ValidateParams:
     # One test's limit (pytest-timeout, signal method): a hanging test fails alone and the rest
     # of the suite decides; 0: no per-test limit (a hang then costs the whole run)
     per_test_timeout_s: int = 60
+    # A test module that does not build or import at base + test_patch while the rest of the
+    # suite runs (a Go package whose new test calls the function the fix adds): `fail` counts
+    # its tests as failing there (SWE-bench's, Multi-SWE-bench's n2p); `reject` the candidate
+    unbuilt_at_base: str = "fail"
     # Injected bugs: `covering` lets a kept bug's covering tests decide its FAIL_TO_PASS (the
     # rest of the suite is not run); `full` runs the whole suite for every kept bug
     mutant_mode: str = "covering"
@@ -461,6 +465,7 @@ URLS = ("sources.pypi_url", "llm.base_url")  # None: not configured
 CHOICES = {
     "sandbox.kind": ("docker", "podman", "local"),
     "validate.rerun_scope": ("changed", "suite"),
+    "validate.unbuilt_at_base": ("fail", "reject"),  # verifiers/validation/rule.py
     "validate.mutant_mode": ("covering", "full"),  # see verifiers/languages/python/mutants.py
     "inject.mode": ("procedural", "llm", "both"),  # see generators/bugs/injector.py
 }

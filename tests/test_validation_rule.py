@@ -49,6 +49,64 @@ def test_collection_error_at_base_is_not_fail_to_pass():
     assert not verdict.kept and verdict.reason == "collection_error_at_base"
 
 
+def _module(test_id: str) -> str:
+    return test_id.split("::")[0]
+
+
+def _unbuilt_base(**kw) -> TestRun:
+    """Go at base + test_patch: package ``calc`` did not build, ``text`` ran."""
+    fields = dict(exit_code=1, suite_ran=False, collection_errors=("calc",))
+    return run("base", {"text::TestShout": "PASSED"}, **{**fields, **kw})
+
+
+GOLD = {"calc::TestDiv": "PASSED", "calc::TestAdd": "PASSED", "text::TestShout": "PASSED"}
+
+
+def test_tests_of_a_module_unbuilt_at_base_are_fail_to_pass_with_the_rule_on():
+    """SWE-bench and Multi-SWE-bench (n2p) count them: absent at base, passing with the fix."""
+    verdict = judge([_unbuilt_base()], [run("gold", GOLD)], _module)
+    assert verdict.kept, verdict
+    assert verdict.fail_to_pass == ("calc::TestAdd", "calc::TestDiv")
+    assert verdict.pass_to_pass == ("text::TestShout",)
+
+
+def test_a_module_unbuilt_at_base_is_a_rejection_with_the_rule_off():
+    verdict = judge([_unbuilt_base()], [run("gold", GOLD)])
+    assert not verdict.kept and verdict.reason == "collection_error_at_base"
+
+
+def test_a_runner_that_stopped_at_the_unbuilt_module_ran_no_suite():
+    """pytest without --continue-on-collection-errors: exit 2, nothing else ran."""
+    base = run("base", {}, exit_code=2, suite_ran=False, collection_errors=("tests/test_x.py",))
+    gold = run("gold", {"tests/test_x.py::test_a": "PASSED", "tests/test_y.py::test_b": "PASSED"})
+    verdict = judge([base], [gold], _module)
+    assert not verdict.kept and verdict.reason == "collection_error_at_base"
+
+
+def test_a_single_package_unbuilt_at_base_is_all_fail_to_pass():
+    """go test exits 2 for a package that did not build: which tests ran decides, not the code."""
+    base = run("base", {}, exit_code=2, suite_ran=False, collection_errors=("calc",))
+    gold = run("gold", {"calc::TestDiv": "PASSED", "calc::TestAdd": "PASSED"})
+    assert judge([base], [gold], _module).fail_to_pass == ("calc::TestAdd", "calc::TestDiv")
+
+
+def test_a_module_unbuilt_at_gold_too_is_still_a_rejection():
+    gold = run("gold", {"text::TestShout": "PASSED"}, suite_ran=False, collection_errors=("calc",))
+    verdict = judge([_unbuilt_base()], [gold], _module)
+    assert not verdict.kept and verdict.reason == "collection_error_at_base"
+
+
+def test_a_rerun_that_builds_the_module_makes_its_tests_flaky_not_fail_to_pass():
+    selection = ("calc::TestAdd", "calc::TestDiv")
+    still = run("base", {}, attempt=1, selection=selection, suite_ran=False,
+                collection_errors=("calc",))  # fmt: skip
+    built = run("base", dict.fromkeys(selection, "PASSED"), attempt=1, selection=selection)
+    gold = [run("gold", GOLD), run("gold", GOLD, attempt=1)]
+    assert judge([_unbuilt_base(), still], gold, _module).fail_to_pass == selection
+    verdict = judge([_unbuilt_base(), built], gold, _module)
+    assert not verdict.kept and verdict.reason == "only_flaky_tests"
+
+
 def test_timeout_rejects():
     base = run("base", {}, exit_code=-9, suite_ran=False, timed_out=True)
     assert judge([base], [run("gold", {"a": "PASSED"})]).reason == "timeout_at_base"

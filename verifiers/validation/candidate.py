@@ -45,6 +45,8 @@ from trajforge.verifiers.validation.rule import (
     failing_tests,
     judge,
     suite_failure,
+    unbuilt_modules,
+    with_unbuilt_failing,
 )
 
 STAGE = "validate"
@@ -125,7 +127,7 @@ def validate_candidate(
     where pytest writes its JUnit XML, or how another runner's runs read (``Reading``)."""
     profile = with_limits(profile, params)
     decides = (profile.profile_id, profile.image, profile.test_cmd, base.tree_id, gold.tree_id)
-    policy = (params.reruns, params.rerun_scope, params.test_timeout_s)
+    policy = (params.reruns, params.rerun_scope, params.test_timeout_s, params.unbuilt_at_base)
     key = content_id(CACHE_VERSION, *decides, *policy, length=32)
     if cache is not None and (hit := cache.get(key)) is not None:
         return from_cache(hit, candidate)
@@ -173,11 +175,13 @@ def _run_and_judge(
         first = containers.enter_context(sandbox.session(spec))
         first.put_archive(base_tar)
         base_runs = [run_tests(first, ctx, "base", attempt=0)]
-        if failure := suite_failure(base_runs[0]):
+        unbuilt = unbuilt_modules(base_runs[0]) if params.unbuilt_at_base == "fail" else None
+        if (failure := suite_failure(base_runs[0])) and not unbuilt:
             return base_runs, [], failure
-        if not failing_tests(base_runs[0]):
+        if not failing_tests(base_runs[0]) and not unbuilt:
             reason = "every test passes before the fix; nothing to fix"
             return base_runs, [], Verdict(False, "no_failing_test_at_base", reason)
+        judged = grading_for(profile.language).test_file if unbuilt else None  # rule.py
         # The base run's container, emptied, takes gold; where it cannot be, a fresh one does.
         # A JS image's install lives in /repo itself (node_modules), which RESET would delete.
         emptied = (
@@ -187,9 +191,10 @@ def _run_and_judge(
         gold_session = first if reused else containers.enter_context(sandbox.session(spec))
         gold_session.put_archive(gold.tar())
         gold_runs = [run_tests(gold_session, ctx, "gold", attempt=0)]
-        decisive = decisive_tests(base_runs[0], gold_runs[0])
+        seen_at_base = with_unbuilt_failing(base_runs[0], gold_runs[0], judged) if judged else None
+        decisive = decisive_tests(seen_at_base or base_runs[0], gold_runs[0])
         if suite_failure(gold_runs[0]) or not decisive or params.reruns < 1:
-            return base_runs, gold_runs, judge(base_runs, gold_runs)
+            return base_runs, gold_runs, judge(base_runs, gold_runs, judged)
         if emptied:  # the first container holds gold (or half a tree): base reruns get a fresh one
             base_session = containers.enter_context(sandbox.session(spec))
             base_session.put_archive(base_tar)
@@ -199,7 +204,7 @@ def _run_and_judge(
         for attempt in range(1, params.reruns + 1):
             base_runs.append(run_tests(base_session, ctx, "base", attempt, selection))
             gold_runs.append(run_tests(gold_session, ctx, "gold", attempt, selection))
-    return base_runs, gold_runs, judge(base_runs, gold_runs)
+    return base_runs, gold_runs, judge(base_runs, gold_runs, judged)
 
 
 def _reset(session: Session) -> bool:

@@ -1,9 +1,17 @@
 """The validation rule (what makes a task true) and the runs that feed it.
 
-A task is kept only when, in its environment: the suite ran at base + test_patch (no collection or
-import error), at least one test goes FAIL->PASS with the fix, no test goes PASS->FAIL, and the
-verdict repeats on reruns. Tests whose status changes between identical runs are flaky and never
-enter FAIL_TO_PASS or PASS_TO_PASS.
+A task is kept only when, in its environment: the suite ran at base + test_patch, at least one
+test goes FAIL->PASS with the fix, no test goes PASS->FAIL, and the verdict repeats on reruns.
+Tests whose status changes between identical runs are flaky and never enter FAIL_TO_PASS or
+PASS_TO_PASS.
+
+A module that did not build or import at base (a Go package whose new test calls the function
+the fix adds; a JS test file importing a new export) while the rest of the suite ran holds tests
+that are absent there, not passing: with ``validate.unbuilt_at_base: fail`` (the default) they
+count as failing at base, so those passing with the fix are FAIL_TO_PASS (what SWE-bench and
+Multi-SWE-bench's ``n2p_tests`` count). A runner that stops at the first such module (pytest
+without ``--continue-on-collection-errors``) ran no suite: still a rejection. Injected bugs never
+use it: a bug that breaks a build is a compiler's task, not a test's.
 
 Reruns cost little: by default (``rerun_scope: changed``) only the tests the verdict rests on (the
 FAIL->PASS and PASS->FAIL candidates) are rerun, at base and at gold (gold in the gold run's
@@ -13,12 +21,15 @@ everything.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from trajforge.schemas.test_run import TestRun
+from trajforge.schemas.test_run import TestRun, TestStatus
 from trajforge.verifiers.test_runner import run_problem
 
 FAILING = ("FAILED", "ERROR")
+UNBUILT = "ERROR"  # a test whose module did not build or import at base
 
 
 @dataclass(frozen=True)
@@ -66,8 +77,46 @@ def suite_failure(run: TestRun) -> Verdict | None:
     )
 
 
-def judge(base_runs: list[TestRun], gold_runs: list[TestRun]) -> Verdict:
-    """Apply the rule to the main run and reruns of each state (index 0 is the main run)."""
+def unbuilt_modules(run: TestRun) -> frozenset[str]:
+    """The modules (a test file, a Go package) a run could not build or import; empty for a run
+    that timed out or whose report was refused (nothing it says is evidence)."""
+    if run.suite_ran or run.timed_out or run_problem(run) is not None:
+        return frozenset()
+    return frozenset(run.collection_errors)
+
+
+def with_unbuilt_failing(run: TestRun, gold: TestRun, test_file: Callable[[str], str]) -> TestRun:
+    """``run`` (at base) with each test ``gold`` reports whose module ``run`` could not build
+    marked failing, and counted as a suite that ran; ``run`` itself when it has no such module.
+
+    Only when the runner went on past those modules: every other test ``gold`` reports (of the
+    run's selection, for a rerun) has a status here. pytest stops at the first module that does
+    not import (exit 2, nothing else ran): that is no suite, and the candidate stays rejected.
+    The exit code cannot tell (go test exits 2 for a package that did not build, as for a usage
+    error); which tests ran can."""
+    unbuilt = unbuilt_modules(run)
+    if not unbuilt:
+        return run
+    present = run.statuses()
+    asked = [t for t in gold.statuses() if not run.selection or t in run.selection]
+    absent = sorted(t for t in asked if t not in present and test_file(t) in unbuilt)
+    lost = [t for t in asked if t not in present and test_file(t) not in unbuilt]
+    if not absent or lost:
+        return run
+    tests = (*run.tests, *(TestStatus(t, UNBUILT) for t in absent))
+    tests = tuple(sorted(tests, key=lambda test: test.test_id))
+    return dataclasses.replace(run, tests=tests, suite_ran=True)
+
+
+def judge(
+    base_runs: list[TestRun],
+    gold_runs: list[TestRun],
+    test_file: Callable[[str], str] | None = None,
+) -> Verdict:
+    """Apply the rule to the main run and reruns of each state (index 0 is the main run).
+    ``test_file`` (the language's: a test id's module) turns on the unbuilt-at-base rule."""
+    if test_file is not None and gold_runs:
+        base_runs = [with_unbuilt_failing(r, gold_runs[0], test_file) for r in base_runs]
     for runs in (base_runs, gold_runs):
         failure = suite_failure(runs[0])
         if failure:

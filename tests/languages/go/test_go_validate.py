@@ -36,6 +36,8 @@ func TestMul(t *testing.T) {
 \t}
 }
 """
+DIV = "\n// Div returns a over b.\nfunc Div(a, b int) int { return a / b }\n"
+DIV_TESTS = MUL_TESTS.replace("Mul(2, 3) != 6", "Div(6, 3) != 2").replace("Mul", "Div")
 WHISPER = TEXT + (
     "\n// Whisper lower-cases s (no test calls it).\n"
     'func Whisper(s string) string { return strings.ToLower(s) + "..." }\n'
@@ -102,6 +104,13 @@ def validated(tmp_path_factory, docker_engine):
         patch=_diff(calc.path, initial, fixed, "calc.go"),
         test_patch=_diff(calc.path, initial, fixed, "mul_test.go"),
     )  # fmt: skip
+    # A fix whose new test calls the function it adds: the package does not build at base.
+    div = calc.commit("add Div", {"calc.go": MUL_FIXED + DIV, "div_test.go": DIV_TESTS})
+    n2p = _candidate(
+        "mined-div", calc.path, fixed, commit=div, created_at="2026-01-01",
+        patch=_diff(calc.path, fixed, div, "calc.go"),
+        test_patch=_diff(calc.path, fixed, div, "div_test.go"),
+    )  # fmt: skip
     bugs = [
         _bug("bug-sub", calc, fixed, {"calc.go": MUL_FIXED.replace("a - b", "a - b - 1")}),
         _bug("bug-unused", calc, fixed, {"internal/text/text.go": WHISPER.replace("...", "?")}),
@@ -118,7 +127,7 @@ def validated(tmp_path_factory, docker_engine):
     (work / "cands").mkdir(parents=True)
     (work / "params.yaml").write_text(PARAMS.format(cache=work / "cache"))
     write_records(
-        str(work / "cands" / "part-0.parquet"), [mined, *bugs, failing], Candidate.ARROW_SCHEMA
+        str(work / "cands" / "part-0.parquet"), [mined, n2p, *bugs, failing], Candidate.ARROW_SCHEMA
     )
     done = run_cli("validate", "--input", "cands", "--output", "out", cwd=work)
     assert done.returncode == 0, done.stderr
@@ -155,6 +164,20 @@ def test_a_mined_go_fix_is_a_go_task_with_exact_lists(validated):
     assert row["validation"]["gold_exit_code"] == 0
 
 
+def test_a_fix_whose_test_does_not_build_at_base_makes_its_package_fail_to_pass(validated):
+    """div_test.go calls Div, which the fix adds: at base the root package does not build, so
+    its tests are absent there, failing, not passing (Multi-SWE-bench's n2p); with the fix
+    every test of the package passes. The other package's test is PASS_TO_PASS."""
+    work, _ = validated
+    row = _tasks(work)["mined-div"]
+    root = sorted({t for t in PASSING if t.startswith(".::")} | {".::TestMul", ".::TestDiv"})
+    assert row["FAIL_TO_PASS"] == root
+    assert row["PASS_TO_PASS"] == ["internal/text::TestShout"]
+    # go test exits 2 when a package does not build (as for a usage error): which tests ran
+    # decided, not the exit code
+    assert row["validation"]["base_exit_code"] == 2 and row["validation"]["gold_exit_code"] == 0
+
+
 def test_profiles_reach_and_the_failed_download(validated):
     work, stderr = validated
     reason, detail = _rejections(work)["mined-broken"]
@@ -168,8 +191,8 @@ def test_profiles_reach_and_the_failed_download(validated):
     assert len([p for p in profiles if p["repo"] == "calc"]) == 1  # one image for all commits
     summary = json.loads((work / "out" / "summary.json").read_text())
     assert summary["reach"] == "2 repositories: installed 1, collected 1, clean 1, task 1"
-    assert summary["kept"] == 2
-    assert "validate: 4 inputs, 2 kept, 2 rejected" in stderr
+    assert summary["kept"] == 3
+    assert "validate: 5 inputs, 3 kept, 2 rejected" in stderr
 
 
 def test_evaluate_resolves_the_gold_patches_and_not_empty_ones(validated):
