@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from trajforge.generators.imports.formats import FORMATS
+from trajforge.generators.languages.registry import LANGUAGES
 from trajforge.pipelines.commands import options
 
 NAME = "import-tasks"
@@ -21,8 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Read a published task dataset (JSONL, a JSON list, Parquet, or a Hugging Face dataset "
         "directory) into a candidates table that `trajforge validate --input` proves again. "
         "Each row keeps its dataset's instance_id, FAIL_TO_PASS and PASS_TO_PASS. "
-        "Multi-SWE-bench and SWE-PolyBench rows in a language trajforge does not run (Go, Java, "
-        "Rust, C, C++) are set aside as language_not_supported."
+        "Multi-SWE-bench and SWE-PolyBench rows in a language no plug-in runs (the plug-ins: "
+        f"{', '.join(language.name for language in LANGUAGES)}) are set aside as "
+        "language_not_supported."
     )
     parser.add_argument("--format", required=True, choices=FORMATS)
     parser.add_argument(
