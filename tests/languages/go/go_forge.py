@@ -488,7 +488,7 @@ PRE_MODULE_ROUTES: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
     ),
     "vendor_modules_txt": (
         {
-            "vendor/modules.txt": f"# {MODULE_PATH}/fixed v0.0.0\n## explicit\n{MODULE_PATH}/fixed\n",
+            "vendor/modules.txt": f"# {MODULE_PATH}/fixed v0.0.0\n{MODULE_PATH}/fixed\n",
             "vendor/example.com/calc/fixed/fixed.go": "package fixed\n",
             "calc/calc.go": GOLD,
         },

@@ -82,12 +82,15 @@ def _verbose(clock: Clock, at: float, *lines: str) -> None:
 
 
 def test_the_clock_lets_a_long_package_run_and_finds_a_hang():
+    """As go 1.19 prints a test binary's -v lines: a subtest's result only with its parent's
+    (a sibling's start says it ended)."""
     clock = Clock(2)
     _verbose(clock, 0, "=== RUN   TestA", "--- PASS: TestA (1.50s)", "=== RUN   TestB")
     _verbose(clock, 1.5, "=== RUN   TestB/x")
-    _verbose(clock, 3.0, "    --- PASS: TestB/x (1.50s)", "=== RUN   TestB/y")
+    _verbose(clock, 3.0, "=== RUN   TestB/y")
     assert clock.overdue(4.9) is None  # TestB runs 4.9 s, each of its subtests under 2
-    _verbose(clock, 4.9, "    --- PASS: TestB/y (1.90s)", "--- PASS: TestB (4.90s)")
+    _verbose(clock, 4.9, "--- PASS: TestB (4.90s)", "    --- PASS: TestB/x (1.50s)",
+             "    --- PASS: TestB/y (1.90s)")  # fmt: skip
     _verbose(clock, 5, "=== RUN   TestHang", "trajforge: output, not progress")
     assert clock.overdue(6.9) is None
     assert clock.overdue(7.1) == ("", "TestHang")

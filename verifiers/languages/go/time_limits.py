@@ -71,5 +71,7 @@ def per_test_s(test_cmd: str, run_timeout_s: float) -> int:
 def _compact(source: str) -> str:
     """The watcher as a command carries it: no module docstring, comment or blank line."""
     body = source.split('"""', 2)[2] if source.startswith('"""') else source
-    lines = (line for line in body.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+    lines = (
+        line for line in body.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    )
     return "\n".join(lines) + "\n"

@@ -45,7 +45,7 @@ def _beside(name, file):
     """A program shipped beside this one, loaded as a module."""
     spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, file))
     if spec is None or spec.loader is None:
-        sys.exit("trajforge go grader: %s is not beside it" % file)
+        sys.exit(f"trajforge go grader: {file} is not beside it")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -251,8 +251,8 @@ def main(uid, timeout_s, spec_path):
         )
         sys.stdout.buffer.write(output)
         if stopped:
-            note = "\ntrajforge: %s ran over the per-test limit of %ss; its test binary was " \
-                   "stopped\n" % (stopped, spec["per_test_s"])  # fmt: skip
+            note = f"\ntrajforge: {stopped} ran over the per-test limit of " \
+                   f"{spec['per_test_s']}s; its test binary was stopped\n"  # fmt: skip
             sys.stdout.buffer.write(note.encode("utf-8", "replace"))
         sys.stdout.flush()
         timed_out = timed_out or late

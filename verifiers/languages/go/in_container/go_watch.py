@@ -14,6 +14,7 @@ past ``LIMIT`` (found by its folder under the go command) and exits with the go 
 status. Standard library only; runs on Python 3.9.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -32,11 +33,16 @@ _TRACKED = 100000  # tests kept per clock at most (a stream is the tests' own ou
 
 
 class Clock:
-    """Running tests per package and when each last made progress."""
+    """Running tests per package and when each last made progress.
+
+    A verbose stream (and go 1.19's ``-json``, made from it) prints a subtest's result only
+    when its parent ends, so ends are also inferred: a sequential test has ended when a
+    sibling starts, and every subtest when its parent ends. Resumed parallel tests end
+    silently; each is allowed the limit once per resumed sibling still open."""
 
     def __init__(self, limit_s):
         self.limit_s = float(limit_s)
-        self.running = {}  # (package, test) -> [since, paused]
+        self.running = {}  # (package, test) -> [since, state: run | pause | cont]
         self.lock = threading.Lock()  # the grader feeds it from its pump's thread
 
     def see(self, line, now, package=""):
@@ -48,18 +54,25 @@ class Clock:
             return
         action, test, said_package = found
         with self.lock:
-            self._move(action, (said_package or package, test), now)
+            self._move(action, said_package or package, test, now)
 
-    def _move(self, action, key, now):
-        test = key[1]
-        for other in self.running:  # an ancestor's progress is its subtest's
-            if other[0] == key[0] and test.startswith(other[1] + "/"):
-                self.running[other][0] = now
-        if action == "run" or action == "cont":
+    def _move(self, action, package, test, now):
+        parent = _parent(test)
+        for (p, t), entry in list(self.running.items()):
+            if p != package:
+                continue
+            if test.startswith(t + "/"):  # an ancestor's progress is its subtest's
+                entry[0] = now
+            elif action == "run" and entry[1] == "run" and _under(t, parent) and t != test:
+                del self.running[(p, t)]  # a sequential sibling (or its subtest) ended
+            elif action in _ENDS and t.startswith(test + "/"):
+                del self.running[(p, t)]  # a subtest ends before its parent
+        key = (package, test)
+        if action in ("run", "cont"):
             if key in self.running or len(self.running) < _TRACKED:
-                self.running[key] = [now, False]
+                self.running[key] = [now, action]
         elif action == "pause" and key in self.running:
-            self.running[key][1] = True
+            self.running[key][1] = "pause"
         elif action in _ENDS:
             self.running.pop(key, None)
 
@@ -69,11 +82,17 @@ class Clock:
             return self._overdue(now)
 
     def _overdue(self, now):
-        for (package, test), (since, paused) in self.running.items():
-            if paused or now - since <= self.limit_s:
+        for (package, test), (since, state) in self.running.items():
+            if state == "pause":
                 continue
-            inner = any(p == package and t.startswith(test + "/") and not s[1]
-                        for (p, t), s in self.running.items())  # fmt: skip
+            allowed = self.limit_s
+            if state == "cont":  # resumed parallel tests end silently: their group's time
+                allowed *= sum(1 for (p, t), e in self.running.items() if p == package
+                               and e[1] == "cont" and _parent(t) == _parent(test))  # fmt: skip
+            if now - since <= allowed:
+                continue
+            inner = any(p == package and t.startswith(test + "/") and e[1] != "pause"
+                        for (p, t), e in self.running.items())  # fmt: skip
             if not inner:
                 return package, test
         return None
@@ -83,6 +102,15 @@ class Clock:
         with self.lock:
             for key in [k for k in self.running if k[0] == package]:
                 del self.running[key]
+
+
+def _parent(test):
+    return test.rsplit("/", 1)[0] if "/" in test else None
+
+
+def _under(test, parent):
+    """Whether ``test`` is a child of ``parent`` (None: a top-level test) or below one."""
+    return True if parent is None else test.startswith(parent + "/")
 
 
 def _event(line):
@@ -120,7 +148,7 @@ def _children():
         if not entry.isdigit():
             continue
         try:
-            with open("/proc/%s/stat" % entry, encoding="ascii", errors="replace") as handle:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
                 parent = int(handle.read().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
@@ -141,25 +169,23 @@ def _stop_binary(go_pid, package):
     """Kill the test binary of ``package`` under the go command (and what it started): the
     one whose folder is the package's, else the one named after it."""
     module = _module_path()
-    rest = package[len(module):].lstrip("/") if module and package.startswith(module) else None
+    rest = package[len(module) :].lstrip("/") if module and package.startswith(module) else None
     folder = os.path.realpath(os.path.join(os.getcwd(), rest)) if rest is not None else ""
     name = package.rsplit("/", 1)[-1] + ".test"
     tree = _children()
     binaries = []
     for pid in _below(tree, go_pid):
         try:
-            exe = os.path.basename(os.readlink("/proc/%d/exe" % pid))
-            cwd = os.readlink("/proc/%d/cwd" % pid)
+            exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+            cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
         if exe.endswith(".test") and (cwd == folder or (not folder and exe == name)):
             binaries.append(pid)
     for pid in binaries:
         for victim in [pid, *_below(tree, pid)]:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(victim, signal.SIGKILL)
-            except OSError:
-                pass
     return bool(binaries)
 
 
@@ -186,8 +212,8 @@ def main(argv):
             package, test = late
             clock.forget(package)
             if _stop_binary(go.pid, package):
-                note = "trajforge: %s ran over the per-test limit of %gs; its test binary was " \
-                       "stopped\n" % (test, limit)  # fmt: skip
+                note = f"trajforge: {test} ran over the per-test limit of {limit:g}s; its test " \
+                       "binary was stopped\n"  # fmt: skip
                 event = {"Action": "output", "Package": package, "Test": test, "Output": note}
                 out.write((json.dumps(event) + "\n").encode())
                 out.flush()
