@@ -143,7 +143,7 @@ def _module_path():
 
 def _children():
     """pid -> its children's pids, from /proc."""
-    tree = {}
+    tree: dict = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -193,6 +193,8 @@ def main(argv):
     limit = float(argv[0])
     go = subprocess.Popen(argv[1:], stdout=subprocess.PIPE)
     clock, pending, out = Clock(limit), b"", sys.stdout.buffer
+    if go.stdout is None:  # never: stdout is a pipe
+        return go.wait()
     source = go.stdout.fileno()
     while True:
         ready, _, _ = select.select([source], [], [], 0.25)
