@@ -10,8 +10,10 @@ tests failed or a package did not build; 2: the go command refused its arguments
 (the grader builds its test binaries with ``go test -c -vet=off``: a task's lists are what the
 grader sees, and a vet finding is no test's result; with vet, Go 1.19's ``stringintconv`` kept a
 whole grpc-go package from building at base and its rows from validating),
-``-timeout`` the per-test limit: Go's bounds a package's whole test binary, which panics
-with the running test named, so a hang costs one package that long, not the whole run.
+and the per-test limit as ``verifiers/languages/go/time_limits.py`` sets it for validate and
+the grader alike: ``go test`` under its watcher (a test that runs past the limit has its binary
+killed and reads FAILED, the package's finished tests keep theirs), ``-timeout 0`` (the run's
+own limit bounds a binary: a package that is merely long is graded, not FAILED).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from trajforge.generators.languages.go.detection import (
 )
 from trajforge.verifiers.languages.go.runs import PRE_MODULE_FILES
 from trajforge.verifiers.languages.go.test_events import package_dir
+from trajforge.verifiers.languages.go.time_limits import binary_flag, watcher_setup
 
 REPORT_PATH = "/tmp/trajforge-go-test.json"
 PARALLEL = 2  # ``go test -p``: packages built and run at once
@@ -53,8 +56,8 @@ def module_command(
     """The command over ``found``'s modules (see the module doc). ``pre_module``: a tree with
     no go.mod gets the one the build made for the run, removed after it, so no diff or
     status of the tree ever holds it (a tree that has its own go.mod by then keeps it)."""
-    timeout = f" -timeout {int(per_test_timeout_s)}s" if per_test_timeout_s > 0 else ""
-    go_test = f"go test -json -count=1 -p {PARALLEL} -vet=off{timeout}"
+    per_test = int(per_test_timeout_s)
+    go_test = f"go test -json -count=1 -p {PARALLEL} -vet=off{binary_flag(per_test)}"
     ordered = sorted(enumerate(found), key=lambda item: -_depth(item[1].folder))
     cases = []
     for index, module in ordered:  # the deepest module first: it owns its folders
@@ -75,8 +78,8 @@ def module_command(
     )
     unmade = '[ -z "$m" ] || rm -f go.mod go.sum; ' if pre_module else ""
     script = (
-        f"set -f; r={REPORT_PATH}; : > $r; s=0; {made}"
-        f'run() {{ d=$1; shift; (cd "$d" && {go_test} "$@") >> $r || s=$?; }}; '
+        f"set -f; r={REPORT_PATH}; : > $r; s=0; {watcher_setup(per_test)}{made}"
+        f'run() {{ d=$1; shift; (cd "$d" && $W {go_test} "$@") >> $r || s=$?; }}; '
         f'for p in "$@"; do case "$p" in {" ".join(cases)} esac; done; '
         f"if [ $# -eq 0 ]; then {every}; else {some}; fi; {unmade}exit $s"
     )

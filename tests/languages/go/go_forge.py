@@ -14,9 +14,11 @@ from pathlib import Path
 
 from repo_factory import RepoBuilder
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.languages.go.runs import PRE_MODULE_FILES
 from trajforge.verifiers.sandbox.git_tree import apply_patches, git
 
-GO_MOD = "module example.com/calc\n\ngo 1.19\n"
+MODULE_PATH = "example.com/calc"
+GO_MOD = f"module {MODULE_PATH}\n\ngo 1.19\n"
 BUGGY = "package calc\n\n// Add adds.\nfunc Add(a, b int) int { return a - b }\n\n" \
         "// Mul multiplies.\nfunc Mul(a, b int) int { return a * b }\n"  # fmt: skip
 GOLD = BUGGY.replace("return a - b", "return a + b")
@@ -421,28 +423,131 @@ ROUTES: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
 }
 
 
-def go_task(root: Path, base_image: str) -> tuple[TaskInstance, str]:
-    """(task, repo): the module committed, its image built FROM ``base_image`` (the module at
-    /repo, its build cache warm, nothing fetched), gold the fix of ``Add``."""
-    repo = RepoBuilder(root / "calc")
-    base = repo.commit("calc", FILES)
-    fixed = repo.commit("fix add", {"calc/calc.go": GOLD})
-    gold = git(str(repo.path), "diff", base, fixed).decode()
+# -- a pre-module task (no go.mod: the image made one at PRE_MODULE_FILES) -------------------
+
+# Add right only where the package is built under another module path than the task's: what a
+# patch's own go.mod would do, were it built with.
+PATH_PROBE = f"""\
+package calc
+
+import "reflect"
+
+type marker struct{{}}
+
+// Add adds.
+func Add(a, b int) int {{
+\tif reflect.TypeOf(marker{{}}).PkgPath() != "{MODULE_PATH}/calc" {{
+\t\treturn a + b
+\t}}
+\treturn a - b
+}}
+
+// Mul multiplies.
+func Mul(a, b int) int {{ return a * b }}
+"""
+# Rewrites the image's made go.mod once the tests run (the binaries were built before).
+MADE_MODULE_WRITER = f"""\
+package calc
+
+import "os"
+
+func init() {{
+\t_ = os.WriteFile("{PRE_MODULE_FILES}/go.mod", []byte("module example.com/forged\\n"), 0o644)
+}}
+"""
+FORGED_GO_MOD = "module example.com/forged\n\ngo 1.19\n"
+PRE_MODULE_ROUTES: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
+    "own_go_mod_with_another_module_path": (
+        {"go.mod": FORGED_GO_MOD, "calc/calc.go": PATH_PROBE},
+        ("tests_failed",),
+    ),
+    "own_go_mod_replaces_with_an_added_folder": (
+        {
+            "go.mod": REPLACE_GO_MOD,
+            "fmtx/go.mod": "module example.com/fmtx\n\ngo 1.19\n",
+            "fmtx/fmtx.go": "package fmtx\n",
+            "calc/calc.go": GOLD,
+        },
+        ("forbidden_file",),
+    ),
+    "nested_go_mod_makes_calc_its_own_module": (
+        {"calc/go.mod": "module example.com/other/calc\n\ngo 1.19\n", "calc/calc.go": PATH_PROBE},
+        ("tests_failed",),
+    ),
+    "writes_the_made_module_path_in_the_tree": (
+        {
+            PRE_MODULE_FILES.lstrip("/") + "/go.mod": FORGED_GO_MOD,
+            PRE_MODULE_FILES.lstrip("/") + "/go.sum": "",
+            "calc/calc.go": PATH_PROBE,
+        },
+        ("tests_failed",),
+    ),
+    "writes_the_made_module_at_test_time": (
+        {"calc/forge.go": MADE_MODULE_WRITER, "calc/calc.go": PATH_PROBE},
+        ("tests_failed",),
+    ),
+    "vendor_modules_txt": (
+        {
+            "vendor/modules.txt": f"# {MODULE_PATH}/fixed v0.0.0\n{MODULE_PATH}/fixed\n",
+            "vendor/example.com/calc/fixed/fixed.go": "package fixed\n",
+            "calc/calc.go": GOLD,
+        },
+        ("forbidden_file",),
+    ),
+    # a folder where the grader lays the made go.mod: nothing builds, nothing is rewarded
+    "module_file_made_a_folder": (
+        {"go.mod/forge.go": "package forge\n", "calc/calc.go": GOLD},
+        ("suite_did_not_run", "suite_failed", "tests_failed"),
+    ),
+    "honest_fix": ({"calc/calc.go": GOLD}, ("resolved",)),
+}
+
+
+def go_image(
+    root: Path, base_image: str, files: dict[str, str], fixed: dict[str, str], *,
+    pre_module: bool = False,
+) -> tuple[RepoBuilder, str, str, str]:  # fmt: skip
+    """(repo, base commit, fix commit, image tag): ``files`` committed, then ``fixed`` over
+    them; the image built FROM ``base_image`` at the base (the module at /repo, its build
+    cache warm, nothing fetched). ``pre_module``: the tree has no go.mod; the image makes one
+    at ``PRE_MODULE_FILES`` as the recipe does, and /repo keeps none."""
+    repo = RepoBuilder(root / "repo")
+    base = repo.commit("base", files)
+    fix = repo.commit("fix", fixed)
     context = root / "context"
     context.mkdir()
     tree = git(str(repo.path), "archive", "--prefix=repo/", base)
     subprocess.run(["tar", "-x", "-C", str(context)], input=tree, check=True)
+    made = (
+        f"RUN go mod init {MODULE_PATH} && touch go.sum && mkdir -p {PRE_MODULE_FILES} "
+        f"&& cp go.mod go.sum {PRE_MODULE_FILES}/\n"
+        if pre_module
+        else ""
+    )
+    unmade = "RUN rm go.mod go.sum\n" if pre_module else ""
     (context / "Dockerfile").write_text(
         f"FROM {base_image}\n"
         "ENV GOPROXY=off GOFLAGS=-mod=mod GOTOOLCHAIN=local\n"
         "COPY repo /repo\n"
         "WORKDIR /repo\n"
+        f"{made}"
         "RUN go test -count=1 -run '^$' ./... && go vet ./...\n"
+        f"{unmade}"
     )
-    tag = "trajforge-test-goforge:" + base[:12]
+    tag = f"trajforge-test-goforge:{'pre-' if pre_module else ''}{base[:12]}"
     built = subprocess.run(["docker", "build", "-q", "-t", tag, str(context)],
                            capture_output=True, text=True, check=False)  # fmt: skip
     assert built.returncode == 0, built.stderr[-3000:]
+    return repo, base, fix, tag
+
+
+def go_task(root: Path, base_image: str, *, pre_module: bool = False) -> tuple[TaskInstance, str]:
+    """(task, repo): the module committed, its image built (``go_image``), gold the fix of
+    ``Add``. ``pre_module``: the same tree without its go.mod, a GOPATH-era task."""
+    files = {k: v for k, v in FILES.items() if not (pre_module and k == "go.mod")}
+    repo, base, fixed, tag = go_image(root, base_image, files, {"calc/calc.go": GOLD},
+                                      pre_module=pre_module)  # fmt: skip
+    gold = git(str(repo.path), "diff", base, fixed).decode()
     task = TaskInstance(
         instance_id="calc-go-1", repo="local/calc", base_commit=base, patch=gold,
         test_patch="", problem_statement="Add subtracts", hints_text="",

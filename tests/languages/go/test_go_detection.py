@@ -253,7 +253,7 @@ def test_the_command_runs_every_module_and_a_selection_in_its_own_module(tmp_pat
     })  # fmt: skip
     found = project.detect(repo)
     assert found is not None
-    flags = "test -json -count=1 -p 2 -vet=off -timeout 30s"
+    flags = "test -json -count=1 -p 2 -vet=off -timeout 0"  # each test: the watcher's
     whole = runners.test_command(found, (), 30)
     assert runners.REPORT_PATH in whole
     assert run_script(whole, repo) == [

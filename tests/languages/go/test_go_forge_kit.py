@@ -9,12 +9,19 @@ a vendored copy, or edit the test only. None earns anything; the honest fix reso
 does not (docs/security.md's Go section says what closes each). The residue is measured too: a
 forger that learns every sentinel by running the binary again and pairs each twin with its
 original by their failure message gets through, and only the suspicious-patch flag sees it.
+
+A pre-module task (the same tree with no go.mod; the image made one at ``PRE_MODULE_FILES``,
+laid into the tree for each build) has its own routes: a patch's go.mod with another module
+path or a replace into a folder it adds, a nested go.mod, the made module's path written in the
+tree or at test time, a ``vendor/modules.txt``, a folder where the made go.mod goes. None earns
+anything: every go.mod is the task's (none), the made one is read from the image before any of
+the patch's code runs, vendor/ is refused by name.
 """
 
 from __future__ import annotations
 
 import pytest
-from go_forge import F2P, P2P, RESIDUE, ROUTES, go_task, model_patch
+from go_forge import F2P, P2P, PRE_MODULE_ROUTES, RESIDUE, ROUTES, go_task, model_patch
 from trajforge.generators.languages.go.base_image import ensure_go_base_image
 from trajforge.verifiers.patch_verifier import verify_patch
 from trajforge.verifiers.sandbox.docker import DockerSandbox
@@ -22,22 +29,33 @@ from trajforge.verifiers.sandbox.docker import DockerSandbox
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory, docker_engine):
-    """route -> PatchVerdict, each route's patch graded once (and gold's and an empty one)."""
-    root = tmp_path_factory.mktemp("goforge")
-    task, repo = go_task(root, ensure_go_base_image(say=lambda _line: None))
+def _grade_routes(tmp_path_factory, routes: dict[str, dict[str, str]], *, pre_module: bool):
+    """route -> PatchVerdict, each route's patch graded once (and gold's)."""
+    root = tmp_path_factory.mktemp("goforge-pre" if pre_module else "goforge")
+    base = ensure_go_base_image(say=lambda _line: None)
+    task, repo = go_task(root, base, pre_module=pre_module)
     sandbox = DockerSandbox()
     try:
         out = {}
-        every = {**{name: files for name, (files, _) in ROUTES.items()}, **RESIDUE}
-        for name, files in every.items():
+        for name, files in routes.items():
             patch = model_patch(task, repo, tmp_path_factory.mktemp(name), files)
             out[name] = verify_patch(sandbox, task, repo, patch, 120, None)
         out["gold"] = verify_patch(sandbox, task, repo, task.patch, 120, None)
-        yield out
+        return out
     finally:  # its spare containers (``sleep infinity``) go with it, a failed grading's too
         sandbox.close()
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, docker_engine):
+    every = {**{name: files for name, (files, _) in ROUTES.items()}, **RESIDUE}
+    return _grade_routes(tmp_path_factory, every, pre_module=False)
+
+
+@pytest.fixture(scope="module")
+def pre_module_graded(tmp_path_factory, docker_engine):
+    routes = {name: files for name, (files, _) in PRE_MODULE_ROUTES.items()}
+    return _grade_routes(tmp_path_factory, routes, pre_module=True)
 
 
 def test_gold_resolves_with_every_graded_test_passed(graded):
@@ -71,3 +89,17 @@ def test_residue_gets_through_and_is_flagged(graded, route):
     verdict = graded[route]
     assert (verdict.resolved, verdict.trusted) == (True, True), verdict.log[-3000:]
     assert "reaches into the test runner" in verdict.suspicious_patch
+
+
+def test_a_pre_module_task_s_gold_resolves_with_the_made_module(pre_module_graded):
+    gold = pre_module_graded["gold"]
+    assert (gold.resolved, gold.reason, gold.trusted) == (True, "resolved", True), gold.log[-3000:]
+    assert gold.test_report == dict.fromkeys((*F2P, *P2P), "PASSED")
+
+
+@pytest.mark.parametrize("route", sorted(PRE_MODULE_ROUTES))
+def test_pre_module_route_comes_out_as_designed(pre_module_graded, route):
+    verdict = pre_module_graded[route]
+    reasons = PRE_MODULE_ROUTES[route][1]
+    assert verdict.reason in reasons, (verdict.reason, verdict.log[-3000:])
+    assert verdict.resolved == (reasons == ("resolved",))

@@ -12,7 +12,7 @@ from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.grader import rules
 from trajforge.verifiers.grader.supervised import UnsupportedTestCommand
 from trajforge.verifiers.languages.base import GradedRun, Grading, TaskTree
-from trajforge.verifiers.languages.go import policy, sentinels, test_events
+from trajforge.verifiers.languages.go import policy, sentinels, test_events, time_limits
 from trajforge.verifiers.languages.go.runs import (
     guard_paths,
     made_module,
@@ -103,7 +103,8 @@ class GoGrading(Grading):
             made = {} if module_files(tree) else made_module(session)  # a pre-module tree's
             packages, modules = packages_of(tree, graded, selected, planted, builds, made)
             session.put_archive(tree.archive(), "/")
-            said = run_go(session, packages, guard_paths(paths), timeout_s)
+            limit = time_limits.per_test_s(task.test_cmd, timeout_s)
+            said = run_go(session, packages, guard_paths(paths), timeout_s, limit)
         return GradedRun(supervised_run(said, modules, declared, planted), planted)
 
     def grading_gap(self, test_runner: str, test_cmd: str) -> str:

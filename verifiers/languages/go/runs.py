@@ -36,6 +36,7 @@ from trajforge.verifiers.grader.supervised import (
 )
 from trajforge.verifiers.languages.base import TaskTree
 from trajforge.verifiers.languages.go import policy, sentinels, test_events
+from trajforge.verifiers.languages.go.time_limits import WATCH
 from trajforge.verifiers.sandbox.base import SandboxBroken, Session
 
 HERE = "trajforge.verifiers.languages.go.in_container"
@@ -126,9 +127,11 @@ def _module_of(folder: str, folders: Mapping[str, str]) -> str | None:
 
 
 def run_go(
-    session: Session, packages: list[Package], guard: list[str], timeout_s: float
+    session: Session, packages: list[Package], guard: list[str], timeout_s: float,
+    per_test_s: int,
 ) -> dict:  # fmt: skip
-    """The grader's Go program run once over ``packages``; its result as it wrote it."""
+    """The grader's Go program run once over ``packages``, each test limited to ``per_test_s``
+    (``time_limits.py``); its result as it wrote it."""
     spec = {
         "packages": [
             {"dir": p.dir, "module": p.module, "import_path": p.import_path, "run": p.run,
@@ -136,10 +139,11 @@ def run_go(
             for p in packages
         ],
         "guard": guard,
+        "per_test_s": per_test_s,
     }  # fmt: skip
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        add_grader(tar, {PROGRAM: program(HERE, PROGRAM)})
+        add_grader(tar, {PROGRAM: program(HERE, PROGRAM), WATCH: program(HERE, WATCH)})
         data = json.dumps(spec).encode()
         info = tarfile.TarInfo(SPEC.lstrip("/"))
         info.size, info.mode = len(data), 0o600
@@ -167,8 +171,11 @@ def supervised_run(
 ) -> SupervisedRun:  # fmt: skip
     """The run as the verdict rule reads it: statuses from the events, and every problem of
     the stream (``stream_problems``) as tampering. ``declared``: package folder -> the test
-    functions its test files (the task's own) declare."""
+    functions its test files (the task's own) declare. A test the per-test limit stopped is
+    FAILED whatever its stream said, and the run's ``stopped``: never resolved, the
+    package's later tests (its sentinels among them) cut off, not missing."""
     statuses: dict[str, str] = {}
+    stopped: list[str] = []
     errors: list[str] = []
     tampering: list[str] = []
     own: dict[str, set[str]] = {}
@@ -183,6 +190,9 @@ def supervised_run(
             known = declared.get(folder, set()) | own.get(folder, set())
             found, problems = read_package(package, modules, known)
             statuses.update(found.statuses)
+            if package.get("stopped"):
+                stopped.append(test_events.test_id(folder, str(package["stopped"])))
+                statuses[stopped[-1]] = "FAILED"
             errors += found.collection_errors
             tampering += problems
         code, timed_out = int(said["exit_code"]), bool(said["timed_out"])
@@ -190,7 +200,8 @@ def supervised_run(
         raise SandboxBroken(f"grader: the Go run's result is unreadable ({exc!r})") from None
     evidence = Evidence(statuses, tuple(errors), not timed_out, tuple(tampering[:20]))
     return SupervisedRun(code, timed_out, bool(said.get("leftovers")), evidence,
-                         str(said.get("log", "")), float(said.get("duration_s", 0.0)))  # fmt: skip
+                         str(said.get("log", "")), float(said.get("duration_s", 0.0)),
+                         stopped[0] if stopped else "")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,17 @@ folder: changing user, opening the tree, killing a user's processes, draining a 
 ``python -I``, in /repo. ``go_grade.py UID TIMEOUT_S SPEC``; SPEC is a JSON file in the grader's
 ``out/`` folder, which only root can read: for each graded package its folder, import path,
 module folder, ``-test.run`` pattern and the files planted for its build (the grader's sentinel
-test file, graded test files with twins appended: base64).
+test file, graded test files with twins appended: base64); the per-test limit.
 
 For each package: the planted files are written, ``go test -c`` builds its test binary as root
 into a folder the tests' user can only enter, and the planted files are put back as they were
 (the sentinels' source never lies where the tests' user can read it). Then the tree is opened
 up (``guard``: test files, testdata, go.mod/go.sum stay read-only with their folders), and each
 binary runs as ``UID`` in its package's folder with ``-test.v=true`` (go 1.19's binaries have no
-test2json mode); its output goes to a
-pipe root drains. When it exits, every process of that user is killed. Root then appends the
+test2json mode) and ``-test.timeout`` the run's remaining time; its output goes to a
+pipe root drains, whose lines a clock reads (``go_watch.py``, validate's too): a test past the
+per-test limit has the binary killed (``stopped``, its name). When it exits, every process of
+that user is killed. Root then appends the
 package's final line as the go command would (``ok``/``FAIL`` from the exit status root saw)
 and converts the stream with ``go tool test2json``. ``out/result.json``: per package its exit
 status, whether the testing package printed its own final ``PASS``/``FAIL``, the converted
@@ -39,12 +41,11 @@ OUTPUT_CAP = 16 * 1024 * 1024  # one package's output kept at most
 BUILD_TIMEOUT_S = 600
 
 
-def _supervisor():
-    spec = importlib.util.spec_from_file_location(
-        "trajforge_supervisor", os.path.join(ROOT, "supervisor.py")
-    )
+def _beside(name, file):
+    """A program shipped beside this one, loaded as a module."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, file))
     if spec is None or spec.loader is None:
-        sys.exit("trajforge go grader: the supervisor is not beside it")
+        sys.exit(f"trajforge go grader: {file} is not beside it")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -67,20 +68,21 @@ def _root_env():
     return env
 
 
-def _plant(repo, planted):
-    """Write the planted files; return what puts the tree back (originals, or removal)."""
-    saved: dict = {}
+def _plant(repo, planted, saved):
+    """Write the planted files, recording in ``saved`` what puts the tree back (originals, or
+    removal). OSError when a path holds anything but a plain file (a link, a folder the tree
+    put where the grader's file goes): that package does not build."""
     for rel, data in planted.items():
         full = os.path.join(repo, rel)
-        if os.path.islink(full):
-            raise OSError(f"{rel} is a link")
-        saved[full] = None
+        if os.path.islink(full) or (os.path.exists(full) and not os.path.isfile(full)):
+            raise OSError(f"{rel} is not a plain file in the tree")
+        original = None
         if os.path.exists(full):
             with open(full, "rb") as handle:
-                saved[full] = handle.read()
+                original = handle.read()
         with open(full, "wb") as handle:
+            saved[full] = original
             handle.write(base64.b64decode(data))
-    return saved
 
 
 def _restore(saved):
@@ -99,8 +101,9 @@ def _build(go, repo, package, number, env):
     module = os.path.join(repo, package["module"])
     rel = os.path.relpath(os.path.join(repo, package["dir"]), module)
     target = "./" + rel if rel != "." else "."
-    saved = _plant(repo, package.get("planted", {}))
+    saved: dict = {}
     try:
+        _plant(repo, package.get("planted", {}), saved)
         done = subprocess.run(
             [go, "test", "-c", "-vet=off", "-o", binary, target],
             cwd=module,
@@ -115,6 +118,8 @@ def _build(go, repo, package, number, env):
         ok = done.returncode == 0 and os.path.isfile(binary)
     except subprocess.TimeoutExpired:
         said, ok = b"the build timed out\n", False
+    except OSError as exc:
+        said, ok = f"the grader's files cannot be planted: {exc}\n".encode(), False
     finally:
         _restore(saved)
     if not ok:
@@ -130,8 +135,10 @@ def _build(go, repo, package, number, env):
     return binary
 
 
-def _run_binary(sup, uid, binary, args, cwd, env, deadline):
-    """(exit status, output bytes, timed out, leftovers) of one test binary run as ``uid``."""
+def _run_binary(sup, uid, binary, args, cwd, env, deadline, clock):
+    """(exit status, output bytes, timed out, leftovers, overflow, stopped) of one test binary
+    run as ``uid``; ``clock`` reads its lines, and a test it finds past the per-test limit
+    (``stopped``, its name) has every process of ``uid`` killed."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -149,16 +156,22 @@ def _run_binary(sup, uid, binary, args, cwd, env, deadline):
         os._exit(127)
     os.close(write)
     store = {"data": b"", "overflow": False}
-    pump = threading.Thread(target=sup._pump, args=(read, None, OUTPUT_CAP, store))
+    pump = threading.Thread(
+        target=sup._pump,
+        args=(read, None, OUTPUT_CAP, store, lambda line: clock.see(line, time.monotonic())),
+    )
     pump.start()
     timed_out = False
     status = None
+    stopped = ""
     while status is None:
         done, raw = os.waitpid(pid, os.WNOHANG)
+        late = None if done else clock.overdue(time.monotonic())
         if done:
             status = raw
-        elif time.monotonic() > deadline:
-            timed_out = True
+        elif time.monotonic() > deadline or late is not None:
+            timed_out = late is None
+            stopped = late[1] if late is not None else ""
             sup._kill_user(uid)
             _, status = os.waitpid(pid, 0)
         else:
@@ -166,7 +179,8 @@ def _run_binary(sup, uid, binary, args, cwd, env, deadline):
     leftovers = sup._kill_user(uid)
     pump.join(30)
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -os.WTERMSIG(status)
-    return code, store["data"], timed_out, leftovers, store["overflow"] or pump.is_alive()
+    overflow = store["overflow"] or pump.is_alive()
+    return code, store["data"], timed_out, leftovers, overflow, stopped
 
 
 def _ended(output):
@@ -196,7 +210,8 @@ def _convert(go, import_path, output, code, env):
 def main(uid, timeout_s, spec_path):
     with open(spec_path, encoding="utf-8") as handle:
         spec = json.load(handle)
-    sup = _supervisor()
+    sup = _beside("trajforge_supervisor", "supervisor.py")
+    watch = _beside("trajforge_go_watch", "go_watch.py")
     repo = os.getcwd()
     go = _go(repo)
     env = _root_env()
@@ -230,15 +245,20 @@ def main(uid, timeout_s, spec_path):
         if package.get("run"):
             args.append("-test.run=" + package["run"])
         cwd = os.path.join(repo, package["dir"])
-        code, output, late, left_over, overflow = _run_binary(
-            sup, uid, binary, args, cwd, test_env, deadline + 5
+        clock = watch.Clock(spec["per_test_s"])
+        code, output, late, left_over, overflow, stopped = _run_binary(
+            sup, uid, binary, args, cwd, test_env, deadline + 5, clock
         )
         sys.stdout.buffer.write(output)
+        if stopped:
+            note = f"\ntrajforge: {stopped} ran over the per-test limit of " \
+                   f"{spec['per_test_s']}s; its test binary was stopped\n"  # fmt: skip
+            sys.stdout.buffer.write(note.encode("utf-8", "replace"))
         sys.stdout.flush()
         timed_out = timed_out or late
         leftovers = leftovers or left_over
         said.update(
-            exit_code=code, ended=_ended(output), overflow=overflow,
+            exit_code=code, ended=_ended(output), overflow=overflow, stopped=stopped,
             output=output.decode("utf-8", "replace"),
             events=_convert(go, package["import_path"], output, code, env),
         )  # fmt: skip
