@@ -5,7 +5,8 @@ runs ``./...``; with arguments (repository-relative package folders, what ``sele
 makes of a selection of test ids) each module runs the given packages that lie in it (the
 deepest module holding a folder owns it, as the go command decides). Each module appends its
 ``go test -json`` events to ``REPORT_PATH``; the exit status is the last failing module's (1:
-tests failed or a package did not build; 2: the go command refused its arguments).
+tests failed; 2: a package did not build, or the go command refused its arguments -- the
+report, not the status, tells them apart: ``verifiers/validation/rule.py``).
 ``-count=1`` (no cached results: a run is a run), ``-p 2`` (the machines' cores), ``-vet=off``
 (the grader builds its test binaries with ``go test -c -vet=off``: a task's lists are what the
 grader sees, and a vet finding is no test's result; with vet, Go 1.19's ``stringintconv`` kept a
