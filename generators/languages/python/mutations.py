@@ -29,7 +29,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState  # printing a node under enclosing indentation
 from trajforge.generators.languages.python.operators import OPERATORS, Edit, Operator, Parents
 from trajforge.generators.mutants.mutant import Mutant
-from trajforge.generators.mutants.sampling import Site, draw_sites, text_digest
+from trajforge.generators.mutants.sampling import Site, draw_mutants, text_digest
 from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
 from trajforge.schemas.errors import ParamsError
 from trajforge.schemas.records import content_id
@@ -468,19 +468,11 @@ def sample_mutants(
             detail = f"{path}: no function with complexity >= {min_complexity} to mutate"
             rejected.append((path, "no_targets", detail))
 
-    picks = draw_sites(sites, complexity, random.Random(seed))
-    mutants: list[Mutant] = []
-    seen = {text_digest(text) for text in files.values()}
-    while len(mutants) < max_mutants:
-        batch = list(islice(picks, max_mutants - len(mutants)))
-        if not batch:
-            break
+    def make(batch: list[Site]) -> Iterator[Mutant | None]:
         made = _materialize(batch, files)
-        for site in batch:
-            mutant = made.get(site)
-            if mutant is not None and text_digest(mutant.mutated) not in seen:
-                seen.add(text_digest(mutant.mutated))
-                mutants.append(mutant)
+        return (made.get(site) for site in batch)
+
+    mutants = draw_mutants(sites, complexity, seed, max_mutants, files.values(), make)
     return mutants, rejected
 
 
