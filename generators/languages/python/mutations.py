@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import islice, pairwise
+from itertools import pairwise
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # printing a node under enclosing indentation
