@@ -7,7 +7,7 @@ the line it says before a build, and how a failed build reads. The rest is the s
 profile keyed by the source's identity, the recipe and the test command; an image reused when its
 recipe label is the recipe's hash, else built; a failed build ``install_failed`` with one line
 (the raw log under ``<cache_dir>/build-logs/``), cached by the profile's id so a rerun does not
-build it again. ``RecipeSite`` is one language's three answers (profile, build, reading), which
+build it again. ``RecipeSite`` holds one language's answers and builds its images; it is what
 ``languages/recipe_language.py`` asks.
 """
 
@@ -37,9 +37,55 @@ class RecipeSite:
 
     # (repo_path, commit, repo, identity, params): the detected profile, not yet built
     profile: Callable[[str, str, str, str, Params], EnvProfile]
-    # (sandbox, profile, repo_path, commit, params, say): its image built or reused
-    build: Callable[[Sandbox, EnvProfile, str, str, Params, Callable[[str], None]], Prepared]
     reading: Callable[[EnvProfile], Reading]  # how validate reads its runs
+    build_version: str  # the key of its cache of failed builds
+    # (profile, docker_host, say): the base image made in Docker's store before a build
+    ensure_base: Callable[[EnvProfile, str | None, Callable[[str], None]], object]
+    banner: Callable[[EnvProfile], str]  # the line said before a build
+    failure: Callable[[EnvProfile, str], str]  # (profile, log): a failed build's line
+
+    def build(
+        self,
+        sandbox: Sandbox,
+        profile: EnvProfile,
+        repo_path: str,
+        commit: str,
+        params: Params,
+        say: Callable[[str], None] = print,
+    ) -> Prepared:
+        """The profile's image at ``commit``: reused when its recipe label is this recipe's
+        hash, else built; a failed build is ``install_failed`` with the language's one line
+        (the raw log under ``<cache_dir>/build-logs/``), cached by the profile's id."""
+        if not isinstance(sandbox, ImageStore):
+            raise UserError(
+                f"{profile.language} environments build images: use the docker or podman sandbox",
+                reason="no_image_store",
+            )
+        cache = ContentCache(params.results_cache, "environments")
+        key = content_id(self.build_version, profile.profile_id, commit)
+        if (known := cache.get(key)) is not None:
+            known_profile = from_row(EnvProfile, known["profile"])
+            return Prepared(known_profile, known["reason"], known["detail"], 0)
+        built = dataclasses.replace(profile, setup_commit=commit, status="built")
+        digest = recipe_digest(repo_path, profile.recipe, profile.profile_id, commit)
+        info = sandbox.image_info(profile.image) if sandbox.has_image(profile.image) else None
+        if info is not None and info.labels.get(RECIPE_LABEL) == digest:
+            return Prepared(built, "", "", 0)
+        if getattr(sandbox, "name", "") == "docker":
+            self.ensure_base(profile, getattr(sandbox, "docker_host", None), say)
+        say(self.banner(profile))
+        result = build_recipe(sandbox, profile.image, profile.recipe, profile.profile_id, commit,
+                              repo_path, params.environment)  # fmt: skip
+        if result.ok:
+            return Prepared(dataclasses.replace(built, log=result.log[-4000:]), "", "", 0)
+        keep_build_log(params, profile.profile_id, result.log)
+        cause = f"{profile.repo}: {self.failure(profile, result.log)}"
+        failed = Prepared(dataclasses.replace(built, status="failed", log=cause),
+                          "install_failed", cause, 0)  # fmt: skip
+        cache.put(
+            key, {"profile": to_row(failed.profile), "reason": failed.reason, "detail": cause}
+        )
+        return failed
 
 
 def detected_profile(
@@ -71,51 +117,6 @@ def detected_profile(
         runner=detection.runner,
         runtime=detection.runtime,
     )
-
-
-def build_profile_image(
-    sandbox: Sandbox,
-    profile: EnvProfile,
-    repo_path: str,
-    commit: str,
-    params: Params,
-    say: Callable[[str], None],
-    *,
-    build_version: str,
-    ensure_base: Callable[[str | None, Callable[[str], None]], object],
-    banner: str,
-    failure: Callable[[str], str],
-) -> Prepared:
-    """The profile's image at ``commit``. ``ensure_base(docker_host, say)`` makes the base
-    image in Docker's store first, ``banner`` is said before a build, ``failure(log)`` is what
-    follows the repository's name in a failed build's one line."""
-    if not isinstance(sandbox, ImageStore):
-        raise UserError(
-            f"{profile.language} environments build images: use the docker or podman sandbox",
-            reason="no_image_store",
-        )
-    cache = ContentCache(params.results_cache, "environments")
-    key = content_id(build_version, profile.profile_id, commit)
-    if (known := cache.get(key)) is not None:
-        return Prepared(from_row(EnvProfile, known["profile"]), known["reason"], known["detail"], 0)
-    built = dataclasses.replace(profile, setup_commit=commit, status="built")
-    digest = recipe_digest(repo_path, profile.recipe, profile.profile_id, commit)
-    info = sandbox.image_info(profile.image) if sandbox.has_image(profile.image) else None
-    if info is not None and info.labels.get(RECIPE_LABEL) == digest:
-        return Prepared(built, "", "", 0)
-    if getattr(sandbox, "name", "") == "docker":
-        ensure_base(getattr(sandbox, "docker_host", None), say)
-    say(banner)
-    result = build_recipe(sandbox, profile.image, profile.recipe, profile.profile_id, commit,
-                          repo_path, params.environment)  # fmt: skip
-    if result.ok:
-        return Prepared(dataclasses.replace(built, log=result.log[-4000:]), "", "", 0)
-    keep_build_log(params, profile.profile_id, result.log)
-    cause = f"{profile.repo}: {failure(result.log)}"
-    failed = Prepared(dataclasses.replace(built, status="failed", log=cause), "install_failed",
-                      cause, 0)  # fmt: skip
-    cache.put(key, {"profile": to_row(failed.profile), "reason": failed.reason, "detail": cause})
-    return failed
 
 
 def keep_build_log(params: Params, profile_id: str, log: str) -> None:

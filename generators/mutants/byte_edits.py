@@ -23,7 +23,6 @@ from trajforge.generators.mutants.sampling import Site, Sites, draw_mutants, tex
 from trajforge.generators.mutants.syntax_tree import TreeFile
 from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError, Unparsable
 from trajforge.schemas.errors import ParamsError
-from trajforge.schemas.records import content_id
 
 F = TypeVar("F", bound=TreeFile)
 
@@ -220,16 +219,6 @@ def _mutant(
     new = edit.new.encode("utf-8")
     if new == file.data[edit.start : edit.end] or not accepts(index, edit, new):
         return None
-    mutated = apply_edit(file, edit)
-    first, last = edit.lines()
+    texts = file.bom + file.text, apply_edit(file, edit)
     qualname = file.functions[index].qualname
-    return Mutant(
-        mutant_id=content_id(file.path, operator, mutated),
-        path=file.path,
-        qualname=qualname,
-        operator=operator,
-        original=file.bom + file.text,
-        mutated=mutated,
-        lines=tuple(range(first, last + 1)),
-        description=f"{edit.what} in {qualname} line {first}",
-    )
+    return Mutant.of_edit(file.path, qualname, operator, texts, edit.lines(), edit.what)

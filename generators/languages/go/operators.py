@@ -27,16 +27,8 @@ from trajforge.generators.languages.go.syntax import (
     operator_of,
     statements,
 )
+from trajforge.generators.mutants import edit_shapes as shapes
 from trajforge.generators.mutants.byte_edits import Edit, Operators
-from trajforge.generators.mutants.edit_shapes import (
-    binary_parts,
-    flip_operator,
-    line_removed,
-    negated,
-    swap_logical,
-    swapped,
-    without_negation,
-)
 
 GO_OPERATORS: Operators[GoFile] = Operators("Go")
 _operator = GO_OPERATORS.register
@@ -183,7 +175,7 @@ class _Types:
                 return self.of(operand)
             return None
         if node.type == "binary_expression":
-            parts = binary_parts(node)
+            parts = shapes.binary_parts(node)
             if parts is None or parts[1].type not in ("+", "-", "*", "/", "%"):
                 return None
             left, right = self.of(parts[0]), self.of(parts[2])
@@ -203,7 +195,7 @@ _FLIP = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 
 @_operator("flip_comparison", "binary_expression", example="`if i < n` -> `if i >= n`")
 def _flip_comparison(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    yield from flip_operator(node, _FLIP, _statement)
+    yield from shapes.flip_operator(node, _FLIP, _statement)
 
 
 def _condition(node: tree_sitter.Node) -> tree_sitter.Node | None:
@@ -222,12 +214,12 @@ def _negate_condition(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     test = _condition(node)
     if test is None:
         return
-    yield negated(file, test)
+    yield shapes.negated(file, test)
 
 
 @_operator("remove_negation", "unary_expression", example="`if !done {` -> `if done {`")
 def _remove_negation(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    yield from without_negation(file, node, "operand", _statement)
+    yield from shapes.without_negation(file, node, "operand", _statement)
 
 
 @_operator(
@@ -238,7 +230,7 @@ def _swap_if_else(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     second = node.child_by_field_name("alternative")
     if first is None or second is None or second.type != "block":
         return  # no else, or an `else if` chain: swapping would move a condition
-    yield from swapped(file, first, second, node, "swap the branches")
+    yield from shapes.swapped(file, first, second, node, "swap the branches")
 
 
 _BOOL_SWAP = {"&&": "||", "||": "&&"}
@@ -251,7 +243,7 @@ def _logical(node: tree_sitter.Node) -> bool:
 
 @_operator("swap_bool_op", "binary_expression", example="`if a && b` -> `if a || b`")
 def _swap_bool_op(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    yield from swap_logical(file, node, _BOOL_SWAP, _logical, _statement)
+    yield from shapes.swap_logical(file, node, _BOOL_SWAP, _logical, _statement)
 
 
 # --- arithmetic ---------------------------------------------------------------------------------
@@ -285,7 +277,7 @@ def _swap_arith_op(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
         right = right.named_children[0] if right.named_child_count == 1 else right
         new = _ASSIGN_SWAP[op.type]
     else:
-        parts = binary_parts(node)
+        parts = shapes.binary_parts(node)
         if parts is None or parts[1].type not in _ARITH_SWAP:
             return
         left, op, right = parts
@@ -337,7 +329,7 @@ def _bounds(file: GoFile, node: tree_sitter.Node) -> Iterator[tuple[tree_sitter.
     """The integer bounds of a node, each with whether a literal there may only go down (an
     index or slice bound: up could leave a constant array or string)."""
     if node.type == "binary_expression":
-        parts = binary_parts(node)
+        parts = shapes.binary_parts(node)
         if parts is not None and parts[1].type in _ORDER and _Types(file, node).numeric(parts[2]):
             yield parts[2], False
     elif node.type == "slice_expression":
@@ -447,7 +439,9 @@ def _swap_call_args(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if kind is None or kind != types.of(second):
         return  # the other order may not type-check
     callee = node.child_by_field_name("function") or node
-    yield from swapped(file, first, second, node, f"swap the arguments of `{file.snippet(callee)}`")
+    yield from shapes.swapped(
+        file, first, second, node, f"swap the arguments of `{file.snippet(callee)}`"
+    )
 
 
 # --- removals ---------------------------------------------------------------------------------
@@ -458,7 +452,7 @@ def _untyped(node: tree_sitter.Node) -> bool:
     if node.type in ("parenthesized_expression", "unary_expression"):
         return all(_untyped(child) for child in node.named_children)
     if node.type == "binary_expression":
-        parts = binary_parts(node)
+        parts = shapes.binary_parts(node)
         return parts is not None and _untyped(parts[0]) and _untyped(parts[2])
     return node.type in (
         "int_literal",
@@ -527,7 +521,7 @@ def _drop(file: GoFile, stmt: tree_sitter.Node, what: str) -> Iterator[Edit]:
         return
     if stmt.parent is None or stmt.parent.type != "statement_list":
         return
-    edit = line_removed(file, stmt, what)
+    edit = shapes.line_removed(file, stmt, what)
     if edit is not None:
         yield edit
 
@@ -562,7 +556,7 @@ def _is_err_check(file: GoFile, node: tree_sitter.Node) -> bool:
     body = node.child_by_field_name("consequence")
     if cond is None or body is None or cond.type != "binary_expression":
         return False
-    parts = binary_parts(cond)
+    parts = shapes.binary_parts(cond)
     if parts is None or parts[1].type != "!=" or parts[2].type != "nil":
         return False
     if not file.text_of(parts[0]).lower().endswith("err"):

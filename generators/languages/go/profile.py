@@ -17,12 +17,7 @@ import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 
-from trajforge.generators.environments.prepare import Prepared
-from trajforge.generators.environments.recipe_site import (
-    RecipeSite,
-    build_profile_image,
-    detected_profile,
-)
+from trajforge.generators.environments.recipe_site import RecipeSite, detected_profile
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.go import detection as project
 from trajforge.generators.languages.go import sources
@@ -37,7 +32,6 @@ from trajforge.schemas.records import content_id
 from trajforge.verifiers.languages.go.test_events import package_dir, parse_test_events
 from trajforge.verifiers.log_parsers import ParsedLog
 from trajforge.verifiers.reports import ReportError
-from trajforge.verifiers.sandbox.base import Sandbox
 from trajforge.verifiers.sandbox.git_tree import git
 from trajforge.verifiers.test_runner import Reading
 
@@ -78,24 +72,6 @@ def go_profile(repo_path: str, commit: str, repo: str, identity: str, params: Pa
     )  # fmt: skip
 
 
-def build_go_profile(
-    sandbox: Sandbox,
-    profile: EnvProfile,
-    repo_path: str,
-    commit: str,
-    params: Params,
-    say: Callable[[str], None] = print,
-) -> Prepared:
-    """The profile's image (``recipe_site.py``), the tests compiled once in the build; a failed
-    build's line is the go command's first error line."""
-    return build_profile_image(
-        sandbox, profile, repo_path, commit, params, say, build_version=BUILD_VERSION,
-        ensure_base=ensure_go_base_image,
-        banner=f"{profile.repo}: go {profile.runtime}, {profile.install_set}",
-        failure=lambda log: f"go build of the environment failed: {build_cause(log)}",
-    )  # fmt: skip
-
-
 def build_cause(log: str) -> str:
     """One line saying why the build failed: the go command's first error line (``go: ...``,
     not its progress lines), else the log's last line."""
@@ -113,7 +89,15 @@ def go_reading(profile: EnvProfile) -> Reading:
     return Reading(REPORT_PATH, reader(modules_in_recipe(profile.recipe)), select=selected_packages)
 
 
-GO_SITE = RecipeSite(go_profile, build_go_profile, go_reading)
+GO_SITE = RecipeSite(
+    go_profile, go_reading, BUILD_VERSION,
+    ensure_base=lambda profile, host, say: ensure_go_base_image(host, say),
+    banner=lambda profile: f"{profile.repo}: go {profile.runtime}, {profile.install_set}",
+    failure=lambda profile, log: f"go build of the environment failed: {build_cause(log)}",
+)  # fmt: skip
+# The profile's image (``recipe_site.py``), the tests compiled once in the build; a failed
+# build's line is the go command's first error line.
+build_go_profile = GO_SITE.build
 
 
 def reader(modules: Mapping[str, str]) -> Callable[[bytes | None, str], ParsedLog]:

@@ -15,16 +15,8 @@ from collections.abc import Iterator
 
 import tree_sitter
 from trajforge.generators.languages.javascript.syntax import JsFile, operator_of
+from trajforge.generators.mutants import edit_shapes as shapes
 from trajforge.generators.mutants.byte_edits import Edit, Operators
-from trajforge.generators.mutants.edit_shapes import (
-    binary_parts,
-    flip_operator,
-    line_removed,
-    negated,
-    swap_logical,
-    swapped,
-    without_negation,
-)
 
 JS_OPERATORS: Operators[JsFile] = Operators("JS")
 _operator = JS_OPERATORS.register
@@ -85,7 +77,7 @@ _FLIP = {
 
 @_operator("flip_comparison", "binary_expression", example="`if (i < n)` -> `if (i >= n)`")
 def _flip_comparison(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    yield from flip_operator(node, _FLIP, _statement)
+    yield from shapes.flip_operator(node, _FLIP, _statement)
 
 
 _CONDITIONAL = ("if_statement", "while_statement", "do_statement")
@@ -97,12 +89,12 @@ def _negate_condition(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if paren is None or paren.type != "parenthesized_expression" or paren.named_child_count != 1:
         return
     test = paren.named_children[0]
-    yield negated(file, test)
+    yield shapes.negated(file, test)
 
 
 @_operator("remove_negation", "unary_expression", example="`if (!done)` -> `if (done)`")
 def _remove_negation(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    yield from without_negation(file, node, "argument", _statement)
+    yield from shapes.without_negation(file, node, "argument", _statement)
 
 
 @_operator(
@@ -121,7 +113,7 @@ def _swap_if_else(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
             return
     if first is None or second is None:
         return
-    yield from swapped(file, first, second, node, "swap the branches")
+    yield from shapes.swapped(file, first, second, node, "swap the branches")
 
 
 _BOOL_SWAP = {"&&": "||", "||": "&&"}
@@ -135,7 +127,7 @@ def _logical(node: tree_sitter.Node) -> bool:
 
 @_operator("swap_bool_op", "binary_expression", example="`if (a && b)` -> `if (a || b)`")
 def _swap_bool_op(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    yield from swap_logical(file, node, _BOOL_SWAP, _logical, _statement)
+    yield from shapes.swap_logical(file, node, _BOOL_SWAP, _logical, _statement)
 
 
 _ARITH_SWAP = {
@@ -157,7 +149,7 @@ _ARITH_SWAP = {
     example="`total += x` -> `total -= x`",
 )
 def _swap_arith_op(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    parts = binary_parts(node)
+    parts = shapes.binary_parts(node)
     if parts is None or parts[1].type not in _ARITH_SWAP:
         return
     left, op, right = parts
@@ -193,7 +185,7 @@ def _arith(node: tree_sitter.Node) -> bool:
 
 def _bounds(file: JsFile, node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
     if node.type == "binary_expression":
-        parts = binary_parts(node)
+        parts = shapes.binary_parts(node)
         if parts is not None and parts[1].type in _ORDER:
             yield parts[2]
     elif node.type == "subscript_expression":
@@ -248,7 +240,9 @@ def _swap_call_args(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
         return
     first, second = named
     callee = node.child_by_field_name("function") or node
-    yield from swapped(file, first, second, node, f"swap the arguments of `{file.snippet(callee)}`")
+    yield from shapes.swapped(
+        file, first, second, node, f"swap the arguments of `{file.snippet(callee)}`"
+    )
 
 
 # --- removals ---------------------------------------------------------------------------------
@@ -265,7 +259,9 @@ def _drop(file: JsFile, stmt: tree_sitter.Node, what: str) -> Iterator[Edit]:
     if parent.type not in ("statement_block", "switch_case", "switch_default", "program"):
         yield Edit(stmt.start_byte, stmt.end_byte, ";", stmt, what)
         return
-    yield line_removed(file, stmt, what) or Edit(stmt.start_byte, stmt.end_byte, "", stmt, what)
+    yield shapes.line_removed(file, stmt, what) or Edit(
+        stmt.start_byte, stmt.end_byte, "", stmt, what
+    )
 
 
 _CALLS = frozenset({"call_expression", "await_expression", "new_expression"})
@@ -339,7 +335,7 @@ _LOOSE = {"===": "==", "!==": "!="}
 
 @_operator("loosen_equality", "binary_expression", example="`x === 0` -> `x == 0`")
 def _loosen_equality(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    parts = binary_parts(node)
+    parts = shapes.binary_parts(node)
     if parts is None or parts[1].type not in _LOOSE:
         return
     op = parts[1]

@@ -15,14 +15,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from trajforge.generators.environments.prepare import Prepared
-from trajforge.generators.environments.recipe_site import (
-    RecipeSite,
-    build_profile_image,
-    detected_profile,
-)
+from trajforge.generators.environments.recipe_site import RecipeSite, detected_profile
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.javascript import detection as project
 from trajforge.generators.languages.javascript.base_image import ensure_node_base_image
@@ -34,7 +29,6 @@ from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
 from trajforge.schemas.records import content_id
-from trajforge.verifiers.sandbox.base import Sandbox
 from trajforge.verifiers.sandbox.git_tree import GitError, git, read_file_at
 from trajforge.verifiers.test_runner import Reading
 
@@ -79,31 +73,21 @@ def js_profile(repo_path: str, commit: str, repo: str, identity: str, params: Pa
     )  # fmt: skip
 
 
-def build_js_profile(
-    sandbox: Sandbox,
-    profile: EnvProfile,
-    repo_path: str,
-    commit: str,
-    params: Params,
-    say: Callable[[str], None] = print,
-) -> Prepared:
-    """The profile's image (``recipe_site.py``); a failed install's line is the package
-    manager's first error line."""
-    return build_profile_image(
-        sandbox, profile, repo_path, commit, params, say, build_version=BUILD_VERSION,
-        ensure_base=lambda host, say: ensure_node_base_image(profile.runtime, host, say),
-        banner=f"{profile.repo}: node {profile.runtime}, {profile.install_set}, {profile.runner}",
-        failure=lambda log: f"{profile.install_set} install failed: {install_cause(log)}",
-    )  # fmt: skip
-
-
 def js_reading(profile: EnvProfile) -> Reading:
     """How a JS profile's runs read: its runner's report at ``REPORT_PATH``, a missing or
     unreadable one being the run's collection error; a selection passes its tests' files."""
     return Reading(REPORT_PATH, _reader(profile.runner), select=selected_files)
 
 
-JS_SITE = RecipeSite(js_profile, build_js_profile, js_reading)
+JS_SITE = RecipeSite(
+    js_profile, js_reading, BUILD_VERSION,
+    ensure_base=lambda profile, host, say: ensure_node_base_image(profile.runtime, host, say),
+    banner=lambda p: f"{p.repo}: node {p.runtime}, {p.install_set}, {p.runner}",
+    failure=lambda profile, log: f"{profile.install_set} install failed: {install_cause(log)}",
+)  # fmt: skip
+# The profile's image (``recipe_site.py``); a failed install's line is the package manager's
+# first error line.
+build_js_profile = JS_SITE.build
 
 
 def selected_files(selection: Sequence[str]) -> list[str]:

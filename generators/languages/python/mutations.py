@@ -32,7 +32,6 @@ from trajforge.generators.mutants.mutant import Mutant
 from trajforge.generators.mutants.sampling import Site, draw_mutants, text_digest
 from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
 from trajforge.schemas.errors import ParamsError
-from trajforge.schemas.records import content_id
 
 __all__ = [
     "OPERATORS",
@@ -317,18 +316,10 @@ class _File:
             _compile(body, self.path)
         except (SyntaxError, ValueError, RecursionError):
             return None
-        mutated = self.bom + body
-        first, last = self.lines(edit.focus)
+        texts = self.bom + self.source, self.bom + body
         qualname = self.functions[index].qualname
-        return Mutant(
-            mutant_id=content_id(self.path, operator, mutated),
-            path=self.path,
-            qualname=qualname,
-            operator=operator,
-            original=self.bom + self.source,
-            mutated=mutated,
-            lines=tuple(range(first, last + 1)),
-            description=f"{edit.what} in {qualname} line {first}",
+        return Mutant.of_edit(
+            self.path, qualname, operator, texts, self.lines(edit.focus), edit.what
         )
 
     def _splice(self, index: int, edit: Edit) -> str:
