@@ -5,7 +5,7 @@ node and field names and in what their compiler refuses; what they do with the n
 is the same: read a binary expression's parts, flip its operator, negate a condition, drop a
 ``!``, swap two spans (branches, arguments), swap ``&&`` and ``||`` with the parentheses that
 keep the meaning, remove a statement's own line. A language passes its names and its rules
-(where a bug's lines are: ``statement``; which operands would regroup: ``logical``).
+(where a bug's lines are: ``statement``; which operators regroup with ``&&``: ``logical``).
 """
 
 from __future__ import annotations
@@ -75,19 +75,25 @@ def swap_logical(
     file: TreeFile,
     node: Node,
     table: Mapping[str, str],
-    logical: Callable[[Node], bool],
+    logical: frozenset[str],
     statement: Callable[[Node], Node],
 ) -> Iterator[Edit]:
     """``a && b`` as ``a || b``. Operands and the whole are parenthesized where && and || would
-    regroup (``logical`` operands, a binary or unary parent), so the mutant means exactly "the
-    other operator here"."""
+    regroup (an operand whose operator is ``logical``, a binary or unary parent), so the mutant
+    means exactly "the other operator here"."""
+
+    def regroups(side: Node) -> bool:
+        op = operator_of(side) if side.type == "binary_expression" else None
+        return op is not None and op.type in logical
+
     parts = binary_parts(node)
     if parts is None or parts[1].type not in table:
         return
     left, op, right = parts
     new_op = table[op.type]
     sides = [
-        f"({file.text_of(side)})" if logical(side) else file.text_of(side) for side in (left, right)
+        f"({file.text_of(side)})" if regroups(side) else file.text_of(side)
+        for side in (left, right)
     ]
     gap_l = file.data[left.end_byte : op.start_byte].decode("utf-8")
     gap_r = file.data[op.end_byte : right.start_byte].decode("utf-8")

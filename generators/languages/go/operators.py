@@ -236,14 +236,9 @@ def _swap_if_else(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
 _BOOL_SWAP = {"&&": "||", "||": "&&"}
 
 
-def _logical(node: tree_sitter.Node) -> bool:
-    op = operator_of(node) if node.type == "binary_expression" else None
-    return op is not None and op.type in _BOOL_SWAP
-
-
 @_operator("swap_bool_op", "binary_expression", example="`if a && b` -> `if a || b`")
 def _swap_bool_op(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    yield from shapes.swap_logical(file, node, _BOOL_SWAP, _logical, _statement)
+    yield from shapes.swap_logical(file, node, _BOOL_SWAP, frozenset(_BOOL_SWAP), _statement)
 
 
 # --- arithmetic ---------------------------------------------------------------------------------
