@@ -71,9 +71,7 @@ bug in the code.
 Answer with the whole rewritten function in one ```python code block, then one line that starts \
 with "Bug:" and says in one sentence what you changed and how the function now misbehaves."""
 
-EXAMPLE_REQUEST = """\
-Module `textkit/wrap.py` (for context):
-```python
+_EXAMPLE_FUNCTION = """\
 def wrap(text, width):
     lines, line = [], ""
     for word in text.split():
@@ -82,39 +80,32 @@ def wrap(text, width):
             line = word
         else:
             line = f"{line} {word}".strip()
-    return lines + [line] if line else lines
-```
+    return lines + [line] if line else lines"""
 
-Rewrite the function `wrap`:
-```python
-def wrap(text, width):
-    lines, line = [], ""
-    for word in text.split():
-        if len(line) + len(word) + 1 > width and line:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return lines + [line] if line else lines
-```
 
-The project's tests (you are not told which of them will fail):
-- tests/test_wrap.py::test_wrap_short
-- tests/test_wrap.py::test_wrap_exact_width"""
+def _request(path: str, qualname: str, module: str, code: str, listing: str) -> str:
+    """The user's request for one function: the example's and every real one's shape."""
+    return (
+        f"Module `{path}` (for context):\n```python\n{module.rstrip()}\n```\n\n"
+        f"Rewrite the function `{qualname}`:\n```python\n{code.rstrip()}\n```\n\n"
+        f"The project's tests (you are not told which of them will fail):\n{listing}"
+    )
 
-EXAMPLE_ANSWER = """\
-```python
-def wrap(text, width):
-    lines, line = [], ""
-    for word in text.split():
-        if len(line) + len(word) > width and line:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    return lines + [line] if line else lines
-```
-Bug: the width check forgets the joining space, so a line can end up one character too long."""
+
+EXAMPLE_REQUEST = _request(
+    "textkit/wrap.py",
+    "wrap",
+    _EXAMPLE_FUNCTION,
+    _EXAMPLE_FUNCTION,
+    "- tests/test_wrap.py::test_wrap_short\n- tests/test_wrap.py::test_wrap_exact_width",
+)
+
+# The example's bug: the width check without the joining space.
+_EXAMPLE_BUG = _EXAMPLE_FUNCTION.replace("len(word) + 1 > width", "len(word) > width")
+EXAMPLE_ANSWER = (
+    f"```python\n{_EXAMPLE_BUG}\n```\n"
+    "Bug: the width check forgets the joining space, so a line can end up one character too long."
+)
 
 # A fenced block: its language, its text, and its closing fence (absent when the answer was cut).
 _BLOCK = re.compile(
@@ -186,11 +177,7 @@ def request_messages(
     path, qualname = function.target.path, function.target.qualname
     shown = module if len(module) <= MAX_MODULE_CHARS else module[:MAX_MODULE_CHARS] + "\n# ..."
     listing = "\n".join(f"- {t}" for t in tests) or "(none found)"
-    request = (
-        f"Module `{path}` (for context):\n```python\n{shown.rstrip()}\n```\n\n"
-        f"Rewrite the function `{qualname}`:\n```python\n{function.code.rstrip()}\n```\n\n"
-        f"The project's tests (you are not told which of them will fail):\n{listing}"
-    )
+    request = _request(path, qualname, shown, function.code, listing)
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": EXAMPLE_REQUEST},

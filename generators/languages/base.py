@@ -8,7 +8,9 @@ generated files, library code), the bug operators and their sampler (inject), th
 prompt and reading (describe), the agent's system message (rollout), and the names a dataset
 gives it (import-tasks). No caller compares a language's name: it asks the registry
 (``registry.py``) for the ``Language`` and calls it. Python's implementation delegates to the
-code that already decides these (``python/``); nothing here decides anything on its own.
+code that already decides these (``python/``); Go's and JavaScript's share ``RecipeLanguage``'s
+(``recipe_language.py``). What is written here is a default, the same for every language that
+does not answer otherwise: no coverage, no reuse probe, a full run per injected bug.
 """
 
 from __future__ import annotations
@@ -270,7 +272,6 @@ class Language(ABC):
         ``measures_coverage`` is asked."""
         return None
 
-    @abstractmethod
     def validate_mutations(
         self,
         sandbox: Sandbox,
@@ -287,3 +288,12 @@ class Language(ABC):
     ) -> BatchResult:
         """Validate's proof of a snapshot's injected bugs against its clean run, ``workers``
         containers at a time; ``on_done`` hears of each result when it is known."""
+        # A language without per-test coverage: a full run per bug, failures rerun by file or
+        # package, confirmed at clean, read through its ``reading``.
+        from trajforge.verifiers import test_runner
+        from trajforge.verifiers.validation.full_runs import validate_by_full_runs
+
+        return validate_by_full_runs(
+            sandbox, profile, repo_path, clean, mutations, params,
+            test_runner.Reading.of(self.reading(profile)), cache, workers, on_done=on_done,
+        )  # fmt: skip

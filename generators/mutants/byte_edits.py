@@ -13,19 +13,16 @@ reproducible from a seed, and with a coverage guide only at edits on executed li
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Generic, Protocol, TypeVar
 
 import tree_sitter
 from trajforge.generators.mutants.mutant import Mutant
-from trajforge.generators.mutants.sampling import Sites, draw_sites, text_digest
+from trajforge.generators.mutants.sampling import Site, Sites, draw_mutants, text_digest
 from trajforge.generators.mutants.syntax_tree import TreeFile
 from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError, Unparsable
 from trajforge.schemas.errors import ParamsError
-from trajforge.schemas.records import content_id
 
 F = TypeVar("F", bound=TreeFile)
 
@@ -191,21 +188,15 @@ class Mutator(Generic[F]):
             if not found:
                 detail = f"{path}: no function with complexity >= {min_complexity} to mutate"
                 rejected.append((path, "no_targets", detail))
-        picks = draw_sites(sites, complexity, random.Random(seed))
-        mutants: list[Mutant] = []
-        seen = {text_digest(text) for text in files.values()}
-        while len(mutants) < max_mutants:
-            batch = list(islice(picks, max_mutants - len(mutants)))
-            if not batch:
-                break
+
+        def make(batch: list[Site]) -> Iterator[Mutant | None]:
             for site in batch:
                 file, accepts = parsed[site.path]
                 operator = self.operators[site.operator]
                 edit = _edits(file, site.function, [operator])[site.operator][site.edit]
-                mutant = _mutant(file, accepts, site.function, site.operator, edit)
-                if mutant is not None and text_digest(mutant.mutated) not in seen:
-                    seen.add(text_digest(mutant.mutated))
-                    mutants.append(mutant)
+                yield _mutant(file, accepts, site.function, site.operator, edit)
+
+        mutants = draw_mutants(sites, complexity, seed, max_mutants, files.values(), make)
         return mutants, rejected
 
 
@@ -228,16 +219,6 @@ def _mutant(
     new = edit.new.encode("utf-8")
     if new == file.data[edit.start : edit.end] or not accepts(index, edit, new):
         return None
-    mutated = apply_edit(file, edit)
-    first, last = edit.lines()
+    texts = file.bom + file.text, apply_edit(file, edit)
     qualname = file.functions[index].qualname
-    return Mutant(
-        mutant_id=content_id(file.path, operator, mutated),
-        path=file.path,
-        qualname=qualname,
-        operator=operator,
-        original=file.bom + file.text,
-        mutated=mutated,
-        lines=tuple(range(first, last + 1)),
-        description=f"{edit.what} in {qualname} line {first}",
-    )
+    return Mutant.of_edit(file.path, qualname, operator, texts, edit.lines(), edit.what)

@@ -13,38 +13,27 @@ every stage, most of which build nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from trajforge.generators.languages.base import (
-    Detection,
-    IssueText,
-    Language,
-    ReportError,
-    SiteGuide,
-    Unparsable,
-)
+from trajforge.generators.languages.base import Detection, IssueText, ReportError
 from trajforge.generators.languages.go import detection as project
 from trajforge.generators.languages.go.base_image import GO_BASE, ensure_go_base_image
 from trajforge.generators.languages.go.issue_context import GoIssueText
 from trajforge.generators.languages.go.prompts import AGENT_SYSTEM, ISSUE_PROMPT
 from trajforge.generators.languages.go.recipe import recipe
 from trajforge.generators.languages.go.runners import REPORT_PATH, test_command
-from trajforge.generators.mutants.mutant import Mutant
+from trajforge.generators.languages.recipe_language import RecipeLanguage
 
 if TYPE_CHECKING:
-    from trajforge.generators.environments.prepare import Count, Prepared
+    from trajforge.generators.environments.recipe_site import RecipeSite
+    from trajforge.generators.mutants.byte_edits import Mutator
     from trajforge.schemas.env_profile import EnvProfile
-    from trajforge.schemas.params import Params, ValidateParams
-    from trajforge.schemas.storage import ContentCache
-    from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
-    from trajforge.verifiers.test_runner import Reading
-    from trajforge.verifiers.validation.candidate import TestTree, ValidationResult
-    from trajforge.verifiers.validation.mutants import AuditBook, BatchResult, Mutation
+    from trajforge.verifiers.sandbox.base import ImageStore
 
 __all__ = ["REPORT_PATH", "Go"]
 
 
-class Go(Language):
+class Go(RecipeLanguage):
     name: ClassVar[str] = project.NAME
     aliases: ClassVar[tuple[str, ...]] = ("golang",)
     issue_text: ClassVar[IssueText] = GoIssueText(ISSUE_PROMPT)
@@ -115,86 +104,21 @@ class Go(Language):
 
         return is_suite_file(path)
 
-    def sample_mutants(
-        self,
-        files: Mapping[str, str],
-        *,
-        seed: int,
-        max_mutants: int,
-        operators: Sequence[str],
-        min_complexity: int,
-        guide: SiteGuide | None,
-    ) -> tuple[list[Mutant], Unparsable]:
+    def mutator(self) -> Mutator[Any]:
         """tree-sitter's Go operators (``mutations.py``)."""
-        from trajforge.generators.languages.go.mutations import sample_go_mutants
+        from trajforge.generators.languages.go.mutations import GO_MUTATOR
 
-        return sample_go_mutants(
-            files,
-            seed=seed,
-            max_mutants=max_mutants,
-            operators=operators,
-            min_complexity=min_complexity,
-            guide=guide,
-        )
+        return GO_MUTATOR
 
     def agent_system_prompt(self, test_cmd: str) -> str:
         return AGENT_SYSTEM.format(test_cmd=test_cmd)
 
-    def site_profile(
-        self, repo_path: str, commit: str, repo: str, identity: str, params: Params
-    ) -> EnvProfile:
-        """Detected at the commit's go.mods, with its Go and ``go test -json`` over its modules."""
-        from trajforge.generators.languages.go.profile import go_profile
+    def site(self) -> RecipeSite:
+        """Its profile, image and reading (``profile.py``)."""
+        from trajforge.generators.languages.go.profile import GO_SITE
 
-        return go_profile(repo_path, commit, repo, identity, params)
-
-    def prepare(
-        self,
-        sandbox: Sandbox,
-        profile: EnvProfile,
-        repo_path: str,
-        commit: str,
-        params: Params,
-        *,
-        count: Count,
-        fetch: Callable[[str], None] | None,
-        say: Callable[[str], None],
-    ) -> Prepared:
-        """Built from its recipe at ``commit`` (the tests compiled once in the build); no
-        collection probe (each item's run decides), no registry (``fetch`` unused)."""
-        from trajforge.generators.languages.go.profile import build_go_profile
-
-        return build_go_profile(sandbox, profile, repo_path, commit, params, say)
+        return GO_SITE
 
     def toolchain_line(self, profile: EnvProfile) -> str:
         """The Go line (1.22): what reuse's line compares."""
         return f"go {'.'.join(profile.runtime.split('.')[:2])}"
-
-    def reading(self, profile: EnvProfile) -> str | Reading:
-        from trajforge.generators.languages.go.profile import go_reading
-
-        return go_reading(profile)
-
-    def validate_mutations(
-        self,
-        sandbox: Sandbox,
-        profile: EnvProfile,
-        repo_path: str,
-        clean: TestTree,
-        mutations: Sequence[Mutation],
-        params: ValidateParams,
-        cache: ContentCache | None,
-        workers: int,
-        *,
-        on_done: Callable[[ValidationResult], None],
-        audit: AuditBook | None,
-    ) -> BatchResult:
-        """No per-test coverage yet: a full run per bug, failures rerun by package, confirmed at
-        clean (``verifiers/validation/full_runs.py``, which reads through the ``Reading``)."""
-        from trajforge.generators.languages.go.profile import go_reading
-        from trajforge.verifiers.validation.full_runs import validate_by_full_runs
-
-        return validate_by_full_runs(
-            sandbox, profile, repo_path, clean, mutations, params, go_reading(profile),
-            cache, workers, on_done=on_done,
-        )  # fmt: skip

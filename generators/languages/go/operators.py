@@ -27,6 +27,7 @@ from trajforge.generators.languages.go.syntax import (
     operator_of,
     statements,
 )
+from trajforge.generators.mutants import edit_shapes as shapes
 from trajforge.generators.mutants.byte_edits import Edit, Operators
 
 GO_OPERATORS: Operators[GoFile] = Operators("Go")
@@ -75,19 +76,6 @@ def _function(node: tree_sitter.Node) -> tree_sitter.Node | None:
     while parent is not None and parent.type not in FUNCTION_TYPES:
         parent = parent.parent
     return parent
-
-
-def _binary_parts(
-    node: tree_sitter.Node,
-) -> tuple[tree_sitter.Node, tree_sitter.Node, tree_sitter.Node] | None:
-    left, right, op = (
-        node.child_by_field_name("left"),
-        node.child_by_field_name("right"),
-        operator_of(node),
-    )
-    if left is None or right is None or op is None:
-        return None
-    return left, op, right
 
 
 def _int_value(file: GoFile, node: tree_sitter.Node) -> int | None:
@@ -187,7 +175,7 @@ class _Types:
                 return self.of(operand)
             return None
         if node.type == "binary_expression":
-            parts = _binary_parts(node)
+            parts = shapes.binary_parts(node)
             if parts is None or parts[1].type not in ("+", "-", "*", "/", "%"):
                 return None
             left, right = self.of(parts[0]), self.of(parts[2])
@@ -207,12 +195,7 @@ _FLIP = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 
 @_operator("flip_comparison", "binary_expression", example="`if i < n` -> `if i >= n`")
 def _flip_comparison(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    parts = _binary_parts(node)
-    if parts is None or parts[1].type not in _FLIP:
-        return
-    op = parts[1]
-    new = _FLIP[op.type]
-    yield Edit.of(op, new, _statement(node), f"flip `{op.type}` to `{new}`")
+    yield from shapes.flip_operator(node, _FLIP, _statement)
 
 
 def _condition(node: tree_sitter.Node) -> tree_sitter.Node | None:
@@ -231,18 +214,12 @@ def _negate_condition(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     test = _condition(node)
     if test is None:
         return
-    what = f"negate the condition `{file.snippet(test)}`"
-    yield Edit.of(test, f"!({file.text_of(test)})", test, what)
+    yield shapes.negated(file, test)
 
 
 @_operator("remove_negation", "unary_expression", example="`if !done {` -> `if done {`")
 def _remove_negation(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    op, operand = operator_of(node), node.child_by_field_name("operand")
-    if op is None or op.type != "!" or operand is None or operand.type == "unary_expression":
-        return
-    if node.parent is not None and node.parent.type == "unary_expression":
-        return
-    yield Edit.of(node, file.text_of(operand), _statement(node), "drop a `!`")
+    yield from shapes.without_negation(file, node, "operand", _statement)
 
 
 @_operator(
@@ -253,40 +230,15 @@ def _swap_if_else(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     second = node.child_by_field_name("alternative")
     if first is None or second is None or second.type != "block":
         return  # no else, or an `else if` chain: swapping would move a condition
-    if file.text_of(first) == file.text_of(second):
-        return
-    between = file.data[first.end_byte : second.start_byte].decode("utf-8")
-    new = file.text_of(second) + between + file.text_of(first)
-    yield Edit(first.start_byte, second.end_byte, new, node, "swap the branches")
+    yield from shapes.swapped(file, first, second, node, "swap the branches")
 
 
 _BOOL_SWAP = {"&&": "||", "||": "&&"}
 
 
-def _logical(node: tree_sitter.Node) -> bool:
-    op = operator_of(node) if node.type == "binary_expression" else None
-    return op is not None and op.type in _BOOL_SWAP
-
-
 @_operator("swap_bool_op", "binary_expression", example="`if a && b` -> `if a || b`")
 def _swap_bool_op(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    parts = _binary_parts(node)
-    if parts is None or parts[1].type not in _BOOL_SWAP:
-        return
-    left, op, right = parts
-    new_op = _BOOL_SWAP[op.type]
-    # Operands and the whole are parenthesized where && and || would regroup, so the mutant
-    # means exactly "the other operator here".
-    sides = [
-        f"({file.text_of(side)})" if _logical(side) else file.text_of(side)
-        for side in (left, right)
-    ]
-    gap_l = file.data[left.end_byte : op.start_byte].decode("utf-8")
-    gap_r = file.data[op.end_byte : right.start_byte].decode("utf-8")
-    new = f"{sides[0]}{gap_l}{new_op}{gap_r}{sides[1]}"
-    if node.parent is not None and node.parent.type in ("binary_expression", "unary_expression"):
-        new = f"({new})"
-    yield Edit.of(node, new, _statement(node), f"swap `{op.type}` for `{new_op}`")
+    yield from shapes.swap_logical(file, node, _BOOL_SWAP, frozenset(_BOOL_SWAP), _statement)
 
 
 # --- arithmetic ---------------------------------------------------------------------------------
@@ -320,7 +272,7 @@ def _swap_arith_op(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
         right = right.named_children[0] if right.named_child_count == 1 else right
         new = _ASSIGN_SWAP[op.type]
     else:
-        parts = _binary_parts(node)
+        parts = shapes.binary_parts(node)
         if parts is None or parts[1].type not in _ARITH_SWAP:
             return
         left, op, right = parts
@@ -372,7 +324,7 @@ def _bounds(file: GoFile, node: tree_sitter.Node) -> Iterator[tuple[tree_sitter.
     """The integer bounds of a node, each with whether a literal there may only go down (an
     index or slice bound: up could leave a constant array or string)."""
     if node.type == "binary_expression":
-        parts = _binary_parts(node)
+        parts = shapes.binary_parts(node)
         if parts is not None and parts[1].type in _ORDER and _Types(file, node).numeric(parts[2]):
             yield parts[2], False
     elif node.type == "slice_expression":
@@ -481,11 +433,10 @@ def _swap_call_args(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     kind = types.of(first)
     if kind is None or kind != types.of(second):
         return  # the other order may not type-check
-    between = file.data[first.end_byte : second.start_byte].decode("utf-8")
-    new = file.text_of(second) + between + file.text_of(first)
     callee = node.child_by_field_name("function") or node
-    what = f"swap the arguments of `{file.snippet(callee)}`"
-    yield Edit(first.start_byte, second.end_byte, new, node, what)
+    yield from shapes.swapped(
+        file, first, second, node, f"swap the arguments of `{file.snippet(callee)}`"
+    )
 
 
 # --- removals ---------------------------------------------------------------------------------
@@ -496,7 +447,7 @@ def _untyped(node: tree_sitter.Node) -> bool:
     if node.type in ("parenthesized_expression", "unary_expression"):
         return all(_untyped(child) for child in node.named_children)
     if node.type == "binary_expression":
-        parts = _binary_parts(node)
+        parts = shapes.binary_parts(node)
         return parts is not None and _untyped(parts[0]) and _untyped(parts[2])
     return node.type in (
         "int_literal",
@@ -558,20 +509,16 @@ def _terminates_function(stmt: tree_sitter.Node) -> bool:
     return False
 
 
-def _drop(file: GoFile, stmt: tree_sitter.Node, what: str) -> Edit | None:
-    """Remove a statement from its block: its whole line when it is alone there, else its bytes."""
+def _drop(file: GoFile, stmt: tree_sitter.Node, what: str) -> Iterator[Edit]:
+    """Remove a statement from its block: its whole line, where it is alone there (``a(); b()``
+    on one line is rare in gofmt'd code, and a ``;`` would be left)."""
     if _terminates_function(stmt):
-        return None
+        return
     if stmt.parent is None or stmt.parent.type != "statement_list":
-        return None
-    line_start = file.data.rfind(b"\n", 0, stmt.start_byte) + 1
-    line_end = file.data.find(b"\n", stmt.end_byte)
-    line_end = len(file.data) if line_end == -1 else line_end + 1
-    before = file.data[line_start : stmt.start_byte]
-    after = file.data[stmt.end_byte : line_end]
-    if not before.strip() and not after.strip():
-        return Edit(line_start, line_end, "", stmt, what)
-    return None  # `a(); b()` on one line: rare in gofmt'd code, and a `;` would be left
+        return
+    edit = shapes.line_removed(file, stmt, what)
+    if edit is not None:
+        yield edit
 
 
 @_operator("remove_statement", "expression_statement", example="`s.reset()` -> (removed)")
@@ -582,9 +529,7 @@ def _remove_statement(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     func = expr.child_by_field_name("function")
     if func is not None and file.text_of(func) == "panic":
         return  # a panic guards an impossible state: removing it is rarely observable
-    edit = _drop(file, node, f"remove `{file.snippet(node)}`")
-    if edit is not None:
-        yield edit
+    yield from _drop(file, node, f"remove `{file.snippet(node)}`")
 
 
 @_operator(
@@ -597,9 +542,7 @@ def _remove_statement(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
 def _remove_assignment(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if node.parent is None or node.parent.type != "statement_list":
         return  # a for clause's update
-    edit = _drop(file, node, f"remove `{file.snippet(node)}`")
-    if edit is not None:
-        yield edit
+    yield from _drop(file, node, f"remove `{file.snippet(node)}`")
 
 
 def _is_err_check(file: GoFile, node: tree_sitter.Node) -> bool:
@@ -608,7 +551,7 @@ def _is_err_check(file: GoFile, node: tree_sitter.Node) -> bool:
     body = node.child_by_field_name("consequence")
     if cond is None or body is None or cond.type != "binary_expression":
         return False
-    parts = _binary_parts(cond)
+    parts = shapes.binary_parts(cond)
     if parts is None or parts[1].type != "!=" or parts[2].type != "nil":
         return False
     if not file.text_of(parts[0]).lower().endswith("err"):
@@ -626,9 +569,7 @@ def _remove_conditional(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if node.parent is not None and node.parent.type == "if_statement":
         return  # the `if` of an `else if`
     cond = node.child_by_field_name("condition")
-    edit = _drop(file, node, f"remove `if {file.snippet(cond or node)}`")
-    if edit is not None:
-        yield edit
+    yield from _drop(file, node, f"remove `if {file.snippet(cond or node)}`")
 
 
 @_operator(
@@ -642,18 +583,14 @@ def _remove_err_check(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if node.parent is not None and node.parent.type == "if_statement":
         return
     cond = node.child_by_field_name("condition")
-    edit = _drop(file, node, f"remove the error check `if {file.snippet(cond or node)}`")
-    if edit is not None:
-        yield edit
+    yield from _drop(file, node, f"remove the error check `if {file.snippet(cond or node)}`")
 
 
 @_operator(
     "remove_loop", "for_statement", example="`for _, x := range xs { total += x }` -> (removed)"
 )
 def _remove_loop(file: GoFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    edit = _drop(file, node, f"remove the loop `{file.snippet(node, 30)}`")
-    if edit is not None:
-        yield edit
+    yield from _drop(file, node, f"remove the loop `{file.snippet(node, 30)}`")
 
 
 _ENDS = frozenset(

@@ -2,26 +2,22 @@
 
 ``detect_at`` detects the commit's tree (its go.mod, go.work, go.sum and vendor/modules.txt
 files and its ``.go`` files' heads, written into a scratch folder: never the working copy's
-HEAD); ``go_profile`` turns the
-detection into a profile keyed by the source's identity and what decides the build (the recipe,
-the test command, every module's go.mod and go.sum); ``build_go_profile`` builds its image
-through ``build_recipe``, a failed build being one line (``install_failed``, cached, so a rerun
-does not build it again); ``go_reading`` tells validate how the profile's runs read: the
-``go test -json`` events by ``verifiers/languages/go/test_events.py``, a selection passed as its
-tests' package folders.
+HEAD); ``go_profile`` turns the detection into a profile keyed by the source's identity and what
+decides the build (the recipe, the test command, every module's go.mod and go.sum);
+``build_go_profile`` builds its image through ``recipe_site.py`` (as JavaScript's), a failed
+build being one line (``install_failed``, cached, so a rerun does not build it again);
+``go_reading`` tells validate how the profile's runs read: the ``go test -json`` events by
+``verifiers/languages/go/test_events.py``, a selection passed as its tests' package folders.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 
-from trajforge.generators.environments.image import build_recipe, recipe_digest
-from trajforge.generators.environments.prepare import Prepared
-from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
+from trajforge.generators.environments.recipe_site import RecipeSite, detected_profile
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.go import detection as project
 from trajforge.generators.languages.go import sources
@@ -32,12 +28,10 @@ from trajforge.generators.languages.go.runners import REPORT_PATH, test_command
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
-from trajforge.schemas.records import content_id, from_row, to_row
-from trajforge.schemas.storage import ContentCache
+from trajforge.schemas.records import content_id
 from trajforge.verifiers.languages.go.test_events import package_dir, parse_test_events
 from trajforge.verifiers.log_parsers import ParsedLog
 from trajforge.verifiers.reports import ReportError
-from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
 from trajforge.verifiers.sandbox.git_tree import git
 from trajforge.verifiers.test_runner import Reading
 
@@ -70,66 +64,12 @@ def detect_at(repo_path: str, commit: str) -> Detection:
 def go_profile(repo_path: str, commit: str, repo: str, identity: str, params: Params) -> EnvProfile:
     """The detected (not yet built) profile of a Go project at ``commit``."""
     detection = detect_at(repo_path, commit)
-    test_cmd = test_command(detection, (), params.validate.per_test_timeout_s)
-    recipe = go_recipe(detection)
-    decides = (identity, repo, recipe, test_cmd, _build_evidence(repo_path, commit, detection))
-    profile_id = content_id(GO_PROFILE_FORMAT, *decides, length=16)
-    return EnvProfile(
-        profile_id=profile_id,
-        repo=repo,
-        python="",
-        install=(),
-        test_cmd=test_cmd,
-        image=image_name(params.environment.registry, profile_id),
-        status="detected",
-        log=detection.why,
-        setup_commit="",
-        recipe=recipe,
-        install_set=detection.package_manager,
-        language=detection.language,
-        runner=detection.runner,
-        runtime=detection.runtime,
-    )
-
-
-def build_go_profile(
-    sandbox: Sandbox,
-    profile: EnvProfile,
-    repo_path: str,
-    commit: str,
-    params: Params,
-    say: Callable[[str], None] = print,
-) -> Prepared:
-    """The profile's image at ``commit``: reused when its recipe label is this recipe's hash,
-    else built; a failed build is ``install_failed`` with the go command's first error line
-    (the raw log under ``<cache_dir>/build-logs/``), cached by the profile's id."""
-    if not isinstance(sandbox, ImageStore):
-        raise UserError(
-            "go environments build images: use the docker or podman sandbox",
-            reason="no_image_store",
-        )
-    cache = ContentCache(params.results_cache, "environments")
-    key = content_id(BUILD_VERSION, profile.profile_id, commit)
-    if (known := cache.get(key)) is not None:
-        return Prepared(from_row(EnvProfile, known["profile"]), known["reason"], known["detail"], 0)
-    built = dataclasses.replace(profile, setup_commit=commit, status="built")
-    digest = recipe_digest(repo_path, profile.recipe, profile.profile_id, commit)
-    info = sandbox.image_info(profile.image) if sandbox.has_image(profile.image) else None
-    if info is not None and info.labels.get(RECIPE_LABEL) == digest:
-        return Prepared(built, "", "", 0)
-    if getattr(sandbox, "name", "") == "docker":
-        ensure_go_base_image(getattr(sandbox, "docker_host", None), say)
-    say(f"{profile.repo}: go {profile.runtime}, {profile.install_set}")
-    result = build_recipe(sandbox, profile.image, profile.recipe, profile.profile_id, commit,
-                          repo_path, params.environment)  # fmt: skip
-    if result.ok:
-        return Prepared(dataclasses.replace(built, log=result.log[-4000:]), "", "", 0)
-    _keep_log(params, profile.profile_id, result.log)
-    cause = f"{profile.repo}: go build of the environment failed: {build_cause(result.log)}"
-    failed = Prepared(dataclasses.replace(built, status="failed", log=cause), "install_failed",
-                      cause, 0)  # fmt: skip
-    cache.put(key, {"profile": to_row(failed.profile), "reason": failed.reason, "detail": cause})
-    return failed
+    return detected_profile(
+        detection, profile_format=GO_PROFILE_FORMAT, repo=repo, identity=identity,
+        recipe=go_recipe(detection),
+        test_cmd=test_command(detection, (), params.validate.per_test_timeout_s),
+        evidence=_build_evidence(repo_path, commit, detection), params=params,
+    )  # fmt: skip
 
 
 def build_cause(log: str) -> str:
@@ -147,6 +87,17 @@ def go_reading(profile: EnvProfile) -> Reading:
     """How a Go profile's runs read: ``go test -json`` at ``REPORT_PATH``, its packages named
     by the recipe's modules; a selection passes its tests' package folders."""
     return Reading(REPORT_PATH, reader(modules_in_recipe(profile.recipe)), select=selected_packages)
+
+
+GO_SITE = RecipeSite(
+    go_profile, go_reading, BUILD_VERSION,
+    ensure_base=lambda profile, host, say: ensure_go_base_image(host, say),
+    banner=lambda profile: f"{profile.repo}: go {profile.runtime}, {profile.install_set}",
+    failure=lambda profile, log: f"go build of the environment failed: {build_cause(log)}",
+)  # fmt: skip
+# The profile's image (``recipe_site.py``), the tests compiled once in the build; a failed
+# build's line is the go command's first error line.
+build_go_profile = GO_SITE.build
 
 
 def reader(modules: Mapping[str, str]) -> Callable[[bytes | None, str], ParsedLog]:
@@ -234,10 +185,3 @@ def _build_evidence(repo_path: str, commit: str, detection: Detection) -> str:
     names += ["go.work", "go.work.sum"]
     blobs = git(repo_path, "ls-tree", "-z", "--end-of-options", commit, "--", *names)
     return content_id(blobs.decode("utf-8", "surrogateescape"))
-
-
-def _keep_log(params: Params, profile_id: str, log: str) -> None:
-    logs = os.path.join(params.cache_dir, "build-logs")
-    os.makedirs(logs, exist_ok=True)
-    with open(os.path.join(logs, f"{profile_id}.log"), "w", encoding="utf-8") as handle:
-        handle.write(log)

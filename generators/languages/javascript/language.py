@@ -12,16 +12,9 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from trajforge.generators.languages.base import (
-    Detection,
-    IssueText,
-    Language,
-    ReportError,
-    SiteGuide,
-    Unparsable,
-)
+from trajforge.generators.languages.base import Detection, IssueText, ReportError
 from trajforge.generators.languages.javascript import detection as project
 from trajforge.generators.languages.javascript.base_image import (
     ensure_recipe_base,
@@ -36,17 +29,13 @@ from trajforge.generators.languages.javascript.test_files import (
     is_js_source_path,
     is_js_test_path,
 )
-from trajforge.generators.mutants.mutant import Mutant
+from trajforge.generators.languages.recipe_language import RecipeLanguage
 
 if TYPE_CHECKING:
-    from trajforge.generators.environments.prepare import Count, Prepared
+    from trajforge.generators.environments.recipe_site import RecipeSite
+    from trajforge.generators.mutants.byte_edits import Mutator
     from trajforge.schemas.env_profile import EnvProfile
-    from trajforge.schemas.params import Params, ValidateParams
-    from trajforge.schemas.storage import ContentCache
-    from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
-    from trajforge.verifiers.test_runner import Reading
-    from trajforge.verifiers.validation.candidate import TestTree, ValidationResult
-    from trajforge.verifiers.validation.mutants import AuditBook, BatchResult, Mutation
+    from trajforge.verifiers.sandbox.base import ImageStore
 
 __all__ = ["REPORT_PATH", "JavaScript"]
 
@@ -54,7 +43,7 @@ __all__ = ["REPORT_PATH", "JavaScript"]
 NOT_LIBRARY = ("Gruntfile.js", "gulpfile.js", "karma.conf.js", "Jakefile.js")
 
 
-class JavaScript(Language):
+class JavaScript(RecipeLanguage):
     name: ClassVar[str] = project.NAME
     aliases: ClassVar[tuple[str, ...]] = ("js", "ts", "typescript")
     issue_text: ClassVar[IssueText] = JavaScriptIssueText(ISSUE_PROMPT)
@@ -125,85 +114,21 @@ class JavaScript(Language):
         node_modules."""
         return is_js_test_path(path) and is_js_source_path(path) and not is_js_generated(path)
 
-    def sample_mutants(
-        self,
-        files: Mapping[str, str],
-        *,
-        seed: int,
-        max_mutants: int,
-        operators: Sequence[str],
-        min_complexity: int,
-        guide: SiteGuide | None,
-    ) -> tuple[list[Mutant], Unparsable]:
-        """tree-sitter's operators, drawn only at edits whose lines a passing test runs."""
-        from trajforge.generators.languages.javascript.mutations import sample_js_mutants
+    def mutator(self) -> Mutator[Any]:
+        """tree-sitter's JavaScript operators (``mutations.py``)."""
+        from trajforge.generators.languages.javascript.mutations import JS_MUTATOR
 
-        return sample_js_mutants(
-            files,
-            seed=seed,
-            max_mutants=max_mutants,
-            operators=operators,
-            min_complexity=min_complexity,
-            guide=guide,
-        )
+        return JS_MUTATOR
 
     def agent_system_prompt(self, test_cmd: str) -> str:
         return AGENT_SYSTEM.format(test_cmd=test_cmd)
 
-    def site_profile(
-        self, repo_path: str, commit: str, repo: str, identity: str, params: Params
-    ) -> EnvProfile:
-        """Detected at the commit's tree, with its runner, its Node and the runner's command."""
-        from trajforge.generators.languages.javascript.profile import js_profile
+    def site(self) -> RecipeSite:
+        """Its profile, image and reading (``profile.py``)."""
+        from trajforge.generators.languages.javascript.profile import JS_SITE
 
-        return js_profile(repo_path, commit, repo, identity, params)
-
-    def prepare(
-        self,
-        sandbox: Sandbox,
-        profile: EnvProfile,
-        repo_path: str,
-        commit: str,
-        params: Params,
-        *,
-        count: Count,
-        fetch: Callable[[str], None] | None,
-        say: Callable[[str], None],
-    ) -> Prepared:
-        """Built from its recipe at ``commit``; no collection probe (each item's run decides),
-        no registry (``fetch`` unused)."""
-        from trajforge.generators.languages.javascript.profile import build_js_profile
-
-        return build_js_profile(sandbox, profile, repo_path, commit, params, say)
+        return JS_SITE
 
     def toolchain_line(self, profile: EnvProfile) -> str:
         """Node's major: an image serves one major's modules (reuse's line)."""
         return f"node {profile.runtime.split('.')[0]}"
-
-    def reading(self, profile: EnvProfile) -> str | Reading:
-        from trajforge.generators.languages.javascript.profile import js_reading
-
-        return js_reading(profile)
-
-    def validate_mutations(
-        self,
-        sandbox: Sandbox,
-        profile: EnvProfile,
-        repo_path: str,
-        clean: TestTree,
-        mutations: Sequence[Mutation],
-        params: ValidateParams,
-        cache: ContentCache | None,
-        workers: int,
-        *,
-        on_done: Callable[[ValidationResult], None],
-        audit: AuditBook | None,
-    ) -> BatchResult:
-        """No per-test coverage: a full run per bug (``verifiers/validation/full_runs.py``)."""
-        from trajforge.generators.languages.javascript.profile import js_reading
-        from trajforge.verifiers.validation.full_runs import validate_by_full_runs
-
-        return validate_by_full_runs(
-            sandbox, profile, repo_path, clean, mutations, params, js_reading(profile),
-            cache, workers, on_done=on_done,
-        )  # fmt: skip

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import tree_sitter
 from trajforge.generators.languages.javascript.syntax import JsFile, operator_of
+from trajforge.generators.mutants import edit_shapes as shapes
 from trajforge.generators.mutants.byte_edits import Edit, Operators
 
 JS_OPERATORS: Operators[JsFile] = Operators("JS")
@@ -60,19 +61,6 @@ def _is_string(node: tree_sitter.Node | None) -> bool:
     return node is not None and node.type in ("string", "template_string")
 
 
-def _binary_parts(
-    node: tree_sitter.Node,
-) -> tuple[tree_sitter.Node, tree_sitter.Node, tree_sitter.Node] | None:
-    left, right, op = (
-        node.child_by_field_name("left"),
-        node.child_by_field_name("right"),
-        operator_of(node),
-    )
-    if left is None or right is None or op is None:
-        return None
-    return left, op, right
-
-
 # --- comparisons and conditions ---------------------------------------------------------------
 
 _FLIP = {
@@ -89,12 +77,7 @@ _FLIP = {
 
 @_operator("flip_comparison", "binary_expression", example="`if (i < n)` -> `if (i >= n)`")
 def _flip_comparison(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    parts = _binary_parts(node)
-    if parts is None or parts[1].type not in _FLIP:
-        return
-    op = parts[1]
-    new = _FLIP[op.type]
-    yield Edit.of(op, new, _statement(node), f"flip `{op.type}` to `{new}`")
+    yield from shapes.flip_operator(node, _FLIP, _statement)
 
 
 _CONDITIONAL = ("if_statement", "while_statement", "do_statement")
@@ -106,18 +89,12 @@ def _negate_condition(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if paren is None or paren.type != "parenthesized_expression" or paren.named_child_count != 1:
         return
     test = paren.named_children[0]
-    what = f"negate the condition `{file.snippet(test)}`"
-    yield Edit.of(test, f"!({file.text_of(test)})", test, what)
+    yield shapes.negated(file, test)
 
 
 @_operator("remove_negation", "unary_expression", example="`if (!done)` -> `if (done)`")
 def _remove_negation(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    op, operand = operator_of(node), node.child_by_field_name("argument")
-    if op is None or op.type != "!" or operand is None or operand.type == "unary_expression":
-        return
-    if node.parent is not None and node.parent.type == "unary_expression":
-        return  # `!!x` is a cast to boolean, not a condition
-    yield Edit.of(node, file.text_of(operand), _statement(node), "drop a `!`")
+    yield from shapes.without_negation(file, node, "argument", _statement)
 
 
 @_operator(
@@ -134,43 +111,18 @@ def _swap_if_else(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
             return  # an `else if` chain: swapping would move a condition
         if first is None or first.type != "statement_block" or second.type != "statement_block":
             return
-    if first is None or second is None or file.text_of(first) == file.text_of(second):
+    if first is None or second is None:
         return
-    between = file.data[first.end_byte : second.start_byte].decode("utf-8")
-    new = file.text_of(second) + between + file.text_of(first)
-    start, end = first.start_byte, second.end_byte
-    yield Edit(start, end, new, node, "swap the branches")
+    yield from shapes.swapped(file, first, second, node, "swap the branches")
 
 
 _BOOL_SWAP = {"&&": "||", "||": "&&"}
-_LOGICAL = frozenset({"&&", "||", "??"})
-
-
-def _logical(node: tree_sitter.Node) -> bool:
-    op = operator_of(node) if node.type == "binary_expression" else None
-    return op is not None and op.type in _LOGICAL
+_LOGICAL = frozenset({"&&", "||", "??"})  # the operators `&&` and `||` regroup with
 
 
 @_operator("swap_bool_op", "binary_expression", example="`if (a && b)` -> `if (a || b)`")
 def _swap_bool_op(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    parts = _binary_parts(node)
-    if parts is None or parts[1].type not in _BOOL_SWAP:
-        return
-    left, op, right = parts
-    new_op = _BOOL_SWAP[op.type]
-    # Operands and the whole are parenthesized where && and || would regroup, so the mutant
-    # means exactly "the other operator here".
-    sides = [file.text_of(left), file.text_of(right)]
-    sides = [
-        f"({text})" if _logical(side) else text
-        for text, side in zip(sides, (left, right), strict=True)
-    ]
-    gap_l = file.data[left.end_byte : op.start_byte].decode("utf-8")
-    gap_r = file.data[op.end_byte : right.start_byte].decode("utf-8")
-    new = f"{sides[0]}{gap_l}{new_op}{gap_r}{sides[1]}"
-    if node.parent is not None and node.parent.type in ("binary_expression", "unary_expression"):
-        new = f"({new})"
-    yield Edit.of(node, new, _statement(node), f"swap `{op.type}` for `{new_op}`")
+    yield from shapes.swap_logical(file, node, _BOOL_SWAP, _LOGICAL, _statement)
 
 
 _ARITH_SWAP = {
@@ -192,7 +144,7 @@ _ARITH_SWAP = {
     example="`total += x` -> `total -= x`",
 )
 def _swap_arith_op(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    parts = _binary_parts(node)
+    parts = shapes.binary_parts(node)
     if parts is None or parts[1].type not in _ARITH_SWAP:
         return
     left, op, right = parts
@@ -228,7 +180,7 @@ def _arith(node: tree_sitter.Node) -> bool:
 
 def _bounds(file: JsFile, node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
     if node.type == "binary_expression":
-        parts = _binary_parts(node)
+        parts = shapes.binary_parts(node)
         if parts is not None and parts[1].type in _ORDER:
             yield parts[2]
     elif node.type == "subscript_expression":
@@ -282,35 +234,29 @@ def _swap_call_args(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if len(named) != 2 or any(a.type == "spread_element" for a in named):
         return
     first, second = named
-    if file.text_of(first) == file.text_of(second):
-        return
-    between = file.data[first.end_byte : second.start_byte].decode("utf-8")
-    new = file.text_of(second) + between + file.text_of(first)
-    what = f"swap the arguments of `{file.snippet(node.child_by_field_name('function') or node)}`"
-    yield Edit(first.start_byte, second.end_byte, new, node, what)
+    callee = node.child_by_field_name("function") or node
+    yield from shapes.swapped(
+        file, first, second, node, f"swap the arguments of `{file.snippet(callee)}`"
+    )
 
 
 # --- removals ---------------------------------------------------------------------------------
 
 
-def _drop(file: JsFile, stmt: tree_sitter.Node, what: str) -> Edit | None:
+def _drop(file: JsFile, stmt: tree_sitter.Node, what: str) -> Iterator[Edit]:
     """Remove a statement from its block: its whole line when it is alone there, else its bytes.
 
     A statement that is a branch or loop body on its own (``if (x) f();``) becomes ``;``.
     """
     parent = stmt.parent
     if parent is None:
-        return None
+        return
     if parent.type not in ("statement_block", "switch_case", "switch_default", "program"):
-        return Edit(stmt.start_byte, stmt.end_byte, ";", stmt, what)
-    line_start = file.data.rfind(b"\n", 0, stmt.start_byte) + 1
-    line_end = file.data.find(b"\n", stmt.end_byte)
-    line_end = len(file.data) if line_end == -1 else line_end + 1
-    before = file.data[line_start : stmt.start_byte]
-    after = file.data[stmt.end_byte : line_end]
-    if not before.strip() and not after.strip():
-        return Edit(line_start, line_end, "", stmt, what)
-    return Edit(stmt.start_byte, stmt.end_byte, "", stmt, what)
+        yield Edit(stmt.start_byte, stmt.end_byte, ";", stmt, what)
+        return
+    yield shapes.line_removed(file, stmt, what) or Edit(
+        stmt.start_byte, stmt.end_byte, "", stmt, what
+    )
 
 
 _CALLS = frozenset({"call_expression", "await_expression", "new_expression"})
@@ -328,9 +274,7 @@ def _remove_statement(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     expr = _expression_of(node)
     if expr is None or expr.type not in _CALLS or _is_quiet(file, expr):
         return
-    edit = _drop(file, node, f"remove `{file.snippet(node)}`")
-    if edit is not None:
-        yield edit
+    yield from _drop(file, node, f"remove `{file.snippet(node)}`")
 
 
 @_operator("remove_assignment", "expression_statement", example="`total += x;` -> (removed)")
@@ -338,9 +282,7 @@ def _remove_assignment(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     expr = _expression_of(node)
     if expr is None or expr.type not in _ASSIGNS:
         return
-    edit = _drop(file, node, f"remove `{file.snippet(node)}`")
-    if edit is not None:
-        yield edit
+    yield from _drop(file, node, f"remove `{file.snippet(node)}`")
 
 
 @_operator("remove_conditional", "if_statement", example="`if (x == null) x = [];` -> (removed)")
@@ -350,9 +292,7 @@ def _remove_conditional(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
     if node.parent is not None and node.parent.type == "else_clause":
         return  # the `if` of an `else if`
     cond = node.child_by_field_name("condition")
-    edit = _drop(file, node, f"remove `if {file.snippet(cond or node)}`")
-    if edit is not None:
-        yield edit
+    yield from _drop(file, node, f"remove `if {file.snippet(cond or node)}`")
 
 
 _LOOPS = ("for_statement", "for_in_statement", "while_statement", "do_statement")
@@ -360,9 +300,7 @@ _LOOPS = ("for_statement", "for_in_statement", "while_statement", "do_statement"
 
 @_operator("remove_loop", *_LOOPS, example="`for (const x of xs) total += x;` -> (removed)")
 def _remove_loop(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    edit = _drop(file, node, f"remove the loop `{file.snippet(node, 30)}`")
-    if edit is not None:
-        yield edit
+    yield from _drop(file, node, f"remove the loop `{file.snippet(node, 30)}`")
 
 
 @_operator("drop_return_value", "return_statement", example="`return result;` -> `return;`")
@@ -392,7 +330,7 @@ _LOOSE = {"===": "==", "!==": "!="}
 
 @_operator("loosen_equality", "binary_expression", example="`x === 0` -> `x == 0`")
 def _loosen_equality(file: JsFile, node: tree_sitter.Node) -> Iterator[Edit]:
-    parts = _binary_parts(node)
+    parts = shapes.binary_parts(node)
     if parts is None or parts[1].type not in _LOOSE:
         return
     op = parts[1]

@@ -5,22 +5,19 @@ repository's commit the same record a Python one gets: ``detect_at`` detects the
 (never the working copy's HEAD), ``js_profile`` turns the detection into a profile keyed by the
 source's identity and what decides the install (the recipe, the runner's command,
 package.json's dependency tables, the lock file), and ``build_js_profile`` builds its image
-through ``build_recipe`` as ``prepare_js_environment`` does, a failed install being one line
+through ``recipe_site.py`` (as Go's), a failed install being one line
 (``install_failed``, cached, so a rerun does not build it again). ``js_reading`` tells validate
 how the profile's runs read: the runner's report, and a selection passed as files.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from trajforge.generators.environments.image import build_recipe, recipe_digest
-from trajforge.generators.environments.prepare import Prepared
-from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
+from trajforge.generators.environments.recipe_site import RecipeSite, detected_profile
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.javascript import detection as project
 from trajforge.generators.languages.javascript.base_image import ensure_node_base_image
@@ -31,9 +28,7 @@ from trajforge.generators.languages.javascript.runners import REPORT_PATH
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import Params
-from trajforge.schemas.records import content_id, from_row, to_row
-from trajforge.schemas.storage import ContentCache
-from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
+from trajforge.schemas.records import content_id
 from trajforge.verifiers.sandbox.git_tree import GitError, git, read_file_at
 from trajforge.verifiers.test_runner import Reading
 
@@ -70,74 +65,29 @@ def js_profile(repo_path: str, commit: str, repo: str, identity: str, params: Pa
     """The detected (not yet built) profile of a JS project at ``commit``; a UserError with one
     line for a runner trajforge cannot run yet (``unsupported_runner``)."""
     detection = detect_at(repo_path, commit)
-    test_cmd = project.test_command(detection, (), params.validate.per_test_timeout_s)
-    recipe = project.recipe(detection)
-    installs = _install_evidence(repo_path, commit, detection.lockfile)
-    decides = (identity, repo, recipe, test_cmd, installs)
-    profile_id = content_id(JS_PROFILE_FORMAT, *decides, length=16)
-    return EnvProfile(
-        profile_id=profile_id,
-        repo=repo,
-        python="",
-        install=(),
-        test_cmd=test_cmd,
-        image=image_name(params.environment.registry, profile_id),
-        status="detected",
-        log=detection.why,
-        setup_commit="",
-        recipe=recipe,
-        install_set=detection.package_manager,
-        language=detection.language,
-        runner=detection.runner,
-        runtime=detection.runtime,
-    )
-
-
-def build_js_profile(
-    sandbox: Sandbox,
-    profile: EnvProfile,
-    repo_path: str,
-    commit: str,
-    params: Params,
-    say: Callable[[str], None] = print,
-) -> Prepared:
-    """The profile's image at ``commit``: reused when its recipe label is this recipe's hash,
-    else built; a failed install is ``install_failed`` with the package manager's first error
-    line (the raw log under ``<cache_dir>/build-logs/``), cached by the profile's id."""
-    if not isinstance(sandbox, ImageStore):
-        raise UserError(
-            "javascript environments build images: use the docker or podman sandbox",
-            reason="no_image_store",
-        )
-    cache = ContentCache(params.results_cache, "environments")
-    key = content_id(BUILD_VERSION, profile.profile_id, commit)
-    if (known := cache.get(key)) is not None:
-        return Prepared(from_row(EnvProfile, known["profile"]), known["reason"], known["detail"], 0)
-    built = dataclasses.replace(profile, setup_commit=commit, status="built")
-    digest = recipe_digest(repo_path, profile.recipe, profile.profile_id, commit)
-    info = sandbox.image_info(profile.image) if sandbox.has_image(profile.image) else None
-    if info is not None and info.labels.get(RECIPE_LABEL) == digest:
-        return Prepared(built, "", "", 0)
-    if getattr(sandbox, "name", "") == "docker":
-        ensure_node_base_image(profile.runtime, getattr(sandbox, "docker_host", None), say)
-    say(f"{profile.repo}: node {profile.runtime}, {profile.install_set}, {profile.runner}")
-    env = params.environment
-    result = build_recipe(sandbox, profile.image, profile.recipe, profile.profile_id, commit,
-                          repo_path, env)  # fmt: skip
-    if result.ok:
-        return Prepared(dataclasses.replace(built, log=result.log[-4000:]), "", "", 0)
-    _keep_log(params, profile.profile_id, result.log)
-    cause = f"{profile.repo}: {profile.install_set} install failed: {install_cause(result.log)}"
-    failed = Prepared(dataclasses.replace(built, status="failed", log=cause), "install_failed",
-                      cause, 0)  # fmt: skip
-    cache.put(key, {"profile": to_row(failed.profile), "reason": failed.reason, "detail": cause})
-    return failed
+    return detected_profile(
+        detection, profile_format=JS_PROFILE_FORMAT, repo=repo, identity=identity,
+        recipe=project.recipe(detection),
+        test_cmd=project.test_command(detection, (), params.validate.per_test_timeout_s),
+        evidence=_install_evidence(repo_path, commit, detection.lockfile), params=params,
+    )  # fmt: skip
 
 
 def js_reading(profile: EnvProfile) -> Reading:
     """How a JS profile's runs read: its runner's report at ``REPORT_PATH``, a missing or
     unreadable one being the run's collection error; a selection passes its tests' files."""
     return Reading(REPORT_PATH, _reader(profile.runner), select=selected_files)
+
+
+JS_SITE = RecipeSite(
+    js_profile, js_reading, BUILD_VERSION,
+    ensure_base=lambda profile, host, say: ensure_node_base_image(profile.runtime, host, say),
+    banner=lambda p: f"{p.repo}: node {p.runtime}, {p.install_set}, {p.runner}",
+    failure=lambda profile, log: f"{profile.install_set} install failed: {install_cause(log)}",
+)  # fmt: skip
+# The profile's image (``recipe_site.py``); a failed install's line is the package manager's
+# first error line.
+build_js_profile = JS_SITE.build
 
 
 def selected_files(selection: Sequence[str]) -> list[str]:
@@ -204,10 +154,3 @@ def _install_evidence(repo_path: str, commit: str, lockfile: str) -> str:
     if lockfile in dict(LOCKS):
         lock = git(repo_path, "rev-parse", "--verify", "--end-of-options", f"{commit}:{lockfile}")
     return content_id(tables, lock.decode().strip())
-
-
-def _keep_log(params: Params, profile_id: str, log: str) -> None:
-    logs = os.path.join(params.cache_dir, "build-logs")
-    os.makedirs(logs, exist_ok=True)
-    with open(os.path.join(logs, f"{profile_id}.log"), "w", encoding="utf-8") as handle:
-        handle.write(log)

@@ -23,16 +23,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import islice, pairwise
+from itertools import pairwise
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState  # printing a node under enclosing indentation
 from trajforge.generators.languages.python.operators import OPERATORS, Edit, Operator, Parents
 from trajforge.generators.mutants.mutant import Mutant
-from trajforge.generators.mutants.sampling import Site, draw_sites, text_digest
+from trajforge.generators.mutants.sampling import Site, draw_mutants, text_digest
 from trajforge.generators.mutants.targets import FunctionTarget, MutationSourceError
 from trajforge.schemas.errors import ParamsError
-from trajforge.schemas.records import content_id
 
 __all__ = [
     "OPERATORS",
@@ -317,18 +316,10 @@ class _File:
             _compile(body, self.path)
         except (SyntaxError, ValueError, RecursionError):
             return None
-        mutated = self.bom + body
-        first, last = self.lines(edit.focus)
+        texts = self.bom + self.source, self.bom + body
         qualname = self.functions[index].qualname
-        return Mutant(
-            mutant_id=content_id(self.path, operator, mutated),
-            path=self.path,
-            qualname=qualname,
-            operator=operator,
-            original=self.bom + self.source,
-            mutated=mutated,
-            lines=tuple(range(first, last + 1)),
-            description=f"{edit.what} in {qualname} line {first}",
+        return Mutant.of_edit(
+            self.path, qualname, operator, texts, self.lines(edit.focus), edit.what
         )
 
     def _splice(self, index: int, edit: Edit) -> str:
@@ -468,19 +459,11 @@ def sample_mutants(
             detail = f"{path}: no function with complexity >= {min_complexity} to mutate"
             rejected.append((path, "no_targets", detail))
 
-    picks = draw_sites(sites, complexity, random.Random(seed))
-    mutants: list[Mutant] = []
-    seen = {text_digest(text) for text in files.values()}
-    while len(mutants) < max_mutants:
-        batch = list(islice(picks, max_mutants - len(mutants)))
-        if not batch:
-            break
+    def make(batch: list[Site]) -> Iterator[Mutant | None]:
         made = _materialize(batch, files)
-        for site in batch:
-            mutant = made.get(site)
-            if mutant is not None and text_digest(mutant.mutated) not in seen:
-                seen.add(text_digest(mutant.mutated))
-                mutants.append(mutant)
+        return (made.get(site) for site in batch)
+
+    mutants = draw_mutants(sites, complexity, seed, max_mutants, files.values(), make)
     return mutants, rejected
 
 
