@@ -540,3 +540,82 @@ def test_a_django_layout_graded_file_is_read_only_by_the_list(calc_task, tmp_pat
     assert evaluator.evaluate(django, fix).reason == "resolved"
     forged = evaluator.evaluate(django, forger)
     assert (forged.resolved, forged.reason) == (False, "tests_failed"), forged.log[-2000:]
+
+
+# A plugin installed in the image that runs the project's code before any conftest, as
+# pytest-django's hook does (it imports the settings module, django.setup() the apps): the
+# patch's module-level code then runs before pytest's first hook ends.
+EARLY_PLUGIN = """\
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config):
+    import calc  # noqa: F401  (the project's package: its __init__ runs here)
+"""
+# pytest's own Function.runtest, rebound so that a failed assert is swallowed in every test
+# whose code is test_add's: the graded test and its twins (copies under other names) pass
+# alike, the other sentinels still fail, so only the seal's machinery check can tell.
+SWALLOW_ADD = """\
+import _pytest.python
+
+_real = _pytest.python.Function.runtest
+
+
+def _runtest(self):
+    try:
+        _real(self)
+    except AssertionError:
+        add = getattr(getattr(self, "module", None), "test_add", None)
+        code = getattr(getattr(self, "obj", None), "__code__", None)
+        if add is None or code is None or code.co_code != add.__code__.co_code:
+            raise
+
+
+_pytest.python.Function.runtest = _runtest
+"""
+EARLY_IMAGE = """\
+FROM {image}
+COPY . /early/
+RUN P=/venv/bin/python; [ -x "$P" ] || P=/usr/bin/python3; \\
+    site=$("$P" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \\
+    cp /early/early_plugin.py "$site/" && mkdir "$site/early_plugin-1.0.dist-info" && \\
+    cp /early/METADATA /early/entry_points.txt "$site/early_plugin-1.0.dist-info/"
+"""
+
+
+def test_code_a_plugin_runs_before_any_conftest_cannot_rebind_pytest(
+    calc_task, tmp_path, evaluator
+):
+    """The seal fixes pytest's machinery as ``pytest_load_initial_conftests`` begins, not where
+    the reporter's own implementation runs: a plugin's implementation that imports the project
+    first no longer lets the patch's rebinding of ``Function.runtest`` become the fixed state
+    (with the seal fixed at the reporter's implementation this forger, no fix in it, was graded
+    resolved). The fix alone, under the same plugin, still resolves: pytest's own patches
+    (legacypath's, made inside the hook) are told apart."""
+    import dataclasses
+
+    task, repo, _ = calc_task
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "early_plugin.py").write_text(EARLY_PLUGIN)
+    (context / "METADATA").write_text("Metadata-Version: 2.1\nName: early-plugin\nVersion: 1.0\n")
+    (context / "entry_points.txt").write_text("[pytest11]\nearly = early_plugin\n")
+    (context / "Dockerfile").write_text(EARLY_IMAGE.format(image=task.image_name))
+    tag = f"trajforge-test-early-plugin:{tmp_path.name.lower()[-20:]}"
+    built = subprocess.run(["docker", "build", "-q", "-t", tag, str(context)],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    try:
+        inspect = ["docker", "image", "inspect", "--format", "{{.Id}}", tag]
+        digest = subprocess.run(inspect, capture_output=True, text=True, check=True).stdout
+        early = dataclasses.replace(task, image_name=tag, image_digest=digest.strip())
+        forger = {**NOISE, "calc/__init__.py": SWALLOW_ADD}
+        for name, files in (("fix", FIX), ("forger", forger)):
+            (tmp_path / name).mkdir()
+            patch = model_patch(early, repo, tmp_path / name, files)
+            evaluation = evaluator.evaluate(early, patch)
+            want = "resolved" if name == "fix" else "forged_result"
+            assert evaluation.reason == want, (name, evaluation.log[-2000:])
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)

@@ -12,8 +12,13 @@ can undo what is set here.
   needs any of them while its tests run; a project whose own tests do is not gradable
   (validate's ``gold_runs`` says so).
 - **The machinery's integrity**, checked before each graded test runs and at each of its
-  reports: the functions and classes of pytest and pluggy are the ones they were when pytest
-  had patched its own (``legacypath``) and before the first conftest of the repository loaded,
+  reports: the functions and classes of pytest and pluggy are the ones they were when
+  ``pytest_load_initial_conftests`` began, the plugins imported (hypothesis's patches pytest as
+  it loads), but for pytest's own patches made inside it (``legacypath``'s, each identified by
+  the function object ``_pytest.legacypath`` held then). Fixed as that hook begins, not where
+  the reporter's own implementation runs: a plugin's implementation may run the repository's
+  code before any conftest (pytest-django's imports the settings module, ``django.setup()`` the
+  apps), and a rebinding it made became the fixed state (graded resolved without a fix);
   the plugins and hook implementations are those registered when collection ended, no instance
   attribute of a test item stands in for its class's method, and the test function runs the
   code its own file compiles to (plain or with pytest's assertion rewriting): a module loaded
@@ -49,6 +54,9 @@ REFUSED = {
 FUNCTION = type(lambda: None)
 PROC_MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/mem$")
 MACHINERY = ("pytest", "_pytest", "pluggy")
+LEGACYPATH = "_pytest.legacypath"  # pytest's own patches of its classes, made as it starts
+_CHANGED_EARLY = "pytest's machinery was changed before the tests ({}.{})"
+_ABSENT = object()
 # The hooks through which a test's outcome travels: their implementations are fixed at the end
 # of collection (a plugin registered later, or an implementation swapped, is tampering).
 HOOKS = (
@@ -118,18 +126,45 @@ class Integrity:
     """What the seal fixed, and the checks against it (each returns a reason or "")."""
 
     def __init__(self):
-        self.machinery = []  # fixed before the first conftest loads (pytest patches its own first)
+        self.machinery = []  # fixed as the initial conftests' hook begins; pytest's own admitted
+        self.early = ""  # a change made between the two, not pytest's own
         self.hooks = None  # fixed when collection ends
         self.codes = {}  # test file -> the code objects it compiles to
 
     def fix_machinery(self):
+        """As ``pytest_load_initial_conftests`` begins: the plugins are imported, no
+        implementation of that hook (nor any conftest) has run."""
         self.machinery = _machinery()
+
+    def admit_own_patches(self):
+        """When the initial conftests are loaded: the machinery as it is now, where every change
+        since ``fix_machinery`` must be pytest's own (a function ``_pytest.legacypath`` held
+        then, or a property of them); any other is a forgery made before the first test."""
+        own = {id(v) for h, _, v in self.machinery if getattr(h, "__name__", "") == LEGACYPATH}
+        before = {(id(holder), name): value for holder, name, value in self.machinery}
+        classes = {id(holder) for holder, _, _ in self.machinery if isinstance(holder, type)}
+        now = _machinery()
+        seen = set()  # a class two modules export is listed twice
+        for holder, name, value in now:
+            seen.add((id(holder), name))
+            old = before.get((id(holder), name), _ABSENT)
+            if old is value or (old is _ABSENT and id(holder) not in classes):
+                continue  # unchanged; a module global pytest binds as it runs; a module's new class
+            if not _pytests_own(value, own):
+                self.early = _CHANGED_EARLY.format(_name(holder), name)
+                break
+        gone = [m for m in self.machinery if (id(m[0]), m[1]) not in seen]  # deleted: a method
+        if gone and not self.early:  # gone exposes its base class's
+            self.early = _CHANGED_EARLY.format(_name(gone[0][0]), gone[0][1])
+        self.machinery = now
 
     def fix_hooks(self, config):
         self.hooks = _hook_state(config)
 
     def check(self, item):
         """Why the run that is about to grade ``item`` (or just did) cannot be trusted."""
+        if self.early:
+            return self.early
         for holder, name, value in self.machinery:
             if getattr(holder, "__dict__", {}).get(name) is not value:
                 return f"pytest's machinery was changed ({_name(holder)}.{name})"
@@ -216,6 +251,15 @@ def _machinery():
                     if _is_method(member):
                         fixed.append((value, attr, member))
     return fixed
+
+
+def _pytests_own(value, own):
+    """Whether ``value`` is one of pytest's own patches: a function of ``own`` (by identity),
+    or a property made of them."""
+    if isinstance(value, property):
+        parts = [f for f in (value.fget, value.fset, value.fdel) if f is not None]
+        return bool(parts) and all(id(f) in own for f in parts)
+    return id(value) in own
 
 
 def _hook_state(config):

@@ -38,8 +38,10 @@ def make(fd, key, integrity, graded):
         return not graded or nodeid in graded
 
     class Reporter:
-        def pytest_load_initial_conftests(self):  # after pytest's own patches, before conftests
+        def pytest_load_initial_conftests(self):  # around every plugin's, conftests included
             integrity.fix_machinery()
+            yield
+            integrity.admit_own_patches()
 
         def pytest_collection_finish(self, session):
             integrity.fix_hooks(session.config)
@@ -87,4 +89,12 @@ def make(fd, key, integrity, graded):
 
     for name in ("pytest_runtest_call", "pytest_runtest_logreport"):
         setattr(Reporter, name, pytest.hookimpl(tryfirst=True)(getattr(Reporter, name)))
+    # pytest's own patches (legacypath), a plugin's early code (pytest-django's settings import)
+    # and the first conftests all run inside this hook: the seal fixes the machinery before the
+    # first of them and admits only pytest's own changes after the last (the outermost wrapper:
+    # tryfirst; old-style, so pytest 6 and up)
+    wrapped = pytest.hookimpl(hookwrapper=True, tryfirst=True)(
+        Reporter.pytest_load_initial_conftests
+    )
+    Reporter.pytest_load_initial_conftests = wrapped
     return Reporter(), tamper
