@@ -93,8 +93,7 @@ def make(fd, key, integrity, graded):
     # and the first conftests all run inside this hook: the seal fixes the machinery before the
     # first of them and admits only pytest's own changes after the last (the outermost wrapper:
     # tryfirst; old-style, so pytest 6 and up)
-    wrapped = pytest.hookimpl(hookwrapper=True, tryfirst=True)(
-        Reporter.pytest_load_initial_conftests
-    )
-    Reporter.pytest_load_initial_conftests = wrapped
+    wrapper = pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    name = "pytest_load_initial_conftests"
+    setattr(Reporter, name, wrapper(getattr(Reporter, name)))
     return Reporter(), tamper
