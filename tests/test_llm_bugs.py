@@ -7,8 +7,10 @@ the CLI, git, libcst, the validate stage's containers.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,17 @@ import pytest
 from conftest import run_cli, write_params
 from repo_factory import RepoBuilder
 from scripted_llm import ScriptedLLM
-from trajforge.generators.bugs.llm_rewrite import REASONS, check_rewrite, collect_test_ids
+from trajforge.generators.bugs.llm_rewrite import (
+    REASONS,
+    check_rewrite,
+    collect_test_ids,
+    rewrite_functions,
+)
 from trajforge.generators.languages.python.mutations import pick_functions
+from trajforge.generators.llm import client as llm_client
+from trajforge.generators.llm.client import LLMClient
 from trajforge.schemas.diff import unified_diff
+from trajforge.schemas.params import LLMParams
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman, pytest.mark.llama]
 
@@ -506,3 +516,50 @@ def test_llama_server_garbage_is_rejected_and_counted(
         assert rejection["input"].startswith("local/tally@")
     summary = _summary(tmp_path / "out")
     assert sum(summary["rejected"].values()) == 3, summary
+
+
+def test_only_the_requests_run_on_the_pool_and_every_parse_on_the_caller(tmp_path: Path) -> None:
+    """CPython 3.11 < 3.11.8 raises SystemError when two threads parse at once (gh-106905).
+
+    The pool's threads are profiled: none of them may enter ``ast.parse``, and eight workers give
+    the outcomes one worker gives.
+    """
+    functions, _ = pick_functions({"tally/core.py": CORE}, seed=0, count=8, min_complexity=1)
+    assert len(functions) >= 4
+    parsed_off_caller: list[str] = []
+    caller = threading.current_thread()
+
+    def not_caller() -> bool:
+        return threading.current_thread() is not caller
+
+    def watch(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is ast.parse.__code__ and not_caller():
+            parsed_off_caller.append(threading.current_thread().name)
+
+    def outcomes(workers: int) -> list[tuple[str, str, str]]:
+        llm_client._SLOTS.clear()
+        params = LLMParams(base_url=server.base_url, model="scripted", cache=False)
+        client = LLMClient(params, str(tmp_path / f"cache{workers}"))
+        threading.setprofile(watch)
+        try:
+            found = rewrite_functions(
+                client,
+                functions,
+                {"tally/core.py": CORE},
+                {"tests/test_core.py": TESTS},
+                seed=0,
+                workers=workers,
+            )
+        finally:
+            threading.setprofile(None)
+        return [
+            (o.function.target.qualname, o.reason, o.mutant.mutated if o.mutant else "")
+            for o in found
+        ]
+
+    with ScriptedLLM(_respond) as server:
+        one, eight = outcomes(1), outcomes(8)
+    assert server.max_in_flight > 1  # the requests did overlap
+    assert parsed_off_caller == []
+    assert eight == one
+    assert {reason for _, reason, _ in one} >= {"accepted", "rewrite_no_code"}

@@ -36,7 +36,7 @@ from trajforge.generators.languages.python.mutations import (
 
 # the functions a model rewrites are drawn as the operators draw theirs (the injector's import)
 from trajforge.generators.languages.python.mutations import pick_functions as pick_functions
-from trajforge.generators.llm.client import LLMClient, LLMError
+from trajforge.generators.llm.client import ChatResult, LLMClient, LLMError
 from trajforge.schemas.records import content_id
 
 PROMPT_VERSION = "inject-llm-v1"
@@ -159,12 +159,14 @@ def collect_test_ids(test_files: dict[str, str]) -> list[str]:
     return names
 
 
-def listed_tests(function: FunctionSource, test_files: dict[str, str]) -> list[str]:
+def listed_tests(
+    function: FunctionSource, test_files: dict[str, str], test_ids: list[str] | None = None
+) -> list[str]:
     """The test names the model sees: those in files naming the function first, then the rest."""
     name = function.target.qualname.rsplit(".", 1)[-1]
     mentions = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
     near = {p for p, text in test_files.items() if mentions.search(text)}
-    names = collect_test_ids(test_files)
+    names = collect_test_ids(test_files) if test_ids is None else test_ids
     ordered = [t for t in names if t.split("::")[0] in near] + [
         t for t in names if t.split("::")[0] not in near
     ]
@@ -195,13 +197,34 @@ def rewrite_functions(
     seed: int,
     workers: int,
 ) -> list[RewriteOutcome]:
-    """Ask the model to rewrite each function, ``workers`` requests at a time; check each answer."""
+    """Ask the model to rewrite each function, ``workers`` requests at a time; check each answer.
 
-    def one(function: FunctionSource) -> RewriteOutcome:
-        return rewrite_one(client, function, sources[function.target.path], test_files, seed=seed)
+    Only the requests run in the pool: every ``ast`` parse stays on the calling thread. CPython
+    3.11 before 3.11.8 keeps the AST converter's depth count in shared state, and parses on two
+    threads at once raise ``SystemError: AST constructor recursion depth mismatch`` (gh-106905;
+    it failed CI once, on a Dask worker).
+    """
+    test_ids = collect_test_ids(test_files)
+    requests = [
+        request_messages(
+            function, sources[function.target.path], listed_tests(function, test_files, test_ids)
+        )
+        for function in functions
+    ]
+
+    def ask(job: tuple[FunctionSource, list[dict[str, str]]]) -> ChatResult | LLMError:
+        function, messages = job
+        try:
+            return client.chat(messages, max_tokens=_max_tokens(client, function), seed=seed)
+        except LLMError as exc:
+            return exc
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(one, functions))
+        answers = list(pool.map(ask, zip(functions, requests, strict=True)))
+    return [
+        _outcome(client, function, sources[function.target.path], answer)
+        for function, answer in zip(functions, answers, strict=True)
+    ]
 
 
 def rewrite_one(
@@ -212,13 +235,28 @@ def rewrite_one(
     *,
     seed: int,
 ) -> RewriteOutcome:
+    """One function's rewrite, asked and checked on this thread."""
     messages = request_messages(function, source, listed_tests(function, test_files))
-    # Room for the whole function back (about 3 characters a token) and the Bug: line.
-    max_tokens = max(client.params.max_tokens, len(function.code) // 3 + 200)
     try:
-        answer = client.chat(messages, max_tokens=max_tokens, seed=seed)
+        answer: ChatResult | LLMError = client.chat(
+            messages, max_tokens=_max_tokens(client, function), seed=seed
+        )
     except LLMError as exc:
-        return RewriteOutcome(function, exc.reason, str(exc))
+        answer = exc
+    return _outcome(client, function, source, answer)
+
+
+def _max_tokens(client: LLMClient, function: FunctionSource) -> int:
+    """Room for the whole function back (about 3 characters a token) and the Bug: line."""
+    return max(client.params.max_tokens, len(function.code) // 3 + 200)
+
+
+def _outcome(
+    client: LLMClient, function: FunctionSource, source: str, answer: ChatResult | LLMError
+) -> RewriteOutcome:
+    """The checked answer as a mutant, or the reason there is none."""
+    if isinstance(answer, LLMError):
+        return RewriteOutcome(function, answer.reason, str(answer))
     reply = answer.message.get("content") or ""
     checked = check_rewrite(function, source, reply, truncated=answer.finish_reason == "length")
     usage = answer.usage.get("prompt_tokens", 0), answer.usage.get("completion_tokens", 0)
