@@ -49,7 +49,7 @@ def detect(path: Path):
 
 def test_changedir_becomes_options_from_the_root(repos: dict[str, Path]) -> None:
     profile = detect(repos["tox_changedir"])
-    flags = "-o pythonpath=/repo/tests -c tests/pytest.ini -o testpaths=tests"
+    flags = "-c tests/pytest.ini -o testpaths=tests"
     assert profile.test_cmd == f"{TEST_CMD} {flags}"
     assert not any(PYTEST_DJANGO in step for step in profile.install)
 
@@ -63,7 +63,7 @@ def test_django_runs_through_pytest_django(repos: dict[str, Path]) -> None:
         "--ds=test_project.settings -o 'python_files=test*.py *_test.py *tests.py'"
     )
     assert profile.install[-1].endswith(f" {PYTEST_DJANGO}"), profile.install
-    assert any("Django>=4.2,<5.2" in step for step in profile.install), profile.install
+    assert "pip install -r requirements.txt" in profile.install  # Django: the project's own
 
 
 @pytest.mark.parametrize(

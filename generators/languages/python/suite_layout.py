@@ -4,9 +4,9 @@ Django project's ``manage.py`` with its settings module, spelled as pytest optio
 The options keep pytest's working directory and ``--rootdir`` at the repository root, so every
 test id stays repository-relative (``test_project/library/tests.py::BookTests::test_title``):
 validate's lists, a rerun's selection and the grader's run name the same tests. What running
-from ``X`` changes is said instead: ``X`` on ``sys.path`` (as ``python -m pytest`` puts its
-working directory), ``X``'s own pytest configuration (``-c``), and ``X`` (or its config's
-``testpaths``) as what a run without test ids collects. A Django project runs through
+from ``X`` changes is said instead: ``X``'s own pytest configuration (``-c``), and ``X`` (or its
+config's ``testpaths``) as what a run without test ids collects; a Django project's folder goes
+on ``sys.path`` (pytest's ``pythonpath``, as ``manage.py`` imports its settings from there). A Django project runs through
 pytest-django (``--ds``; installed when the project does not declare it), so per-test limits and
 the grader stay pytest's; ``manage.py test`` suites are Django ``TestCase``s pytest-django runs.
 """
@@ -62,9 +62,8 @@ class SuiteLayout:
     def flags(self) -> tuple[str, ...]:
         """The pytest options that run the suite as from ``run_dir`` (see the module doc)."""
         words: list[str] = []
-        on_path = self.django_dir if self.django else self.run_dir
-        if on_path:
-            words += ["-o", f"pythonpath={posixpath.join(REPO_DIR, on_path)}"]
+        if self.django and self.django_dir:  # where manage.py would import the settings from
+            words += ["-o", f"pythonpath={posixpath.join(REPO_DIR, self.django_dir)}"]
         if self.config:
             words += ["-c", self.config]
         if self.testpaths:
