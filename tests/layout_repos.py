@@ -73,7 +73,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 USE_TZ = True
 """
 
-MODELS = '''\
+MODELS = """\
 from django.db import models
 
 
@@ -107,7 +107,7 @@ class Book(models.Model):
         if self.pages < 100:
             return "short"
         return "medium"
-'''
+"""
 
 TESTS = """\
 from django.test import TestCase

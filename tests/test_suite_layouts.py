@@ -8,6 +8,7 @@ environment per layout, ``inject`` + ``validate``, the gold patch through the gr
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -103,9 +104,13 @@ def test_layouts_yield_tasks_the_grader_resolves(repos: dict[str, Path], work: P
         "--params", str(params), "--output", str(run_dir / "inject"), cwd=run_dir,
     )  # fmt: skip
     assert inject.returncode == 0, inject.stderr
-    rejected = pl.read_parquet(run_dir / "inject" / "rejections" / "*.parquet").to_dicts()
-    (row,) = [r for r in rejected if "local/django_unset" in r["detail"]]
-    assert row["reason"] == REASON and "\n" not in row["detail"], row
+    injected = json.loads((run_dir / "inject" / "summary.json").read_text())
+    assert injected["coverage_unmeasured_bad_suite_layout"] == 1, injected  # counted
+    line = injected["coverage_unmeasured"]
+    assert line.startswith(f"local/django_unset: {REASON}: local/django_unset@"), line
+    assert "missing.settings" in line and "\n" not in line
+    executed = [s for s in injected["sites"] if s.startswith("local/django_app: ")]
+    assert executed and " 48/48 sites executed" in executed[0], injected["sites"]
 
     validate = run_cli(
         "validate", "--input", str(run_dir / "inject"), "--output", str(run_dir / "val"),
@@ -114,6 +119,8 @@ def test_layouts_yield_tasks_the_grader_resolves(repos: dict[str, Path], work: P
     assert validate.returncode == 0, validate.stderr
     tasks = pl.read_parquet(run_dir / "val" / "tasks" / "*.parquet").to_dicts()
     rejections = pl.read_parquet(run_dir / "val" / "rejections" / "*.parquet").to_dicts()
+    bad_rows = [r for r in rejections if "local/django_unset" in r["detail"]]
+    assert bad_rows and {r["reason"] for r in bad_rows} == {REASON}, bad_rows
     by_repo = {name: [t for t in tasks if t["repo"] == f"local/{name}"] for name in repos}
     for name, own in by_repo.items():
         assert own, (name, rejections)

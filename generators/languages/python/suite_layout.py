@@ -6,9 +6,10 @@ test id stays repository-relative (``test_project/library/tests.py::BookTests::t
 validate's lists, a rerun's selection and the grader's run name the same tests. What running
 from ``X`` changes is said instead: ``X``'s own pytest configuration (``-c``), and ``X`` (or its
 config's ``testpaths``) as what a run without test ids collects; a Django project's folder goes
-on ``sys.path`` (pytest's ``pythonpath``, as ``manage.py`` imports its settings from there). A Django project runs through
-pytest-django (``--ds``; installed when the project does not declare it), so per-test limits and
-the grader stay pytest's; ``manage.py test`` suites are Django ``TestCase``s pytest-django runs.
+on ``sys.path`` (pytest's ``pythonpath``, as ``manage.py`` imports its settings from there). A
+Django project runs through pytest-django (``--ds``; installed when the project does not declare
+it), so per-test limits and the grader stay pytest's: a ``manage.py test`` suite's Django
+``TestCase``s run under pytest-django.
 """
 
 from __future__ import annotations
