@@ -45,6 +45,20 @@ def detect(path: Path):
     return detect_profile(str(path), head(path), f"local/{path.name}")
 
 
+TOX_TOML = """\
+env_list = ["py311"]
+
+[env_run_base]
+change_dir = "{tox_root}/tests"
+commands = [["pytest"]]
+"""
+DJANGO_INI = """\
+[pytest]
+DJANGO_SETTINGS_MODULE = test_project.settings
+python_files = tests.py
+"""
+
+
 # --- read from the files --------------------------------------------------------------------------
 
 
@@ -65,6 +79,26 @@ def test_django_runs_through_pytest_django(repos: dict[str, Path]) -> None:
     )
     assert profile.install[-1].endswith(f" {PYTEST_DJANGO}"), profile.install
     assert "pip install -r requirements.txt" in profile.install  # Django: the project's own
+
+
+def test_tox_toml_and_a_pytest_config_say_it_too(tmp_path: Path) -> None:
+    """tox 4's ``tox.toml``; a settings module the pytest config names wins over manage.py's,
+    the config's ``python_files`` stays the project's, and a declared pytest-django is its own."""
+    plain = tmp_path / "toml"
+    build_tox_changedir(plain).commit("tox.toml", {"tox.ini": None, "tox.toml": TOX_TOML})
+    assert detect(plain).test_cmd == f"{TEST_CMD} -c tests/pytest.ini -o testpaths=tests"
+
+    django = tmp_path / "ini"
+    build_django_app(django, settings="missing.settings").commit(
+        "pytest-django configured",
+        {"pytest.ini": DJANGO_INI, "requirements.txt": "Django>=4.2,<5.2\npytest-django\n"},
+    )
+    profile = detect(django)
+    assert profile.test_cmd == (
+        f"{TEST_CMD} -o pythonpath=/repo/test_project -o testpaths=test_project "
+        "--ds=test_project.settings"
+    )
+    assert not profile.install[-1].endswith(PYTEST_DJANGO), profile.install
 
 
 @pytest.mark.parametrize(

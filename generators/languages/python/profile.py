@@ -35,7 +35,11 @@ from trajforge.generators.languages.python.install_sets import (
     runner_requirement,
 )
 from trajforge.generators.languages.python.interpreter import _python_evidence, choose_python
-from trajforge.generators.languages.python.suite_layout import PYTEST_DJANGO, suite_layout
+from trajforge.generators.languages.python.suite_layout import (
+    PYTEST_DJANGO,
+    SuiteLayout,
+    suite_layout,
+)
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.records import content_id
 from trajforge.verifiers.sandbox.base import REPO_DIR
@@ -95,7 +99,9 @@ def detect_profile(
         legacy,
     )  # fmt: skip
     python = chosen.python
-    layout = suite_layout(repo_path, commit, tree, f"{repo}@{commit[:12]}")
+    # the legacy detector (the benchmark's baseline) ran every suite from the root
+    where = f"{repo}@{commit[:12]}"
+    layout = SuiteLayout() if legacy else suite_layout(repo_path, commit, tree, where)
     if legacy:
         commands, req_files = _legacy_install_commands(texts, paths, python, pyproject, setup_cfg)
         sets = [InstallSet("legacy", tuple(commands))]
