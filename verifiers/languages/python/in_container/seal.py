@@ -219,7 +219,7 @@ def _plugin_patches():
         code = getattr(outer, "__code__", None)
         if holder is None or code is None:
             continue
-        nested = set()
+        nested: set = set()
         _walk(code, nested)
         allowed[(id(holder), name)] = frozenset(
             c for c in nested if c is not code and c.co_name == function_name
