@@ -129,12 +129,14 @@ def test_a_layout_that_cannot_be_is_one_line(build, cause: str, tmp_path: Path) 
 def test_layouts_yield_tasks_the_grader_resolves(repos: dict[str, Path], work: Path) -> None:
     run_dir = work / "cli"
     run_dir.mkdir()
-    params = write_params(run_dir / "params.yaml", run_dir / "cache", gold_runs=1)
+    # two bugs a repository and no combinations: the suite is near its time budget
+    extra = "inject:\n  combos: 0\n"
+    params = write_params(run_dir / "params.yaml", run_dir / "cache", extra, gold_runs=1)
     bad = work / "repos" / "django_unset"
     build_django_app(bad, settings="missing.settings")
     sources = [arg for path in (*repos.values(), bad) for arg in ("--repo", str(path))]
     inject = run_cli(
-        "inject", *sources, "--max-candidates", "3", "--seed", "0",
+        "inject", *sources, "--max-candidates", "2", "--seed", "0",
         "--params", str(params), "--output", str(run_dir / "inject"), cwd=run_dir,
     )  # fmt: skip
     assert inject.returncode == 0, inject.stderr
