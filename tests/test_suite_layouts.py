@@ -59,21 +59,6 @@ python_files = tests.py
 """
 
 
-OWN_RUNTEST = """\
-diff --git a/test_project/library/__init__.py b/test_project/library/__init__.py
---- a/test_project/library/__init__.py
-+++ b/test_project/library/__init__.py
-@@ -0,0 +1,7 @@
-+import _pytest.unittest
-+
-+
-+def _runtest(self):
-+    self._testcase(result=self)
-+
-+_pytest.unittest.TestCaseFunction.runtest = _runtest
-"""
-
-
 # --- read from the files --------------------------------------------------------------------------
 
 
@@ -183,17 +168,3 @@ def test_layouts_yield_tasks_the_grader_resolves(repos: dict[str, Path], work: P
         ), task["FAIL_TO_PASS"]
     for task in by_repo["tox_changedir"]:
         assert all(t.startswith("tests/check_core.py::") for t in task["FAIL_TO_PASS"])
-
-    # The seal allows pytest-django's own runtest, not another: the gold fix plus a runtest of
-    # the patch's own (doing the same) is forged.
-    task = by_repo["django_app"][0]
-    row = {"instance_id": task["instance_id"], "model_name_or_path": "forger"}
-    row["model_patch"] = task["patch"] + OWN_RUNTEST
-    predictions = run_dir / "predictions.jsonl"
-    predictions.write_text(json.dumps(row) + "\n")
-    done = run_cli("evaluate", "--tasks", str(run_dir / "val"), "--predictions", str(predictions),
-                   "--output", str(run_dir / "eval"), cwd=run_dir)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    (path,) = (run_dir / "eval").rglob("evaluation.json")
-    record = json.loads(path.read_text())
-    assert (record["resolved"], record["reason"]) == (False, "forged_result"), record
