@@ -138,6 +138,8 @@ class _Preparation:
         self.untrusted = untrusted
         self.logs = os.path.join(params.cache_dir, "build-logs")
         self.last_output = ""  # the last collection's output: evidence for the setup agent
+        # where the suite runs from (suite_layout.py): detection's options, in every collection
+        self.layout = profile.test_cmd.removeprefix(TEST_CMD).strip()
         self.last_errors: list[CollectError] = []  # what the last collection could not import
         # One build budget for every set, repair and agent proposal together: a hanging install
         # must not cost environment.build_timeout_s once per narrower set.
@@ -439,7 +441,8 @@ class _Preparation:
         """Leave out what still fails (never under legacy), then judge what is left."""
         excluded = [] if self.legacy else list(collection.errors)
         ignored = ignore_flags([e.path for e in excluded])
-        test_cmd = " ".join(part for part in (TEST_CMD, " ".join(flags), ignored) if part)
+        parts = (TEST_CMD, self.layout, " ".join(flags), ignored)
+        test_cmd = " ".join(part for part in parts if part)
         profile = dataclasses.replace(
             built,
             test_cmd=test_cmd,
@@ -538,7 +541,8 @@ class _Preparation:
         """The suite collected in the image at the setup commit, with no network."""
         tree = archive(self.repo_path, built.setup_commit, prefix="repo/")
         with self.sandbox.session(SessionSpec(image=built.image)) as session:
-            collection = collect(session, flags, self.params.validate.test_timeout_s, tree)
+            options = " ".join(part for part in (self.layout, flags) if part)
+            collection = collect(session, options, self.params.validate.test_timeout_s, tree)
         self.last_output = collection.output
         self.last_errors = _all_errors(collection)
         return collection

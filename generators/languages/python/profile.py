@@ -23,6 +23,7 @@ from trajforge.generators.languages.python.declarations import (
     _load_ini,
     _load_toml,
     _matters,
+    _requirement_name,
 )
 from trajforge.generators.languages.python.install_sets import (
     InstallSet,
@@ -34,6 +35,11 @@ from trajforge.generators.languages.python.install_sets import (
     runner_requirement,
 )
 from trajforge.generators.languages.python.interpreter import _python_evidence, choose_python
+from trajforge.generators.languages.python.suite_layout import (
+    PYTEST_DJANGO,
+    SuiteLayout,
+    suite_layout,
+)
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.records import content_id
 from trajforge.verifiers.sandbox.base import REPO_DIR
@@ -93,24 +99,34 @@ def detect_profile(
         legacy,
     )  # fmt: skip
     python = chosen.python
+    # the legacy detector (the benchmark's baseline) ran every suite from the root
+    where = f"{repo}@{commit[:12]}"
+    layout = SuiteLayout() if legacy else suite_layout(repo_path, commit, tree, where)
     if legacy:
         commands, req_files = _legacy_install_commands(texts, paths, python, pyproject, setup_cfg)
         sets = [InstallSet("legacy", tuple(commands))]
     else:
         runner = runner_requirement(python, committed)
+        named = {_requirement_name(r) for r in _declared_requirements(texts, pyproject, setup_cfg)}
+        if layout.django and PYTEST_DJANGO not in named:  # resolved with the era's pytest
+            runner = f"{runner} {PYTEST_DJANGO}"
         sets, req_files = _install_sets(texts, paths, python, pyproject, setup_cfg, runner)
     used = _read_includes(repo_path, commit, tree, texts, req_files)
     declared = _declarations(texts, used, pyproject, setup_cfg)
     install = list(sets[0].commands)
     recipe = render_dockerfile(python, install)
     recipes = [render_dockerfile(python, s.commands) for s in sets]
-    profile_id = content_id(PROFILE_FORMAT, identity, repo, recipes, declared, length=16)
+    flags = layout.flags()
+    test_cmd = " ".join((TEST_CMD, *flags))
+    # the layout's options key the profile only where there are some: other ids stay as they were
+    keyed = (recipes, declared, flags) if flags else (recipes, declared)
+    profile_id = content_id(PROFILE_FORMAT, identity, repo, *keyed, length=16)
     return EnvProfile(
         profile_id=profile_id,
         repo=repo,
         python=python,
         install=tuple(install),
-        test_cmd=TEST_CMD,
+        test_cmd=test_cmd,
         image=image_name(registry, profile_id),
         status="detected",
         log=f"python {python}: {chosen.why}",

@@ -52,6 +52,14 @@ REFUSED = {
     "sys.monitoring.set_local_events": "execution monitoring (sys.monitoring)",
 }
 FUNCTION = type(lambda: None)
+# Patches a plugin of the image makes to pytest's machinery while tests run, allowed only as the
+# plugin's own code: (plugin module, its fixture, pytest's module, class, attribute, the function
+# the fixture puts there). pytest-django runs each Django TestCase with a ``runtest`` of its own
+# (``self._testcase(result=self)``, pytest's minus its --pdb handling) for the class's tests.
+PLUGIN_PATCHES = (
+    ("pytest_django.plugin", "_django_setup_unittest", "_pytest.unittest", "TestCaseFunction",
+     "runtest", "non_debugging_runtest"),
+)  # fmt: skip
 PROC_MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/mem$")
 MACHINERY = ("pytest", "_pytest", "pluggy")
 LEGACYPATH = "_pytest.legacypath"  # pytest's own patches of its classes, made as it starts
@@ -128,6 +136,7 @@ class Integrity:
     def __init__(self):
         self.machinery = []  # fixed as the initial conftests' hook begins; pytest's own admitted
         self.early = ""  # a change made between the two, not pytest's own
+        self.allowed = {}  # (id(holder), name) -> the code a plugin of the image may put there
         self.hooks = None  # fixed when collection ends
         self.codes = {}  # test file -> the code objects it compiles to
 
@@ -135,6 +144,7 @@ class Integrity:
         """As ``pytest_load_initial_conftests`` begins: the plugins are imported, no
         implementation of that hook (nor any conftest) has run."""
         self.machinery = _machinery()
+        self.allowed = _plugin_patches()
 
     def admit_own_patches(self):
         """When the initial conftests are loaded: the machinery as it is now, where every change
@@ -166,7 +176,8 @@ class Integrity:
         if self.early:
             return self.early
         for holder, name, value in self.machinery:
-            if getattr(holder, "__dict__", {}).get(name) is not value:
+            now = getattr(holder, "__dict__", {}).get(name)
+            if now is not value and not self._allowed(holder, name, now):
                 return f"pytest's machinery was changed ({_name(holder)}.{name})"
         if self.hooks is not None and _hook_state(item.config) != self.hooks:
             return "a plugin or hook implementation was added or changed after collection"
@@ -174,6 +185,11 @@ class Integrity:
             if _method(type(item), name):
                 return f"the test item's {name} was replaced"
         return self._code(item)
+
+    def _allowed(self, holder, name, value):
+        """A plugin's own patch (``PLUGIN_PATCHES``): a function of exactly its code."""
+        codes = self.allowed.get((id(holder), name), ())
+        return isinstance(value, FUNCTION) and value.__code__ in codes
 
     def _code(self, item):
         path = str(getattr(item, "path", None) or getattr(item, "fspath", ""))
@@ -225,6 +241,38 @@ def _compiled(path, config):
     except Exception:  # an older pytest's signature: the plain code still counts
         pass
     return codes, undecorated
+
+
+def _plugin_patches():
+    """(id(holder), name) -> the code objects each of ``PLUGIN_PATCHES`` compiled, read from the
+    plugin's module as the image loaded it (before any conftest: the machinery's moment). Any
+    function with one of these codes does only what the plugin's does, whoever made it."""
+    allowed = {}
+    for module_name, fixture, owner_module, owner, name, function_name in PLUGIN_PATCHES:
+        holder = getattr(sys.modules.get(owner_module), owner, None)
+        outer = _fixture_function(getattr(sys.modules.get(module_name), fixture, None))
+        code = getattr(outer, "__code__", None)
+        if holder is None or code is None:
+            continue
+        nested: set = set()
+        _walk(code, nested)
+        allowed[(id(holder), name)] = frozenset(
+            c for c in nested if c is not code and c.co_name == function_name
+        )
+    return allowed
+
+
+def _fixture_function(value):
+    """The function a fixture decorator wraps (pytest 8.4+'s definition object, older pytest's
+    ``__pytest_wrapped__``), or ``value`` itself."""
+    for _ in range(4):
+        inner = getattr(value, "_fixture_function", None)
+        wrapped = getattr(value, "__pytest_wrapped__", None)
+        inner = inner or getattr(wrapped, "obj", None) or getattr(value, "__wrapped__", None)
+        if inner is None:
+            return value
+        value = inner
+    return value
 
 
 def _walk(code, into):
