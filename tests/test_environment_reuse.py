@@ -9,7 +9,8 @@ profile's own image and finds the clean runs agree. (b) A second commit whose te
 dependency the first image lacks: the reuse is refused with its reason and its own profile is
 built. (c) A second commit whose suite collects in the old image but runs otherwise there (a
 test skipped without the dependency): the audit disagrees and the repository goes back to
-per-profile builds.
+per-profile builds. (d) A second commit whose suite runs from a tox ``changedir`` with its own
+pytest config: the reused image runs it with the site's layout options, not the donor's.
 """
 
 from __future__ import annotations
@@ -201,6 +202,31 @@ def test_a_suite_that_needs_what_the_image_lacks_is_refused_and_built(
         assert not any(profile.reused_from for profile, _ in run["ready"])
         said = capfd.readouterr().err
         assert "not reused from" in said and "No module named 'six'" in said
+    finally:
+        subprocess.run(["docker", "rmi", "-f", *_images(run)], capture_output=True, check=False)
+
+
+def test_a_reuse_runs_the_sites_own_layout_not_the_donors(tmp_path, docker_engine):
+    """(d): the tests move to ``checks/check_ops.py``, run by tox from ``checks/`` (whose
+    pytest.ini names ``check_*.py``): from the root with the donor's options pytest collects
+    nothing there; with the site's layout the reuse collects them and is audited equal."""
+    moved = {
+        "pyproject.toml": pyproject(SIX),
+        "tox.ini": "[tox]\nenvlist = py311\n\n[testenv]\nchangedir = checks\ncommands = pytest\n",
+        "checks/pytest.ini": "[pytest]\npython_files = check_*.py\n",
+        "checks/check_ops.py": TESTS + TEST_ADD,
+    }
+    _, commits = _history(tmp_path / "calc", moved)
+    params = _params(tmp_path / "cache", reuse=True, audit=1)
+    run = _environments(tmp_path / "calc", [commits[0], commits[2]], params)
+    try:
+        counts = run["counts"]
+        assert counts.get("environments_reused") == 1, counts
+        assert counts.get("reuse_audit_agreed") == 1, counts
+        (reused,) = [profile for profile, _ in run["ready"] if profile.reused_from]
+        assert "-c checks/pytest.ini" in reused.test_cmd, reused.test_cmd
+        donor = next(p for p, _ in run["ready"] if not p.reused_from)
+        assert "checks" not in donor.test_cmd, donor.test_cmd
     finally:
         subprocess.run(["docker", "rmi", "-f", *_images(run)], capture_output=True, check=False)
 

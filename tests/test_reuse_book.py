@@ -6,7 +6,8 @@ from __future__ import annotations
 from trajforge.generators.environments.prepare import Prepared
 from trajforge.generators.environments.reuse import ReuseBook, disagreement
 from trajforge.generators.languages.python.profile import TEST_CMD
-from trajforge.generators.languages.python.reuse_probe import donor_flags, refusal
+from trajforge.generators.languages.python.reuse_probe import donor_flags, layout_of, refusal
+from trajforge.generators.languages.python.suite_layout import SuiteLayout
 from trajforge.generators.languages.registry import language_named
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.verifiers.collection import CollectError, Collection
@@ -67,6 +68,18 @@ def test_the_probe_refuses_any_collection_error_and_keeps_the_donor_s_flags():
     flags = f"{TEST_CMD} -W ignore::pytest.PytestUnknownMarkWarning --ignore=tests/test_x.py"
     assert donor_flags(flags) == "-W ignore::pytest.PytestUnknownMarkWarning"
     assert donor_flags(TEST_CMD) == ""
+
+
+def test_a_donor_s_layout_stays_with_the_donor():
+    """Where a suite runs from is the site's (``suite_layout.py``): a reuse drops the donor's."""
+    django = SuiteLayout(settings="site.settings", django_dir="web", config="web/pytest.ini")
+    changedir = SuiteLayout(run_dir="checks", testpaths=("checks",))
+    own = "-W ignore::DeprecationWarning -p no:cacheprovider"
+    for layout in (django, changedir, SuiteLayout()):
+        detected = " ".join((TEST_CMD, *layout.flags()))
+        donor = f"{detected} {own} --ignore=tests/test_x.py"
+        assert donor_flags(donor) == own, layout
+        assert layout_of(detected) == " ".join(layout.flags())
 
 
 def test_clean_runs_disagree_test_by_test():

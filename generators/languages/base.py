@@ -243,12 +243,14 @@ class Language(ABC):
         self,
         sandbox: Sandbox,
         donor: EnvProfile,
+        site: EnvProfile,
         repo_path: str,
         commit: str,
         params: Params,
     ) -> tuple[EnvProfile | None, int, str]:
         """The probe the environment stage runs at a setup commit, run instead with ``commit``'s
-        tree in ``donor``'s image: (the profile to test ``commit`` with in that image, tests
+        tree in ``donor``'s image, as ``site`` (the detected profile the image would serve) says
+        its tests run: (the profile to test ``commit`` with in that image, tests
         collected, "") when it collects and runs as a profile of its own would be required to,
         else (None, 0, why not in one line). A language without a probe refuses every reuse."""
         return None, 0, "its language has no collection probe to decide a reuse"

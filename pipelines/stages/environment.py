@@ -229,7 +229,7 @@ class BuildEnvironmentFn(SandboxFn):
         where = f"{self.STAGE}: profile {profile.profile_id}"
         say = lambda line: progress.say(f"{where}: {line}")  # noqa: E731
         probed, collected, why = language.probe_reuse(
-            self.sandbox, donor.profile, group.repo_path, first.commit, self.params
+            self.sandbox, donor.profile, profile, group.repo_path, first.commit, self.params
         )
         if probed is None:
             count("reuse_refused")

@@ -197,15 +197,16 @@ class Python(Language):
         self,
         sandbox: Sandbox,
         donor: EnvProfile,
+        site: EnvProfile,
         repo_path: str,
         commit: str,
         params: Params,
     ) -> tuple[EnvProfile | None, int, str]:
-        """The collection probe of ``commit``'s tree in the donor's image, with no error
-        allowed (``reuse_probe.py``)."""
+        """The collection probe of ``commit``'s tree in the donor's image, run as the site's
+        layout says, with no error allowed (``reuse_probe.py``)."""
         from trajforge.generators.languages.python.reuse_probe import probe_reuse
 
-        return probe_reuse(sandbox, donor, repo_path, commit, params)
+        return probe_reuse(sandbox, donor, site, repo_path, commit, params)
 
     def reading(self, profile: EnvProfile) -> str | Reading:
         return JUNIT_PATH

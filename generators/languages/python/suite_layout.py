@@ -76,6 +76,28 @@ class SuiteLayout:
         return tuple(shlex.quote(w) for w in words)
 
 
+# the ini keys ``SuiteLayout.flags`` sets with ``-o`` (besides ``-c`` and ``--ds``)
+_LAYOUT_INI_KEYS = {"pythonpath", "testpaths", "python_files"}
+
+
+def without_layout(words: list[str]) -> list[str]:
+    """``words`` (pytest's options, split) less those a ``SuiteLayout`` wrote: what stays is a
+    profile's own (its ``-W`` and unittest options), which another site's layout can join."""
+    kept: list[str] = []
+    rest = iter(words)
+    for word in rest:
+        if word.startswith("--ds="):
+            continue
+        if word in ("-c", "-o"):
+            value = next(rest, "")
+            if word == "-c" or value.split("=", 1)[0] in _LAYOUT_INI_KEYS:
+                continue
+            kept += [word, value]
+        else:
+            kept.append(word)
+    return kept
+
+
 def suite_layout(
     repo_path: str, commit: str, tree: Mapping[str, tuple[str, str]], where: str
 ) -> SuiteLayout:
