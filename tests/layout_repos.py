@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reach_repos import CORE_TESTS, DatedRepo, package, pyproject
+from reach_repos import CORE_TESTS, RECENT, DatedRepo, package, pyproject
 
 TOX_CHANGEDIR = """\
 [tox]
@@ -149,8 +149,10 @@ DJANGO_TEST_COUNT = 7
 DJANGO_TESTS = "test_project/library/tests.py"
 
 
-def build_django_app(path: Path, settings: str = "test_project.settings") -> DatedRepo:
-    repo = DatedRepo(path)
+def build_django_app(
+    path: Path, settings: str = "test_project.settings", start: str = RECENT
+) -> DatedRepo:
+    repo = DatedRepo(path, start)
     files = {
         "requirements.txt": "Django>=4.2,<5.2\n",
         "tox.ini": DJANGO_TOX,

@@ -37,8 +37,13 @@ def work(tmp_path_factory: pytest.TempPathFactory):
 def repos(work: Path) -> dict[str, Path]:
     paths = {name: work / "repos" / name for name in ("tox_changedir", "django_app")}
     build_tox_changedir(paths["tox_changedir"])
-    build_django_app(paths["django_app"])
+    build_django_app(paths["django_app"], start=ERA_OF_PYTEST_7)
     return paths
+
+
+# a 2023 commit gets the era's runner (pytest<8), which resolves -o pythonpath only against a
+# config file: the Django app, which has none, runs on it
+ERA_OF_PYTEST_7 = "2023-06-01"
 
 
 def detect(path: Path):
@@ -88,8 +93,8 @@ def test_django_runs_through_pytest_django(repos: dict[str, Path]) -> None:
     """The settings module from manage.py, imported from manage.py's folder; pytest-django
     (declared nowhere) installed with the runner; Django's ``tests.py`` collected."""
     profile = detect(repos["django_app"])
-    assert profile.test_cmd == (
-        f"{TEST_CMD} -o pythonpath=/repo/test_project -o testpaths=test_project "
+    assert profile.test_cmd == (  # no pytest config: pytest 7 resolves pythonpath against one's
+        f"{TEST_CMD} -c /dev/null -o pythonpath=/repo/test_project -o testpaths=test_project "
         "--ds=test_project.settings -o 'python_files=test*.py *_test.py *tests.py'"
     )
     assert profile.install[-1].endswith(f" {PYTEST_DJANGO}"), profile.install

@@ -30,6 +30,7 @@ PYTEST_DJANGO = "pytest-django"
 # Django's test files (tests.py) beside pytest's defaults, when the project's config names none
 DJANGO_FILES = "python_files=test*.py *_test.py *tests.py"
 REASON = "bad_suite_layout"
+EMPTY_CONFIG = "/dev/null"  # the container's: a config file that sets nothing
 MAX_DEPTH = 2  # folders deep a changedir's config is looked for
 # tox's spellings of the folder tox.ini sits in
 _TOX_ROOTS = ("{toxinidir}", "{tox_root}", "{toxworkdir}/..")
@@ -55,6 +56,7 @@ class SuiteLayout:
     settings: str = ""  # DJANGO_SETTINGS_MODULE
     django_dir: str = ""  # the folder the settings module is imported from (manage.py's)
     names_files: bool = False  # the config in effect sets python_files itself
+    has_config: bool = True  # pytest reads a config file of the project (run_dir's or the root's)
 
     @property
     def django(self) -> bool:
@@ -64,6 +66,8 @@ class SuiteLayout:
         """The pytest options that run the suite as from ``run_dir`` (see the module doc)."""
         words: list[str] = []
         if self.django and self.django_dir:  # where manage.py would import the settings from
+            if not self.has_config:  # pytest 7 resolves pythonpath against a config file's
+                words += ["-c", EMPTY_CONFIG]  # folder and fails with none: an empty one
             words += ["-o", f"pythonpath={posixpath.join(REPO_DIR, self.django_dir)}"]
         if self.config:
             words += ["-c", self.config]
@@ -132,7 +136,7 @@ def suite_layout(
             f"{manage} or at the root; point it at the project's settings module",
             reason=REASON,
         )
-    return SuiteLayout(run_dir, config, testpaths, settings, base, names_files)
+    return SuiteLayout(run_dir, config, testpaths, settings, base, names_files, bool(ini))
 
 
 def _wanted_files(paths: set[str]) -> list[str]:
