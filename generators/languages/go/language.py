@@ -5,7 +5,8 @@ Each answer is a module of this package: detection (``detection.py``), the Go ch
 (``toolchain.py``), the recipe and base image (``recipe.py``, ``base_image.py``), the test
 command (``runners.py``), the site's profile, image and reading (``profile.py``); test files,
 operators and their sampler, the issue text and prompts are the mining side's
-(``test_files.py``, ``operators.py``, ``mutations.py``, ``issue_context.py``, ``prompts.py``).
+(``test_files.py``, ``operators.py``, ``mutations.py``, ``issue_context.py``, ``prompts.py``);
+another profile's image serves a commit when ``reuse_probe.py`` loads it there offline.
 The stage-only and tree-sitter modules are imported when asked for: the registry is read by
 every stage, most of which build nothing.
 """
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
     from trajforge.generators.environments.recipe_site import RecipeSite
     from trajforge.generators.mutants.byte_edits import Mutator
     from trajforge.schemas.env_profile import EnvProfile
-    from trajforge.verifiers.sandbox.base import ImageStore
+    from trajforge.schemas.params import Params
+    from trajforge.verifiers.sandbox.base import ImageStore, Sandbox
 
 __all__ = ["REPORT_PATH", "Go"]
 
@@ -122,3 +124,17 @@ class Go(RecipeLanguage):
     def toolchain_line(self, profile: EnvProfile) -> str:
         """The Go line (1.22): what reuse's line compares."""
         return f"go {'.'.join(profile.runtime.split('.')[:2])}"
+
+    def probe_reuse(
+        self,
+        sandbox: Sandbox,
+        donor: EnvProfile,
+        site: EnvProfile,
+        repo_path: str,
+        commit: str,
+        params: Params,
+    ) -> tuple[EnvProfile | None, int, str]:
+        """Every module of ``commit`` loaded offline in the donor's image (``reuse_probe.py``)."""
+        from trajforge.generators.languages.go.reuse_probe import probe_reuse
+
+        return probe_reuse(sandbox, donor, site, repo_path, commit, params)

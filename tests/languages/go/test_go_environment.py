@@ -7,9 +7,10 @@ tasks are graded with that go.mod."""
 from __future__ import annotations
 
 import pytest
-from go_calc import CALC, CLEAN, calc_repo
+from go_calc import CALC, CLEAN, GO_MOD, calc_repo
 from repo_factory import RepoBuilder
 from trajforge.generators.languages.go.profile import build_go_profile, go_profile, go_reading
+from trajforge.generators.languages.registry import language_named
 from trajforge.schemas.params import Params
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers.patch_verifier import verify_patch
@@ -78,6 +79,26 @@ def test_a_bug_fails_its_tests_and_a_broken_package_leaves_the_suite_not_run(bui
     assert "# example.com/calc/internal/text" in failed.log
     assert failed.statuses().get(".::TestAdd/neg") == "PASSED"
 
+
+MORE_TESTS = """\
+package calc
+
+import "testing"
+
+func TestAbsZero(t *testing.T) {
+\tif Abs(0) != 0 {
+\t\tt.Fatal(Abs(0))
+\t}
+}
+"""
+USES_TEXT = """\
+package calc
+
+import "golang.org/x/text/language"
+
+// English is the tag of English.
+var English = language.English
+"""
 
 RANGE_OVER_INT = """\
 package count
@@ -291,3 +312,37 @@ def test_a_pre_module_tree_builds_with_a_made_go_mod_that_never_enters_the_tree(
     finally:
         box.close()
         box.remove_image(profile.image)
+
+
+def test_another_commit_reuses_the_image_only_when_every_module_loads_offline(built, tmp_path):
+    """``environment.reuse``'s probe for Go (``go/reuse_probe.py``), in the built image: a
+    commit with the same modules and build list is served by it; one needing a module the cache
+    lacks, or whose module moved to another path, is refused in one line."""
+    box, _, _, donor = built
+    repo, _ = calc_repo(tmp_path)  # the same commit as the image's (fixed dates)
+    params = Params()
+    go = language_named("go")
+
+    def probe(commit):
+        site = go_profile(str(repo.path), commit, "calc", "file:///calc", params)
+        return go.probe_reuse(box, donor, site, str(repo.path), commit, params)
+
+    more_tests = repo.commit("a test more", {"more_test.go": MORE_TESTS})
+    probed, packages, why = probe(more_tests)
+    assert why == "" and probed is not None
+    assert (probed.image, probed.test_cmd) == (donor.image, donor.test_cmd)
+    assert packages == 2  # the root package and internal/text: both have tests
+
+    needs_text = repo.commit(
+        "use x/text",
+        {"go.mod": GO_MOD + "\nrequire golang.org/x/text v0.14.0\n", "lang.go": USES_TEXT},
+    )
+    probed, packages, why = probe(needs_text)
+    assert probed is None and packages == 0
+    assert why.startswith("the go command cannot load it offline: ") and "GOPROXY=off" in why
+    assert "\n" not in why
+
+    renamed = GO_MOD.replace("example.com/calc", "example.org/calc")
+    moved = repo.commit("the module moves", {"go.mod": renamed, "lang.go": None})
+    probed, _, why = probe(moved)
+    assert probed is None and why == "its modules (paths and folders) are not the donor's"
