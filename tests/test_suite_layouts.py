@@ -121,6 +121,41 @@ def test_tox_toml_and_a_pytest_config_say_it_too(tmp_path: Path) -> None:
     assert not profile.install[-1].endswith(PYTEST_DJANGO), profile.install
 
 
+NAMED_ENV = """\
+[tox]
+envlist = lint, django
+
+[testenv]
+deps = -r{toxinidir}/requirements.txt
+
+[testenv:lint]
+commands = flake8 test_project
+
+[testenv:django]
+changedir = {toxinidir}/test_project
+setenv =
+    DJANGO_SETTINGS_MODULE = test_project.settings
+commands = python manage.py test
+"""
+
+
+def test_a_named_tox_env_that_runs_the_tests_is_read(tmp_path: Path) -> None:
+    """A project whose only test env is named (``[testenv:django]``, beside a lint env): its
+    changedir and setenv are read; two named envs running tests from two folders are a guess,
+    so the suite runs from the root."""
+    named = tmp_path / "named"
+    build_django_app(named, settings="").commit("named env", {"tox.ini": NAMED_ENV})
+    assert detect(named).test_cmd == (
+        f"{TEST_CMD} -c /dev/null -o pythonpath=/repo/test_project -o testpaths=test_project "
+        "--ds=test_project.settings -o 'python_files=test*.py *_test.py *tests.py'"
+    )
+
+    two = tmp_path / "two"
+    second = NAMED_ENV + "\n[testenv:checks]\nchangedir = tests\ncommands = pytest\n"
+    build_tox_changedir(two).commit("two named envs", {"tox.ini": second})
+    assert detect(two).test_cmd == TEST_CMD
+
+
 @pytest.mark.parametrize(
     ("build", "cause"),
     [

@@ -15,6 +15,7 @@ it), so per-test limits and the grader stay pytest's: a ``manage.py test`` suite
 from __future__ import annotations
 
 import ast
+import configparser
 import posixpath
 import re
 import shlex
@@ -35,6 +36,8 @@ MAX_DEPTH = 2  # folders deep a changedir's config is looked for
 # tox's spellings of the folder tox.ini sits in
 _TOX_ROOTS = ("{toxinidir}", "{tox_root}", "{toxworkdir}/..")
 _SETTINGS_CALL = re.compile(r"""DJANGO_SETTINGS_MODULE['"]\s*,\s*['"]([\w.]+)['"]""")
+# a tox command that runs the suite: pytest (any spelling) or Django's test command
+_RUNS_TESTS = re.compile(r"(?:^|[\s/])(?:py\.?test|manage\.py\s+test|django-admin\s+test)\b", re.M)
 _SETENV = re.compile(r"^\s*DJANGO_SETTINGS_MODULE\s*=\s*([\w.]+)\s*$", re.MULTILINE)
 # (file, section) where pytest reads its ini options; "" = a TOML table
 _PYTEST_CONFIGS = (
@@ -154,10 +157,35 @@ def _is_manage(path: str) -> bool:
     return posixpath.basename(path) == "manage.py" and path.count("/") <= 1
 
 
+def _tox_get(parser: configparser.ConfigParser | None, key: str) -> str | None:
+    """``key`` of the tox env the suite runs in (``_tox_env``), else of ``[testenv]``, which
+    tox's named envs inherit."""
+    section = _tox_env(parser)
+    found = _ini_get(parser, section, key)
+    return found if found is not None else _ini_get(parser, "testenv", key)
+
+
+def _tox_env(parser: configparser.ConfigParser | None) -> str:
+    """The tox.ini section the suite runs in: ``[testenv]``, unless its commands run no tests
+    and exactly one named env (``[testenv:<name>]``) runs them (a project whose only test env
+    is named: ``[testenv:django]``); several such envs are a guess, so ``[testenv]`` again."""
+    if parser is None or _RUNS_TESTS.search(_ini_get(parser, "testenv", "commands") or ""):
+        return "testenv"
+    named = [
+        section
+        for section in parser.sections()
+        if section.startswith("testenv:")
+        and _RUNS_TESTS.search(_ini_get(parser, section, "commands") or "")
+    ]
+    return named[0] if len(named) == 1 else "testenv"
+
+
 def _changedir(texts: Mapping[str, str], paths: set[str], where: str) -> str:
-    """The default tox env's changedir, repository-relative ("" when none or the root; a folder
-    outside the repository, such as ``{envtmpdir}``, tests the installed copy: not ours)."""
-    raw = _ini_get(_load_ini(texts.get("tox.ini", "")), "testenv", "changedir")
+    """The tox env's changedir (``_tox_env``), repository-relative ("" when none or the root;
+    a folder outside the repository, such as ``{envtmpdir}``, tests the installed copy: not
+    ours)."""
+    parser = _load_ini(texts.get("tox.ini", ""))
+    raw = _tox_get(parser, "changedir")
     if raw is None and "tox.toml" in texts:
         raw = _toml_change_dir(texts["tox.toml"])
     if not raw or not raw.strip():
@@ -243,7 +271,7 @@ def _settings_module(texts: Mapping[str, str], ini: str, manage: str) -> tuple[s
     tox's setenv, then manage.py's ``os.environ.setdefault``."""
     if ini and (value := _ini_value(texts, ini, "DJANGO_SETTINGS_MODULE")):
         return value, ini
-    setenv = _ini_get(_load_ini(texts.get("tox.ini", "")), "testenv", "setenv") or ""
+    setenv = _tox_get(_load_ini(texts.get("tox.ini", "")), "setenv") or ""
     if match := _SETENV.search(setenv):
         return match.group(1), "tox.ini"
     source = texts.get(manage, "")
