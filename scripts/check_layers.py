@@ -13,6 +13,10 @@ language homes (its own packages, the registries), and outside them no code name
 (a string equal to a language's ``name``): callers go through the interface. ``NAMED_ELSEWHERE``
 lists the places still allowed to, each with its reason.
 
+Every parse of Python source goes through ``schemas/python_ast.py`` (one at a time: CPython 3.11's
+AST constructor is not safe on two threads, gh-106905): ``ast.parse`` or ``ast.literal_eval``
+anywhere else fails, except inside the sandbox's own code (``in_container/``).
+
 usage: python scripts/check_layers.py [ROOT]
 """
 
@@ -239,6 +243,33 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+PARSE_HOME = "schemas/python_ast.py"
+PARSES = {"parse", "literal_eval"}
+
+
+def parse_errors(root: Path) -> list[str]:
+    """``ast.parse``/``ast.literal_eval`` called outside ``PARSE_HOME`` and ``in_container/``."""
+    errors = []
+    for folder_name in LAYERS:
+        for path in sorted((root / folder_name).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            if relative == PARSE_HOME or "/in_container/" in relative:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                call = node.func if isinstance(node, ast.Call) else None
+                if (
+                    isinstance(call, ast.Attribute)
+                    and call.attr in PARSES
+                    and isinstance(call.value, ast.Name)
+                    and call.value.id == "ast"
+                ):
+                    errors.append(
+                        f"{relative}:{node.lineno} calls ast.{call.attr}: parse through "
+                        f"{PARSE_HOME} (one parse at a time on CPython 3.11, gh-106905)"
+                    )
+    return errors
+
+
 def check(root: Path) -> list[str]:
     edges = graph(root)
     _PACKAGES.update(
@@ -250,6 +281,7 @@ def check(root: Path) -> list[str]:
     errors += [f"import circle: {' <-> '.join(c)}" for c in cycles(edges)]
     errors += language_import_errors(edges)
     errors += language_name_errors(root)
+    errors += parse_errors(root)
     return errors
 
 

@@ -37,6 +37,7 @@ from trajforge.generators.languages.python.mutations import (
 # the functions a model rewrites are drawn as the operators draw theirs (the injector's import)
 from trajforge.generators.languages.python.mutations import pick_functions as pick_functions
 from trajforge.generators.llm.client import ChatResult, LLMClient, LLMError
+from trajforge.schemas import python_ast
 from trajforge.schemas.records import content_id
 
 PROMPT_VERSION = "inject-llm-v1"
@@ -142,7 +143,7 @@ def collect_test_ids(test_files: dict[str, str]) -> list[str]:
     names: list[str] = []
     for path in sorted(test_files):
         try:
-            tree = ast.parse(test_files[path])
+            tree = python_ast.parse(test_files[path])
         except (SyntaxError, ValueError, RecursionError):
             continue
         for node in tree.body:
@@ -199,10 +200,9 @@ def rewrite_functions(
 ) -> list[RewriteOutcome]:
     """Ask the model to rewrite each function, ``workers`` requests at a time; check each answer.
 
-    Only the requests run in the pool: every ``ast`` parse stays on the calling thread. CPython
-    3.11 before 3.11.8 keeps the AST converter's depth count in shared state, and parses on two
-    threads at once raise ``SystemError: AST constructor recursion depth mismatch`` (gh-106905;
-    it failed CI once, on a Dask worker).
+    Only the requests run in the pool; every parse and check stays on the calling thread (and
+    goes through ``schemas/python_ast.py``: CPython 3.11's AST constructor is not safe on two
+    threads, gh-106905, which failed CI here once).
     """
     test_ids = collect_test_ids(test_files)
     requests = [
@@ -288,17 +288,17 @@ def check_rewrite(
         return _rejected(reason, where, reply)
     dedented = textwrap.dedent(code).strip("\n") + "\n"
     try:
-        tree = ast.parse(dedented)
+        tree = python_ast.parse(dedented)
     except (SyntaxError, ValueError, RecursionError) as exc:
         return _rejected("rewrite_unparsable", where, reply, _first_line(exc))
-    old = _only_function(ast.parse(textwrap.dedent(function.code)))
+    old = _only_function(python_ast.parse(textwrap.dedent(function.code)))
     assert old is not None  # the function came from a module that parses
     new = _only_function(tree)
     if new is None:
         held = ", ".join(getattr(n, "name", type(n).__name__) for n in tree.body) or "nothing"
         return _rejected("rewrite_touches_other_code", where, reply, f"it holds {held}")
     if new.name != old.name:
-        others = {f.name for f in ast.walk(ast.parse(source)) if isinstance(f, _DEFS)}
+        others = {f.name for f in ast.walk(python_ast.parse(source)) if isinstance(f, _DEFS)}
         reason = "rewrite_touches_other_code" if new.name in others else "rewrite_changes_signature"
         return _rejected(reason, where, reply, f"it rewrites {new.name!r}, not {old.name!r}")
     changed = _signature_change(old, new)

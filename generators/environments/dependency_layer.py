@@ -29,6 +29,7 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from trajforge.schemas import python_ast
 from trajforge.verifiers.sandbox.git_tree import GitError, git
 
 DEPS_DIR = "/tmp/trajforge"  # where the layer's inputs land (beside the CA bundle)
@@ -252,7 +253,7 @@ def _setup_py(content: bytes | None, extras: Sequence[str]) -> list[str]:
     if content is None:
         return []
     try:
-        tree = ast.parse(content)
+        tree = python_ast.parse(content)
     except (SyntaxError, ValueError):
         return []
     for node in ast.walk(tree):
@@ -262,7 +263,7 @@ def _setup_py(content: bytes | None, extras: Sequence[str]) -> list[str]:
         for keyword in node.keywords:
             if keyword.arg in values:
                 try:
-                    values[keyword.arg] = ast.literal_eval(keyword.value)
+                    values[keyword.arg] = python_ast.literal_eval(keyword.value)
                 except ValueError:
                     return []
         base, optional = values["install_requires"], values["extras_require"]

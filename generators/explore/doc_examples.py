@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from trajforge.generators.explore.doc_blocks import Block, markdown_blocks, rst_blocks
 from trajforge.generators.explore.doc_prose import docstring_prose
 from trajforge.generators.explore.doctest_script import doctest_script
+from trajforge.schemas import python_ast
 from trajforge.verifiers.sandbox.git_tree import GitError, git, read_file_at
 
 DOC_DIRS = ("docs/", "doc/")
@@ -94,7 +95,7 @@ def _from_block(path: str, block: Block) -> Iterator[DocExample]:
 
 def _parses(code: str) -> bool:
     try:
-        ast.parse(code)
+        python_ast.parse(code)
     except SyntaxError:
         return False
     return True
@@ -121,7 +122,7 @@ def _docstring_examples(path: str, text: str) -> Iterator[DocExample]:
     """Doctests of the module and its public classes and functions, by line; each script imports
     the module's names first, since doctest runs examples in the module's namespace."""
     try:
-        tree = ast.parse(text)
+        tree = python_ast.parse(text)
     except SyntaxError:
         return
     parts = path.removeprefix("src/").removesuffix(".py").split("/")

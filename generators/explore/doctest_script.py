@@ -12,6 +12,8 @@ import ast
 import doctest
 import textwrap
 
+from trajforge.schemas import python_ast
+
 SHOW = "def _show(value):\n    if value is not None:\n        print(repr(value))"
 CATCH = "except Exception as error:\n    print(f'{type(error).__name__}: {error}')"
 
@@ -28,7 +30,7 @@ def doctest_script(text: str, preface: str = "") -> tuple[str, str, int] | None:
     parts = []
     for example in examples:
         try:
-            tree = ast.parse(example.source)
+            tree = python_ast.parse(example.source)
         except SyntaxError:
             return None
         body = "\n".join(_statement(node) for node in tree.body) or "pass"

@@ -18,6 +18,8 @@ import builtins
 import sys
 from dataclasses import dataclass
 
+from trajforge.schemas import python_ast
+
 MAX_INPUTS = 10
 MAX_INPUT_CHARS = 60
 OUTPUT_CALLS = frozenset({"print", "_show", "pp", "pprint"})  # their arguments are output
@@ -33,7 +35,7 @@ class ExampleParts:
 
 def example_parts(code: str) -> ExampleParts:
     try:
-        tree = ast.parse(code)
+        tree = python_ast.parse(code)
     except (SyntaxError, ValueError):  # ValueError: a null byte, before Python 3.12
         return ExampleParts((), ())
     imported, star = _imports(tree)

@@ -11,7 +11,6 @@ mocha's full title, a TAP line's ``<n> <title>``); the label check reads them ag
 
 from __future__ import annotations
 
-import ast
 import json
 from typing import Any
 
@@ -24,6 +23,7 @@ from trajforge.generators.imports.rows import (
     label_list,
     text_field,
 )
+from trajforge.schemas import python_ast
 
 DATASET = "swe-polybench"
 
@@ -79,7 +79,7 @@ def python_list(value: Any, name: str, label: str) -> tuple[str, ...]:
             value = json.loads(value)
         except (ValueError, RecursionError):
             try:
-                value = ast.literal_eval(value.strip())
+                value = python_ast.literal_eval(value.strip())
             except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 raise BadRow(
                     f"{label}: {name} is text but not a list literal; SWE-PolyBench writes it "

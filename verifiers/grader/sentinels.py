@@ -24,6 +24,8 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from trajforge.schemas import python_ast
+
 PASS, FAIL = "PASSED", "FAILED"
 SAME = "SAME AS "  # a twin's expected status: that of the graded test it copies
 MAX_TWINS = 2
@@ -124,7 +126,7 @@ def _twin(text: bytes, test_id: str) -> Sentinel | None:
     name, bracket, params = parts[1].partition("[")
     source = text.decode("utf-8", "replace")
     try:
-        tree = ast.parse(source)
+        tree = python_ast.parse(source)
     except SyntaxError:
         return None
     found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import ast
 
+from trajforge.schemas import python_ast
+
 
 def with_statement_starts(source: str, lines: set[int]) -> set[int]:
     """``lines`` plus the first line of the innermost statement containing each of them."""
     try:
-        tree = ast.parse(source)
+        tree = python_ast.parse(source)
     except SyntaxError:
         return set(lines)
     innermost: dict[int, tuple[int, int]] = {}  # line -> (span, first line) of the smallest stmt
@@ -37,7 +39,7 @@ def outside_functions(source: str, lines: set[int]) -> bool:
     Blank and comment lines (an insertion's neighbours) do not count.
     """
     try:
-        tree = ast.parse(source)
+        tree = python_ast.parse(source)
     except SyntaxError:
         return True
     text = source.splitlines()

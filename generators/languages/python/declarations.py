@@ -17,6 +17,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from trajforge.generators.languages.python.lockfiles import EXPORTABLE_LOCKS
+from trajforge.schemas import python_ast
 
 # Extras and dependency groups worth installing; "pytest" is where some projects keep their
 # runner's plugins (EnvBench's rdmo: pytest-django, without which its conftest cannot load).
@@ -125,7 +126,7 @@ def _installable(
 def _setup_py_extras(text: str) -> list[str]:
     """The extras_require keys of setup.py, read with ast (regex fallback for Python 2 code)."""
     try:
-        tree = ast.parse(text)
+        tree = python_ast.parse(text)
     except (SyntaxError, ValueError):
         return _regex_extras(text)
     assigned: dict[str, ast.expr] = {}

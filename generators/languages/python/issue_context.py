@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from trajforge.generators.languages.base import IssueText
 from trajforge.generators.languages.python.prompts import ISSUE_PROMPT
+from trajforge.schemas import python_ast
 from trajforge.schemas.test_ids import short_test_name, test_file, test_scopes
 from trajforge.verifiers.sandbox.git_tree import read_file_at
 
@@ -79,7 +80,7 @@ class PythonIssueText(IssueText):
 def _parse(repo_path: str, tree: str, path: str) -> tuple[ast.Module, str] | None:
     try:
         source = read_file_at(repo_path, tree, path)
-        return ast.parse(source), source
+        return python_ast.parse(source), source
     except Exception:  # not in the tree (odd ids), not Python, not parsable: no source shown
         return None
 

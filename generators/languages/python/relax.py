@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
+from trajforge.schemas import python_ast
 
 RUNGS = ("declared", "era", "ranges", "unpinned", "no-deps")
 LOOSENED = ("ranges", "unpinned", "no-deps")  # the rungs that rewrite the commands
@@ -242,7 +243,7 @@ def project_requirements(files: Mapping[str, str]) -> list[str]:
 
 def _setup_py_requires(text: str) -> list[str]:
     try:
-        tree = ast.parse(text)
+        tree = python_ast.parse(text)
     except (SyntaxError, ValueError):
         return []
     for node in ast.walk(tree):

@@ -14,7 +14,6 @@ it), so per-test limits and the grader stay pytest's: a ``manage.py test`` suite
 
 from __future__ import annotations
 
-import ast
 import configparser
 import posixpath
 import re
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 
 from trajforge.generators.environments.commit_files import ProfileError, decode_all, read_paths
 from trajforge.generators.languages.python.declarations import _ini_get, _load_ini
+from trajforge.schemas import python_ast
 from trajforge.verifiers.sandbox.base import REPO_DIR
 
 PYTEST_DJANGO = "pytest-django"
@@ -276,7 +276,7 @@ def _settings_module(texts: Mapping[str, str], ini: str, manage: str) -> tuple[s
         return match.group(1), "tox.ini"
     source = texts.get(manage, "")
     try:
-        ast.parse(source)
+        python_ast.parse(source)
     except (SyntaxError, ValueError):
         return "", manage
     match = _SETTINGS_CALL.search(source)

@@ -17,6 +17,7 @@ from trajforge.generators.languages.python.declarations import (
     _repo_file,
     _requirement_name,
 )
+from trajforge.schemas import python_ast
 
 # pip options that take a value, so the next argument is no requirement
 _PIP_VALUE_OPTIONS = frozenset(
@@ -132,7 +133,7 @@ def _nox_installs(text: str, paths: set[str]) -> tuple[list[str], list[str]]:
     cannot clash with the test ones.
     """
     try:
-        tree = ast.parse(text)
+        tree = python_ast.parse(text)
     except (SyntaxError, ValueError):
         return [], []
     constants = _module_strings(tree)

@@ -18,6 +18,7 @@ import doctest
 import posixpath
 from collections.abc import Iterable
 
+from trajforge.schemas import python_ast
 from trajforge.schemas.test_ids import is_module_doctest, test_file
 
 Examples = tuple[tuple[str, str, str | None, tuple[tuple[int, bool], ...]], ...]
@@ -50,7 +51,7 @@ def _examples(path: str, name: str, source: bytes) -> Examples | None:
     """The examples of the doctest ``name`` in the module ``source``, or None when there is no
     such docstring to read (no object of that name, no docstring, a module that does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = python_ast.parse(source)
         node = _find(tree, _qualname(path, name))
         doc = ast.get_docstring(node, clean=False) if node is not None else None
         if doc is None:

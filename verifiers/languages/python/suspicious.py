@@ -9,6 +9,7 @@ import ast
 import sys
 from collections.abc import Iterator
 
+from trajforge.schemas import python_ast
 from trajforge.verifiers.grader.suspicious.common import (
     ALWAYS_EQUAL,
     ASSERTIONS,
@@ -111,7 +112,7 @@ class PythonReader:
     def findings(self, path: str, source: bytes, added: set[int]) -> list[Finding]:
         if len(source) <= MAX_SOURCE_BYTES:
             try:
-                tree = ast.parse(source, path)
+                tree = python_ast.parse(source, path)
                 return _dedup(_Scan(path, tree, added).findings())
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 pass
@@ -472,7 +473,7 @@ class _Scan:
             yield self.at(node, DYNAMIC, "eval/exec of a computed text")
             return
         try:
-            inner = ast.parse(text)
+            inner = python_ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             yield self.at(node, DYNAMIC, "eval/exec of an unparsable text")
             return
