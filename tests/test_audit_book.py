@@ -1,11 +1,14 @@
-"""The audit's bookkeeping: which kept bugs get a full run, and the summary line it leaves."""
+"""The audit's bookkeeping: which kept bugs get a full run, and the summary line it leaves; how
+bugs are shared out over the lanes."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 from trajforge.pipelines.runtime import audit_line
 from trajforge.schemas.params import Params, ParamsError
-from trajforge.verifiers.validation.mutants import AUDIT, COVERING, FULL, AuditBook
+from trajforge.verifiers.validation.mutants import AUDIT, COVERING, FULL, AuditBook, share_out
 
 IDS = [f"bug-{n}" for n in range(200)]
 
@@ -49,3 +52,25 @@ def test_bad_audit_params_give_one_line(key: str, value: object):
     setattr(params.validate, key, value)
     with pytest.raises(ParamsError, match=f"validate.{key}"):
         params.check()
+
+
+def test_a_lane_held_by_one_bug_leaves_the_rest_to_the_other_lanes():
+    """Work stealing (``share_out``): bug 0 blocks its lane until every other bug is done. A
+    fixed split (lane 0 owning bugs 0, 2, 4...) would wait forever; a shared queue lets lane 1
+    take the rest. Each bug is taken once."""
+    others_done = threading.Event()
+    taken: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def work(lane: int, item: int) -> None:
+        if item == 0:
+            assert others_done.wait(timeout=30), "the other lanes waited on the held one"
+        with lock:
+            taken.append((lane, item))
+            if len(taken) == 7:  # all but bug 0
+                others_done.set()
+
+    share_out(2, list(range(8)), work)
+    assert sorted(item for _, item in taken) == list(range(8))
+    held_lane = next(lane for lane, item in taken if item == 0)
+    assert [item for lane, item in taken if lane == held_lane] == [0]

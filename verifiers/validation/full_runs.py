@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from trajforge.schemas.env_profile import EnvProfile
@@ -51,6 +50,7 @@ from trajforge.verifiers.validation.mutants import (
     _rejected_by_clean,
     nothing_passes,
     reject_mutation,
+    share_out,
 )
 from trajforge.verifiers.validation.rule import FAILING, judge, suite_failure
 
@@ -140,8 +140,7 @@ def validate_by_full_runs(
                 results[i] = outcome
                 done(outcome)
 
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(pending)))) as pool:
-            list(pool.map(one, pending))
+        share_out(workers, pending, lambda _lane, i: one(i))
         union = tuple(sorted(set().union(*(held.candidates for held in waiting.values()))))
         confirm: TestRun | SandboxBroken | None = None
         if union:

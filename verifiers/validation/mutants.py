@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from trajforge.schemas.candidate import Candidate
@@ -93,6 +95,25 @@ class AuditBook:
             if profile_id in self.full:
                 return FULL
             return AUDIT if _draw(self.seed, candidate_id) < self.share else SKIPPED
+
+
+def share_out(lanes: int, items: Sequence[int], work: Callable[[int, int], None]) -> None:
+    """``work(lane, item)`` for every item, ``lanes`` at a time, each lane taking the next item
+    when it is free (work stealing): a bug that hangs costs its own lane, while the others go
+    on through the rest. Each item is taken once, by one lane."""
+    queue, take = iter(items), threading.Lock()
+
+    def run(lane: int) -> None:
+        while True:
+            with take:
+                item = next(queue, None)
+            if item is None:
+                return
+            work(lane, item)
+
+    count = max(1, min(lanes, len(items)))
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        list(pool.map(run, range(count)))
 
 
 def _draw(seed: int, candidate_id: str) -> float:

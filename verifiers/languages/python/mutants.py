@@ -56,7 +56,6 @@ import shlex
 import tarfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from typing import TypeVar
@@ -113,6 +112,7 @@ from trajforge.verifiers.validation.mutants import (
     _rejected_by_clean,
     nothing_passes,
     reject_mutation,
+    share_out,
 )
 from trajforge.verifiers.validation.rule import (
     FAILING,
@@ -227,30 +227,26 @@ def validate_mutations(
             for i in pending:
                 results[i] = _rejected_by_clean(mutations[i], baseline.failure)
         else:
-            lanes = [pending[k :: len(slots)] for k in range(len(slots))]
-            lanes = [lane for lane in lanes if lane]
             waiting: dict[int, _Pending] = {}
             mode = params.mutant_mode
 
-            def run_lane(lane_index: int) -> None:
-                slot = slots[lane_index]
-                for i in lanes[lane_index]:
-                    validate = functools.partial(
-                        _validate_one, profile=profile, baseline=baseline, mutation=mutations[i],
-                        ctx=ctx, mode=mode, book=book, tally=tally,
-                    )  # fmt: skip
-                    try:
-                        outcome = slot.twice(validate)
-                    except SandboxBroken as exc:
-                        outcome = infra_failure(mutations[i].candidate, exc)
-                        complete.discard(i)
-                    if isinstance(outcome, _Pending):
-                        waiting[i] = outcome  # lanes own disjoint indices
-                    else:
-                        results[i] = outcome
+            def run_one(lane: int, i: int) -> None:
+                slot = slots[lane]
+                validate = functools.partial(
+                    _validate_one, profile=profile, baseline=baseline, mutation=mutations[i],
+                    ctx=ctx, mode=mode, book=book, tally=tally,
+                )  # fmt: skip
+                try:
+                    outcome = slot.twice(validate)
+                except SandboxBroken as exc:
+                    outcome = infra_failure(mutations[i].candidate, exc)
+                    complete.discard(i)
+                if isinstance(outcome, _Pending):
+                    waiting[i] = outcome  # each index is taken by one lane
+                else:
+                    results[i] = outcome
 
-            with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
-                list(pool.map(run_lane, range(len(lanes))))
+            share_out(len(slots), pending, run_one)
             confirm = _confirm_at_clean(slots[0], waiting.values(), _with_id(ctx, snapshot_id))
             if isinstance(confirm, TestRun):
                 made.append(confirm)
