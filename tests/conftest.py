@@ -164,6 +164,14 @@ def built_profile(sandbox: Any, repo: Any, commit: str, params: Any, logs: Path)
     return profile
 
 
+def remove_built_images(root: Path) -> None:
+    """Remove every environment image a build under ``root`` made (its build logs name them)."""
+    built = sorted({log.stem for log in root.glob("**/build-logs/*.log")})
+    if built:
+        images = [f"trajforge-env:{profile_id}" for profile_id in built]
+        subprocess.run(["docker", "rmi", "-f", *images], capture_output=True, check=False)
+
+
 def write_params(path: Path, cache_dir: Path, extra: str = "", gold_runs: int = 0) -> Path:
     """A run's params. ``gold_runs``: validate grades kept tasks' gold patches only where a test
     asks (tests/test_gold_runs.py, the import e2e): two graded containers per kept task in every

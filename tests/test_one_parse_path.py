@@ -5,22 +5,13 @@ scripts/check_layers.py's, checked on the real tree and on a tree written here."
 from __future__ import annotations
 
 import ast
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from test_language_homes import _checker
 from trajforge.schemas import python_ast
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _checker():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import check_layers
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
-    return check_layers
 
 
 def test_the_real_tree_parses_only_through_python_ast():

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import collections
 import json
-import subprocess
 from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import run_cli
+from conftest import remove_built_images, run_cli
 from reach_repos import CORE_TEST_COUNT
 from suite_repos import (
     LATE_MODULE,
@@ -61,10 +60,7 @@ def work(tmp_path_factory: pytest.TempPathFactory):
     """The module's folder; every environment image a build under it made is removed after."""
     root = tmp_path_factory.mktemp("suites")
     yield root
-    built = sorted({log.stem for log in root.glob("**/build-logs/*.log")})
-    if built:
-        images = [f"trajforge-env:{profile_id}" for profile_id in built]
-        subprocess.run(["docker", "rmi", "-f", *images], capture_output=True, check=False)
+    remove_built_images(root)
 
 
 @pytest.fixture(scope="module")

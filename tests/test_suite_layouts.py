@@ -9,12 +9,11 @@ environment per layout, ``inject`` + ``validate``, the gold patch through the gr
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import run_cli, write_params
+from conftest import remove_built_images, run_cli, write_params
 from layout_repos import DJANGO_TESTS, build_django_app, build_tox_changedir
 from test_environment_reach import head
 from trajforge.generators.environments.commit_files import ProfileError
@@ -27,10 +26,7 @@ def work(tmp_path_factory: pytest.TempPathFactory):
     """The module's folder; every environment image a build under it made is removed after."""
     root = tmp_path_factory.mktemp("layouts")
     yield root
-    built = sorted({log.stem for log in root.glob("**/build-logs/*.log")})
-    if built:
-        images = [f"trajforge-env:{profile_id}" for profile_id in built]
-        subprocess.run(["docker", "rmi", "-f", *images], capture_output=True, check=False)
+    remove_built_images(root)
 
 
 @pytest.fixture(scope="module")
