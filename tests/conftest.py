@@ -26,9 +26,18 @@ from repo_factory import build_add_fix_repo, build_calc_repo
 from sandbox_backends import BACKENDS, Backend
 from trajforge.schemas.storage import read_records
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.sandbox import usage
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAJFORGE = str(Path(sys.executable).parent / "trajforge")
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_seconds_of_this_test_only() -> None:
+    """Sandbox seconds are counted per process (``verifiers/sandbox/usage.py``) and a stage's
+    next bundle takes them all: what an earlier test on this worker spent outside any stage
+    (a sandbox used directly) must not reach this test's summary."""
+    usage.drain()
 
 
 def plain_pytest_env(**extra: str) -> dict[str, str]:

@@ -24,7 +24,10 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from trajforge.schemas import python_ast
+try:  # on the host: one parse at a time (schemas/python_ast.py, gh-106905)
+    from trajforge.schemas.python_ast import parse as _parse
+except ImportError:  # shipped alone into a Harbor task folder (harbor.PROGRAMS): stdlib only
+    _parse = ast.parse  # type: ignore[assignment]
 
 PASS, FAIL = "PASSED", "FAILED"
 SAME = "SAME AS "  # a twin's expected status: that of the graded test it copies
@@ -126,7 +129,7 @@ def _twin(text: bytes, test_id: str) -> Sentinel | None:
     name, bracket, params = parts[1].partition("[")
     source = text.decode("utf-8", "replace")
     try:
-        tree = python_ast.parse(source)
+        tree = _parse(source)
     except SyntaxError:
         return None
     found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
