@@ -107,6 +107,56 @@ def test_a_rerun_that_builds_the_module_makes_its_tests_flaky_not_fail_to_pass()
     assert not verdict.kept and verdict.reason == "only_flaky_tests"
 
 
+# grpc-go-2996's shape: at base a test panics and ends its package's binary, so the package's
+# later tests never run; with the fix all of them pass (Multi-SWE-bench's n2p).
+CRASH_GOLD = {
+    "alts::TestInfoServerName": "PASSED",
+    "alts::TestAuthInfoFromPeer": "PASSED",
+    "alts::TestNoProductNameFile": "PASSED",
+    "text::TestShout": "PASSED",
+}
+
+
+def _crashed_base(**kw) -> TestRun:
+    return run("base", {"alts::TestInfoServerName": "FAILED", "text::TestShout": "PASSED"}, **kw)
+
+
+def test_tests_a_crash_at_base_never_ran_are_fail_to_pass_where_a_crash_ends_the_module():
+    verdict = judge([_crashed_base()], [run("gold", CRASH_GOLD)], _module, crashes=True)
+    assert verdict.kept, verdict
+    assert verdict.fail_to_pass == (
+        "alts::TestAuthInfoFromPeer", "alts::TestInfoServerName", "alts::TestNoProductNameFile"
+    )  # fmt: skip
+    assert verdict.pass_to_pass == ("text::TestShout",)
+    # where each test runs on its own (pytest, the JS runners) absence is no evidence
+    assert judge([_crashed_base()], [run("gold", CRASH_GOLD)], _module).fail_to_pass == (
+        "alts::TestInfoServerName",
+    )
+
+
+def test_a_module_with_no_failing_test_at_base_did_not_crash():
+    """Tests absent at base beside only passing ones (a subtest named from the fixed code's
+    output) are no crash: the rule leaves the run as it is."""
+    base = run("base", {"alts::TestInfoServerName": "PASSED", "text::TestShout": "FAILED"})
+    gold = run("gold", {**CRASH_GOLD, "text::TestShout": "PASSED"})
+    verdict = judge([base], [gold], _module, crashes=True)
+    assert verdict.fail_to_pass == ("text::TestShout",)
+
+
+def test_a_crash_rerun_that_runs_the_tests_makes_them_flaky():
+    selection = ("alts::TestAuthInfoFromPeer", "alts::TestInfoServerName",
+                 "alts::TestNoProductNameFile")  # fmt: skip
+    gold = [run("gold", CRASH_GOLD), run("gold", CRASH_GOLD, attempt=1, selection=selection)]
+    again = run("base", {"alts::TestInfoServerName": "FAILED"}, attempt=1, selection=selection)
+    kept = judge([_crashed_base(), again], gold, _module, crashes=True)
+    assert kept.fail_to_pass == selection
+    statuses = {test: "PASSED" for test in selection} | {"alts::TestInfoServerName": "FAILED"}
+    ran = run("base", statuses, attempt=1, selection=selection)
+    flaky = judge([_crashed_base(), ran], gold, _module, crashes=True)
+    assert flaky.fail_to_pass == ("alts::TestInfoServerName",)
+    assert set(flaky.flaky) == {"alts::TestAuthInfoFromPeer", "alts::TestNoProductNameFile"}
+
+
 def test_timeout_rejects():
     base = run("base", {}, exit_code=-9, suite_ran=False, timed_out=True)
     assert judge([base], [run("gold", {"a": "PASSED"})]).reason == "timeout_at_base"

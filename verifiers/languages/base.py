@@ -66,6 +66,9 @@ class Grading(ABC):
     # The image's install lives in /repo itself (node_modules): a session's tree cannot be
     # emptied and refilled (validation's gold run takes a fresh container instead).
     tree_holds_install: ClassVar[bool] = False
+    # One process runs a module's tests (Go: a package's test binary), so a test that panics or
+    # exits ends the module's later tests: absent at base, they did not run (``rule.py``).
+    module_ends_with_a_crash: ClassVar[bool] = False
 
     @abstractmethod
     def test_file(self, test_id: str) -> str:

@@ -128,7 +128,12 @@ def validate_candidate(
     profile = with_limits(profile, params)
     decides = (profile.profile_id, profile.image, profile.test_cmd, base.tree_id, gold.tree_id)
     policy = (params.reruns, params.rerun_scope, params.test_timeout_s, params.unbuilt_at_base)
-    key = content_id(CACHE_VERSION, *decides, *policy, length=32)
+    # a language whose modules end with a crash is judged by that rule too (rule.py): its
+    # verdicts made before it are not replayed; the others' keys stay as they were
+    crash_rule = (
+        ("crashed-modules",) if grading_for(profile.language).module_ends_with_a_crash else ()
+    )
+    key = content_id(CACHE_VERSION, *decides, *policy, *crash_rule, length=32)
     if cache is not None and (hit := cache.get(key)) is not None:
         return from_cache(hit, candidate)
     ctx = Reading.of(junit_path).context(
@@ -181,7 +186,9 @@ def _run_and_judge(
         if not failing_tests(base_runs[0]) and not unbuilt:
             reason = "every test passes before the fix; nothing to fix"
             return base_runs, [], Verdict(False, "no_failing_test_at_base", reason)
-        judged = grading_for(profile.language).test_file if unbuilt else None  # rule.py
+        grading = grading_for(profile.language)
+        crashes = params.unbuilt_at_base == "fail" and grading.module_ends_with_a_crash
+        judged = grading.test_file if unbuilt or crashes else None  # rule.py
         # The base run's container, emptied, takes gold; where it cannot be, a fresh one does.
         # A JS image's install lives in /repo itself (node_modules), which RESET would delete.
         emptied = (
@@ -191,10 +198,12 @@ def _run_and_judge(
         gold_session = first if reused else containers.enter_context(sandbox.session(spec))
         gold_session.put_archive(gold.tar())
         gold_runs = [run_tests(gold_session, ctx, "gold", attempt=0)]
-        seen_at_base = with_unbuilt_failing(base_runs[0], gold_runs[0], judged) if judged else None
+        seen_at_base = (
+            with_unbuilt_failing(base_runs[0], gold_runs[0], judged, crashes) if judged else None
+        )
         decisive = decisive_tests(seen_at_base or base_runs[0], gold_runs[0])
         if suite_failure(gold_runs[0]) or not decisive or params.reruns < 1:
-            return base_runs, gold_runs, judge(base_runs, gold_runs, judged)
+            return base_runs, gold_runs, judge(base_runs, gold_runs, judged, crashes)
         if emptied:  # the first container holds gold (or half a tree): base reruns get a fresh one
             base_session = containers.enter_context(sandbox.session(spec))
             base_session.put_archive(base_tar)
@@ -204,7 +213,7 @@ def _run_and_judge(
         for attempt in range(1, params.reruns + 1):
             base_runs.append(run_tests(base_session, ctx, "base", attempt, selection))
             gold_runs.append(run_tests(gold_session, ctx, "gold", attempt, selection))
-    return base_runs, gold_runs, judge(base_runs, gold_runs, judged)
+    return base_runs, gold_runs, judge(base_runs, gold_runs, judged, crashes)
 
 
 def _reset(session: Session) -> bool:

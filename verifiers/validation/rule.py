@@ -11,7 +11,12 @@ that are absent there, not passing: with ``validate.unbuilt_at_base: fail`` (the
 count as failing at base, so those passing with the fix are FAIL_TO_PASS (what SWE-bench and
 Multi-SWE-bench's ``n2p_tests`` count). A runner that stops at the first such module (pytest
 without ``--continue-on-collection-errors``) ran no suite: still a rejection. Injected bugs never
-use it: a bug that breaks a build is a compiler's task, not a test's.
+use it: a bug that breaks a build is a compiler's task, not a test's. The same holds where one
+process runs a module's tests (``Grading.module_ends_with_a_crash``: a Go package's binary): a
+test that panics at base ends the module's later tests, which are absent there, not passing; a
+module with a failing test at base and tests absent there that the fix runs has crashed, and
+those tests count as failing at base too (grpc-go-2996: the panic the fix removes ended
+``credentials/alts``' binary before three of Multi-SWE-bench's n2p tests ran).
 
 Reruns cost little: by default (``rerun_scope: changed``) only the tests the verdict rests on (the
 FAIL->PASS and PASS->FAIL candidates) are rerun, at base and at gold (gold in the gold run's
@@ -85,9 +90,12 @@ def unbuilt_modules(run: TestRun) -> frozenset[str]:
     return frozenset(run.collection_errors)
 
 
-def with_unbuilt_failing(run: TestRun, gold: TestRun, test_file: Callable[[str], str]) -> TestRun:
+def with_unbuilt_failing(
+    run: TestRun, gold: TestRun, test_file: Callable[[str], str], crashes: bool = False
+) -> TestRun:
     """``run`` (at base) with each test ``gold`` reports whose module ``run`` could not build
-    marked failing, and counted as a suite that ran; ``run`` itself when it has no such module.
+    (or, with ``crashes``, whose module crashed: ``crashed_modules``) marked failing, and
+    counted as a suite that ran; ``run`` itself when it has no such module.
 
     Only when the runner went on past those modules: every other test ``gold`` reports (of the
     run's selection, for a rerun) has a status here. pytest stops at the first module that does
@@ -95,28 +103,43 @@ def with_unbuilt_failing(run: TestRun, gold: TestRun, test_file: Callable[[str],
     The exit code cannot tell (go test exits 2 for a package that did not build, as for a usage
     error); which tests ran can."""
     unbuilt = unbuilt_modules(run)
-    if not unbuilt:
+    stopped = unbuilt | (crashed_modules(run, gold, test_file) if crashes else frozenset())
+    if not stopped:
         return run
     present = run.statuses()
     asked = [t for t in gold.statuses() if not run.selection or t in run.selection]
-    absent = sorted(t for t in asked if t not in present and test_file(t) in unbuilt)
-    lost = [t for t in asked if t not in present and test_file(t) not in unbuilt]
+    absent = sorted(t for t in asked if t not in present and test_file(t) in stopped)
+    lost = [t for t in asked if t not in present and test_file(t) not in stopped]
     if not absent or lost:
         return run
     tests = (*run.tests, *(TestStatus(t, UNBUILT) for t in absent))
     tests = tuple(sorted(tests, key=lambda test: test.test_id))
-    return dataclasses.replace(run, tests=tests, suite_ran=True)
+    return dataclasses.replace(run, tests=tests, suite_ran=run.suite_ran or bool(unbuilt))
+
+
+def crashed_modules(run: TestRun, gold: TestRun, test_file: Callable[[str], str]) -> frozenset[str]:
+    """Modules that ran at base with a failing test and lack tests ``gold`` reports: where one
+    process runs a module's tests, the failing one ended it (a panic, an exit, a hang the
+    per-test limit killed). Nothing for a run whose report is no evidence."""
+    if not run.suite_ran or run.timed_out or run_problem(run) is not None:
+        return frozenset()
+    present = run.statuses()
+    failing = {test_file(t) for t, status in present.items() if status in FAILING}
+    asked = [t for t in gold.statuses() if not run.selection or t in run.selection]
+    return frozenset(test_file(t) for t in asked if t not in present) & failing
 
 
 def judge(
     base_runs: list[TestRun],
     gold_runs: list[TestRun],
     test_file: Callable[[str], str] | None = None,
+    crashes: bool = False,
 ) -> Verdict:
     """Apply the rule to the main run and reruns of each state (index 0 is the main run).
-    ``test_file`` (the language's: a test id's module) turns on the unbuilt-at-base rule."""
+    ``test_file`` (the language's: a test id's module) turns on the unbuilt-at-base rule, and
+    ``crashes`` its crashed modules (``with_unbuilt_failing``)."""
     if test_file is not None and gold_runs:
-        base_runs = [with_unbuilt_failing(r, gold_runs[0], test_file) for r in base_runs]
+        base_runs = [with_unbuilt_failing(r, gold_runs[0], test_file, crashes) for r in base_runs]
     for runs in (base_runs, gold_runs):
         failure = suite_failure(runs[0])
         if failure:

@@ -1,7 +1,8 @@
-"""Go through `trajforge validate`: a mined fix and injected bugs of a test-built std-only Go
-module become Go tasks with exact FAIL_TO_PASS and PASS_TO_PASS; a bug no test sees is
-not_covered; a module whose dependency the proxy does not have is one install_failed line;
-`trajforge evaluate` resolves the tasks' gold patches under the Go grader and no empty one.
+"""Go through `trajforge validate`: mined fixes (one whose test does not build at base, one
+whose test panics there) and injected bugs of a test-built std-only Go module become Go tasks
+with exact FAIL_TO_PASS and PASS_TO_PASS; a bug no test sees is not_covered; a module whose
+dependency the proxy does not have is one install_failed line; `trajforge evaluate` resolves the
+tasks' gold patches under the Go grader and no empty one.
 
 One run of the real CLI over one candidates table (the way mine and inject write it): the
 module's image is built once (Debian's go: the build stage downloads nothing).
@@ -38,6 +39,27 @@ func TestMul(t *testing.T) {
 """
 DIV = "\n// Div returns a over b.\nfunc Div(a, b int) int { return a / b }\n"
 DIV_TESTS = MUL_TESTS.replace("Mul(2, 3) != 6", "Div(6, 3) != 2").replace("Mul", "Div")
+SIGN = "\n// Sign returns -1, 0 or 1.\nfunc Sign(n int) int {%s\treturn n / Abs(n)\n}\n"
+SIGN_BUGGY, SIGN_FIXED = SIGN % "\n", SIGN % "\n\tif n == 0 {\n\t\treturn 0\n\t}\n"
+# sign_test.go runs after the package's other test files: at base TestSignZero divides by zero,
+# the panic ends the binary, and TestSignNegative never runs
+SIGN_TESTS = """\
+package calc
+
+import "testing"
+
+func TestSignZero(t *testing.T) {
+\tif Sign(0) != 0 {
+\t\tt.Fatal(Sign(0))
+\t}
+}
+
+func TestSignNegative(t *testing.T) {
+\tif Sign(-4) != -1 {
+\t\tt.Fatal(Sign(-4))
+\t}
+}
+"""
 WHISPER = TEXT + (
     "\n// Whisper lower-cases s (no test calls it).\n"
     'func Whisper(s string) string { return strings.ToLower(s) + "..." }\n'
@@ -111,6 +133,16 @@ def validated(tmp_path_factory, docker_engine):
         patch=_diff(calc.path, fixed, div, "calc.go"),
         test_patch=_diff(calc.path, fixed, div, "div_test.go"),
     )  # fmt: skip
+    # A fix whose test panics at base: the panic ends the package's binary (grpc-go-2996).
+    unsigned = calc.commit("add Sign", {"calc.go": MUL_FIXED + DIV + SIGN_BUGGY})
+    signed = calc.commit(
+        "fix Sign at 0", {"calc.go": MUL_FIXED + DIV + SIGN_FIXED, "sign_test.go": SIGN_TESTS}
+    )
+    crash = _candidate(
+        "mined-sign", calc.path, unsigned, commit=signed, created_at="2026-01-01",
+        patch=_diff(calc.path, unsigned, signed, "calc.go"),
+        test_patch=_diff(calc.path, unsigned, signed, "sign_test.go"),
+    )  # fmt: skip
     bugs = [
         _bug("bug-sub", calc, fixed, {"calc.go": MUL_FIXED.replace("a - b", "a - b - 1")}),
         _bug("bug-unused", calc, fixed, {"internal/text/text.go": WHISPER.replace("...", "?")}),
@@ -127,7 +159,9 @@ def validated(tmp_path_factory, docker_engine):
     (work / "cands").mkdir(parents=True)
     (work / "params.yaml").write_text(PARAMS.format(cache=work / "cache"))
     write_records(
-        str(work / "cands" / "part-0.parquet"), [mined, n2p, *bugs, failing], Candidate.ARROW_SCHEMA
+        str(work / "cands" / "part-0.parquet"),
+        [mined, n2p, crash, *bugs, failing],
+        Candidate.ARROW_SCHEMA,
     )
     done = run_cli("validate", "--input", "cands", "--output", "out", cwd=work)
     assert done.returncode == 0, done.stderr
@@ -178,6 +212,17 @@ def test_a_fix_whose_test_does_not_build_at_base_makes_its_package_fail_to_pass(
     assert row["validation"]["base_exit_code"] == 2 and row["validation"]["gold_exit_code"] == 0
 
 
+def test_a_test_that_panics_at_base_makes_its_package_s_later_tests_fail_to_pass(validated):
+    """At base TestSignZero panics and ends the package's binary, so TestSignNegative never
+    runs there; with the fix both pass. Both are FAIL_TO_PASS, as Multi-SWE-bench counts them
+    (grpc-go-2996); the tests that ran before the panic are PASS_TO_PASS."""
+    work, _ = validated
+    row = _tasks(work)["mined-sign"]
+    assert row["FAIL_TO_PASS"] == [".::TestSignNegative", ".::TestSignZero"]
+    root = {t for t in PASSING if t.startswith(".::")} | {".::TestMul", ".::TestDiv"}
+    assert set(row["PASS_TO_PASS"]) >= root
+
+
 def test_profiles_reach_and_the_failed_download(validated):
     work, stderr = validated
     reason, detail = _rejections(work)["mined-broken"]
@@ -191,8 +236,8 @@ def test_profiles_reach_and_the_failed_download(validated):
     assert len([p for p in profiles if p["repo"] == "calc"]) == 1  # one image for all commits
     summary = json.loads((work / "out" / "summary.json").read_text())
     assert summary["reach"] == "2 repositories: installed 1, collected 1, clean 1, task 1"
-    assert summary["kept"] == 3
-    assert "validate: 5 inputs, 3 kept, 2 rejected" in stderr
+    assert summary["kept"] == 4
+    assert "validate: 6 inputs, 4 kept, 2 rejected" in stderr
 
 
 def test_evaluate_resolves_the_gold_patches_and_not_empty_ones(validated):

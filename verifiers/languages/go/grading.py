@@ -31,6 +31,7 @@ RUNNERS = ("go", "gotest", "go test")  # what the environment side may name Go's
 class GoGrading(Grading):
     name: ClassVar[str] = "go"
     separator = test_events.SEPARATOR
+    module_ends_with_a_crash = True  # a package's tests share one binary
     reader = GO_READER
 
     def test_file(self, test_id: str) -> str:
