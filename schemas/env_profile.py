@@ -50,6 +50,9 @@ class EnvProfile:
     # The profile whose image this site runs in when its own profile was not built: its probe
     # passed in that image (generators/environments/reuse.py); "" when built (or pulled) as is
     reused_from: str = ""
+    # The image's size on disk, every layer once, the base's included (image.py's ``image_bytes``;
+    # 0: not measured, or a backend without images). ``environment.max_image_size`` caps it.
+    image_bytes: int = 0
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -79,5 +82,6 @@ class EnvProfile:
             ("runtime", pa.string()),
             ("build_s", pa.float64()),
             ("reused_from", pa.string()),
+            ("image_bytes", pa.int64()),
         ]
     )

@@ -65,6 +65,9 @@ class EnvironmentParams:
     # no build starts with less free space where the engine keeps images (0: no floor); a full
     # disk is the machine's fault, never a repository's verdict (verifiers/sandbox/faults.py)
     min_free_gb: float = 2.0
+    # One environment image, all its layers (the base's too): a bigger one is removed and its
+    # sites rejected ``image_too_large`` (a CUDA torch writes several GB per image); null: no cap
+    max_image_size: str | None = "8g"
     build_workers: int = 2  # profiles prepared at once per Beam worker (environment.py)
     repair_rounds: int = 3  # collect, repair from the errors, rebuild: at most this many times
     setup_agent: bool = False  # with an llm endpoint: a model proposes installs the rules missed
@@ -73,10 +76,11 @@ class EnvironmentParams:
     push: bool = False  # push each image built here to the registry (needs registry)
     # A site whose evidence picks a new profile first tries an image already built for its
     # repository (same toolchain line) with its own tree; its probe decides (reuse.py). Off by
-    # default until the audit compares FAIL_TO_PASS/PASS_TO_PASS, not only clean runs
+    # default (docs/environments.md says why)
     reuse: bool = False
     # this share of reused profiles (seeded) also builds its own profile and compares their
-    # clean runs test by test; a disagreement stops reuse for that repository
+    # clean runs test by test and, in validate, a candidate's verdict (FAIL_TO_PASS and
+    # PASS_TO_PASS); a disagreement stops reuse for that repository
     reuse_audit: float = 0.1
     reuse_seed: int = 0
 
@@ -342,6 +346,8 @@ class Params:
         box = self.sandbox
         memory = size_bytes("sandbox.memory", box.memory)
         size_bytes("sandbox.writable_layer_size", box.writable_layer_size)
+        if self.environment.max_image_size is not None:
+            size_bytes("environment.max_image_size", self.environment.max_image_size)
         if size_bytes("sandbox.tmp_size", box.tmp_size) > memory:
             raise ParamsError(
                 f"params: sandbox.tmp_size ({box.tmp_size}) must not be larger than sandbox.memory "

@@ -10,7 +10,11 @@ dependency the first image lacks: the reuse is refused with its reason and its o
 built. (c) A second commit whose suite collects in the old image but runs otherwise there (a
 test skipped without the dependency): the audit disagrees and the repository goes back to
 per-profile builds. (d) A second commit whose suite runs from a tox ``changedir`` with its own
-pytest config: the reused image runs it with the site's layout options, not the donor's.
+pytest config: the reused image runs it with the site's layout options, not the donor's. (e) A
+fix whose new test imports the dependency its base commit added: the clean runs at that base
+agree in both images, but the fix's verdict does not (the new test cannot import six in the old
+image). The audit compares the verdicts too, and the task is proven in its own image; unaudited,
+the reuse rejects it.
 """
 
 from __future__ import annotations
@@ -247,3 +251,42 @@ def test_an_audit_that_disagrees_switches_the_repository_back(tmp_path, docker_e
         assert "tests/test_six.py::test_six" in said and "builds its own profiles" in said
     finally:
         subprocess.run(["docker", "rmi", "-f", *_images(run)], capture_output=True, check=False)
+
+
+def test_an_audit_compares_the_verdicts_not_only_the_clean_runs(tmp_path, docker_engine, capfd):
+    """(e): the fix of ``sub`` adds tests/test_six.py (``import six``); its base commit declares
+    six, its suite there does not import it, so the probe and the clean runs agree."""
+    repo = RepoBuilder(tmp_path / "calc")
+    files = {"pyproject.toml": pyproject(), "calc/__init__.py": "", "calc/ops.py": OPS}
+    repo.commit("Initial calc", {**files, "tests/test_ops.py": TESTS})
+    ops = OPS.replace("return a - b", "return a + b", 1)
+    fix_add = repo.commit("Fix add", {"calc/ops.py": ops, "tests/test_ops.py": TESTS + TEST_ADD})
+    six_base = repo.commit("Depend on six", {"pyproject.toml": pyproject(SIX)})
+    fixed = ops.replace("a + b\n", "a - b\n").replace("a - b\n", "a + b\n", 1)
+    needs_six = repo.commit(
+        "Fix sub, and test six",
+        {"calc/ops.py": fixed, "tests/test_ops.py": TESTS + TEST_ADD + TEST_SUB,
+         "tests/test_six.py": "import six\n\n\ndef test_six():\n    assert six.PY3\n"},
+    )  # fmt: skip
+    fixes = [fix_add, needs_six]
+    audited = _validate(
+        tmp_path / "calc", fixes, _params(tmp_path / "audited", reuse=True, audit=1)
+    )
+    said = capfd.readouterr().err
+    unaudited = _validate(tmp_path / "calc", fixes, _params(tmp_path / "trusting", reuse=True))
+    try:
+        counts = audited["counts"]
+        assert counts.get("reuse_audit_disagreed") == 1, counts
+        assert not counts.get("environments_reused"), counts
+        assert "rejected collection_error_at_base in the reused image, kept in its own" in said
+        fixed_sub = {t.base_commit: t for t in audited["tasks"]}[six_base]
+        assert "reused_from" not in fixed_sub.provenance
+        assert fixed_sub.FAIL_TO_PASS == ("tests/test_ops.py::test_sub",)
+        assert "tests/test_six.py::test_six" in fixed_sub.PASS_TO_PASS
+        # what the audit guards against: trusted, the old image rejects the task
+        assert unaudited["counts"].get("environments_reused") == 1, unaudited["counts"]
+        assert [r.reason for r in unaudited["rejections"]] == ["collection_error_at_base"]
+    finally:
+        subprocess.run(
+            ["docker", "rmi", "-f", *_images(audited, unaudited)], capture_output=True, check=False
+        )

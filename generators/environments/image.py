@@ -43,8 +43,8 @@ from trajforge.generators.environments.recipe import (
 )
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
-from trajforge.schemas.params import EnvironmentParams
-from trajforge.schemas.storage import write_bytes_atomic
+from trajforge.schemas.params import EnvironmentParams, Params, size_bytes
+from trajforge.schemas.storage import ContentCache, write_bytes_atomic
 from trajforge.verifiers.sandbox.base import (
     BuildResult,
     ImageBuild,
@@ -63,6 +63,26 @@ from trajforge.verifiers.sandbox.git_tree import GitError, archive, git
 
 LOG_TAIL = 4000
 ALREADY_BUILT = "image already built"  # the log of a reused image whose build log is not here
+GIB = 1024**3
+
+
+class ImageTooLarge(UserError):
+    """An environment image over ``environment.max_image_size``: removed, never kept, and its
+    sites rejected. Not a failed install (the install worked), so no install rung is tried."""
+
+    reason = "image_too_large"
+
+
+def image_sizes(params: Params) -> ContentCache:
+    """What each recipe's image measured when it was over the cap, by recipe hash: a rerun
+    refuses it before building again, and a higher cap builds it again."""
+    return ContentCache(params.results_cache, "image-sizes")
+
+
+def image_bytes(store: ImageStore, image: str) -> int:
+    """The image's size on disk: every layer once, the base image's included (0: not here)."""
+    info = store.image_info(image)
+    return sum(size for _, size in info.layers) if info is not None else 0
 
 
 def build_env_image(
@@ -72,6 +92,7 @@ def build_env_image(
     params: EnvironmentParams,
     logs_dir: str,
     note: Callable[[str], None] | None = None,
+    sizes: ContentCache | None = None,
 ) -> EnvProfile:
     """The profile with status "built" (image ready) or "failed" (log says why).
 
@@ -82,6 +103,7 @@ def build_env_image(
     another commit of the same source than ``profile.setup_commit``, and the build's log tail
     (from this machine's build log; ALREADY_BUILT for an image built elsewhere). Any other image
     under the profile's name is built again, and ``note`` hears one line saying why.
+    ``sizes`` remembers an image over the cap (``build_recipe``).
     """
     if sandbox.has_image(profile.image):
         if isinstance(sandbox, ImageStore):
@@ -101,7 +123,7 @@ def build_env_image(
             raise UserError(f"{profile.repo}: {exc}", reason="no_base_image") from None
     started = time.monotonic()
     if isinstance(sandbox, ImageStore):
-        ok, log = _build_recipe(sandbox, profile, repo_path, params)
+        ok, log = _build_recipe(sandbox, profile, repo_path, params, sizes)
         return _finish(profile, "built" if ok else "failed", log, logs_dir, started)
     log_lines: list[str] = []
     with sandbox.session(build_session_spec(base, params)) as session:
@@ -117,12 +139,16 @@ def build_env_image(
 
 
 def _build_recipe(
-    store: ImageStore, profile: EnvProfile, repo_path: str, params: EnvironmentParams
+    store: ImageStore,
+    profile: EnvProfile,
+    repo_path: str,
+    params: EnvironmentParams,
+    sizes: ContentCache | None,
 ) -> tuple[bool, str]:
     """``docker build`` (or podman's) of the profile's recipe at its setup commit."""
     result = build_recipe(
         store, profile.image, profile.recipe, profile.profile_id, profile.setup_commit,
-        repo_path, params,
+        repo_path, params, sizes=sizes,
     )  # fmt: skip
     return result.ok, result.log
 
@@ -136,6 +162,7 @@ def build_recipe(
     repo_path: str,
     params: EnvironmentParams,
     kind: str = ENV_KIND,
+    sizes: ContentCache | None = None,
 ) -> BuildResult:
     """Build ``recipe`` (a Dockerfile from ``recipe.py``) at ``setup_commit`` as ``image``: what a
     profile's build does (``kind`` ENV_KIND), and what rebuilds a task row's environment from the
@@ -148,11 +175,19 @@ def build_recipe(
     A fault of the machine is raised, never returned as a failed build (a caller caches those):
     ``DiskFull`` before a build when the engine's storage is below ``params.min_free_gb``, a
     ``MachineFault`` when the build failed on a full disk or an engine error (``faults.py``).
+
+    An image over ``params.max_image_size`` is removed and ``ImageTooLarge`` raised; ``sizes``
+    remembers its size by recipe hash, so the next run refuses it without building.
     """
+    digest = recipe_digest(repo_path, recipe, profile_id, setup_commit)
+    limit = params.max_image_size
+    cap = size_bytes("environment.max_image_size", limit) if limit else 0
+    known = sizes.get(digest) if sizes is not None and cap else None
+    if known is not None and int(known.get("bytes", 0)) > cap:
+        raise too_large(image, int(known["bytes"]), params, "measured so before; not built again")
     where = store.storage_path()
     free = free_bytes(where) if where else None
     check_free_space(free, where or "", params.min_free_gb, image)
-    digest = recipe_digest(repo_path, recipe, profile_id, setup_commit)
     ca = _read(params.ca_bundle) if params.ca_bundle and _ca_exists(params.ca_bundle) else b""
     deps = dependency_files(repo_path, setup_commit, recipe_install(recipe))
     context = build_context(
@@ -178,7 +213,21 @@ def build_recipe(
     fault = "" if result.ok or result.timed_out else machine_fault(result.log)
     if fault:
         raise MachineFault(f"{image}: the machine failed the build, not the project: {fault}")
+    if result.ok and cap and (size := image_bytes(store, image)) > cap:
+        store.remove_image(image)
+        if sizes is not None:
+            sizes.put(digest, {"bytes": size, "image": image})
+        raise too_large(image, size, params, "removed")
     return result
+
+
+def too_large(image: str, size: int, params: EnvironmentParams, done: str) -> ImageTooLarge:
+    """The one line for an image over the cap: how big, the cap, and what a user can do."""
+    return ImageTooLarge(
+        f"{image}: the environment image is {size / GIB:.2f} GiB, over "
+        f"environment.max_image_size ({params.max_image_size}); {done}. Raise the cap, or pin "
+        "a CPU build of what brings the weight (a CUDA torch is several GB)"
+    )
 
 
 def recipe_digest(repo_path: str, recipe: str, profile_id: str, setup_commit: str) -> str:

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from trajforge.generators.environments.image import build_recipe, recipe_digest
+from trajforge.generators.environments.image import build_recipe, image_sizes, recipe_digest
 from trajforge.generators.environments.prepare import Prepared
 from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
 from trajforge.generators.languages.base import Detection
@@ -75,7 +75,7 @@ class RecipeSite:
             self.ensure_base(profile, getattr(sandbox, "docker_host", None), say)
         say(self.banner(profile))
         result = build_recipe(sandbox, profile.image, profile.recipe, profile.profile_id, commit,
-                              repo_path, params.environment)  # fmt: skip
+                              repo_path, params.environment, sizes=image_sizes(params))  # fmt: skip
         if result.ok:
             return Prepared(dataclasses.replace(built, log=result.log[-4000:]), "", "", 0)
         keep_build_log(params, profile.profile_id, result.log)

@@ -10,10 +10,11 @@ allowed); a language without a probe is never reused. A refusal is one line and 
 profile is built as before.
 
 Exactness is not traded: a seeded share of reused profiles (``environment.reuse_audit``) also
-builds its own profile, and the clean suite runs at the
-site's commit in both images; their statuses, test by test, must be the same (what
-PASS_TO_PASS rests on). A disagreement switches the repository back to per-profile builds for
-the rest of the run, and is counted (``reuse_audit_disagreed``).
+builds its own profile, and the clean suite runs at the site's commit in both images; their
+statuses, test by test, must be the same. Where the items have verdicts (validate's candidates)
+the stage's audit also compares the first mined candidate's verdict in both images (kept or
+not, FAIL_TO_PASS, PASS_TO_PASS). A disagreement switches the repository back to per-profile
+builds for the rest of the run, and is counted (``reuse_audit_disagreed``).
 """
 
 from __future__ import annotations

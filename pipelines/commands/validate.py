@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.pipelines.commands import stage_command
-    from trajforge.pipelines.commands.measures import build_seconds, image_disk
+    from trajforge.pipelines.commands.measures import build_seconds, image_disk, image_sizes
     from trajforge.pipelines.runtime import tables as t
     from trajforge.pipelines.runtime.readers import candidate_files, read_records, table_rows
     from trajforge.pipelines.stages.validate import ValidateCandidates, label_figures
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         print(WARNING, file=sys.stderr)
     disk = image_disk(params, "tasks")
     builds = build_seconds("profiles")
+    sizes = image_sizes("profiles")
     return stage_command.run(
         "validate", args, params, beam_args,
         tables={"tasks": t.TASKS, "rejections": t.REJECTIONS, "profiles": t.PROFILES,
@@ -61,5 +62,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         unit="candidate",
         total=table_rows(inputs),
         set_aside=set_aside,
-        measure=lambda staging: {**disk(staging), **builds(staging), **label_figures(staging)},
+        measure=lambda staging: {
+            **disk(staging), **builds(staging), **sizes(staging), **label_figures(staging)
+        },
     )  # fmt: skip

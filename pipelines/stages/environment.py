@@ -12,9 +12,10 @@ repository. The outcome, failed or not, is cached by the detected profile's id, 
 neither builds nor probes again; a failed profile's items are rejected with the reason in one
 line (the raw build log stays in ``<cache_dir>/build-logs/``).
 
-With ``environment.reuse`` (on by default) a repository's profiles are prepared in history order
-in one thread, and a profile not built yet first tries the nearest image already built for the
-repository on its toolchain line: its probe decides, an audited share also builds its own
+With ``environment.reuse`` (off by default) a repository's profiles are prepared in history
+order in one thread, and a profile not built yet first tries the nearest image already built for
+the repository on its toolchain line: its probe decides, an audited share also builds its own
+and compares clean runs, and the stage's ``LabelAudit`` (validate's) compares verdicts
 (``generators/environments/reuse.py``). Repositories still prepare at once.
 
 The language of a site is the registry's answer for its commit's tree
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import apache_beam as beam
+from trajforge.generators.environments.image import image_bytes
 from trajforge.generators.environments.prepare import Count, Prepared
 from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
 from trajforge.generators.environments.reuse import (
@@ -96,6 +98,12 @@ class DetectProfileFn(StageFn):
         yield profile.profile_id, (profile, item)
 
 
+# (sandbox, the site's reused profile, its own built profile, the site's items, repo path): why
+# the items' verdicts differ between the two images, "" when the same. A stage whose items have
+# verdicts (validate's candidates) gives one; the clean runs' audit is every stage's.
+LabelAudit = Callable[[Sandbox, EnvProfile, EnvProfile, list[Any], str], str]
+
+
 class Built(NamedTuple):
     """One profile's preparation as its pool thread leaves it for the bundle's thread."""
 
@@ -128,10 +136,17 @@ class BuildEnvironmentFn(SandboxFn):
     # sandbox): a spare container per image would be started and removed unused.
     SPARES = 0
 
-    def __init__(self, params: Params, stage: str, locate: Callable[[Any], Site]) -> None:
+    def __init__(
+        self,
+        params: Params,
+        stage: str,
+        locate: Callable[[Any], Site],
+        audit: LabelAudit | None = None,
+    ) -> None:
         super().__init__(params)
         self.STAGE = stage
         self.locate = locate
+        self.audit = audit
 
     def setup(self) -> None:
         super().setup()
@@ -251,6 +266,9 @@ class BuildEnvironmentFn(SandboxFn):
             for p in (found.profile, own.profile)
         ]
         differs = disagreement(*runs)
+        if not differs and self.audit is not None:  # the verdicts a task would rest on
+            items = [item for _, item in group.pairs]
+            differs = self.audit(self.sandbox, found.profile, own.profile, items, group.repo_path)
         self.reuse.record(key, agreed=not differs)
         if differs:
             count("reuse_audit_disagreed")
@@ -320,7 +338,9 @@ def prepare_profile(
         return prepared
     push = lambda: publish_image(store, built.image, env, count)  # noqa: E731
     digest = _registry(profile, stage, push, count) or image_digest(store, built.image)
-    return dataclasses.replace(prepared, profile=dataclasses.replace(built, image_digest=digest))
+    size = image_bytes(store, built.image)
+    measured = dataclasses.replace(built, image_digest=digest, image_bytes=size)
+    return dataclasses.replace(prepared, profile=measured)
 
 
 def _registry(profile: EnvProfile, stage: str, step: Callable[[], str], count: Count) -> str:
@@ -337,12 +357,19 @@ def _registry(profile: EnvProfile, stage: str, step: Callable[[], str], count: C
 class BuildEnvironments(beam.PTransform):
     """Items -> {"ready": (built EnvProfile, item), "profiles", "rejections"}.
 
-    ``locate`` says where each item's environment comes from (see ``Site``).
+    ``locate`` says where each item's environment comes from (see ``Site``); ``audit``, where
+    items have verdicts, compares an audited reuse's verdicts with its own image's.
     """
 
-    def __init__(self, params: Params, stage: str, locate: Callable[[Any], Site]) -> None:
+    def __init__(
+        self,
+        params: Params,
+        stage: str,
+        locate: Callable[[Any], Site],
+        audit: LabelAudit | None = None,
+    ) -> None:
         super().__init__()
-        self.params, self.stage, self.locate = params, stage, locate
+        self.params, self.stage, self.locate, self.audit = params, stage, locate, audit
 
     def expand(self, items):
         args = (self.params, self.stage, self.locate)
@@ -356,7 +383,9 @@ class BuildEnvironments(beam.PTransform):
             # one batch per bundle: the pool keeps build_workers busy while any profile waits
             | "BatchProfiles" >> beam.BatchElements(min_batch_size=BATCH, max_batch_size=BATCH)
             | "BuildEnvironment"
-            >> beam.ParDo(BuildEnvironmentFn(*args)).with_outputs(REJECTED, PROFILES, main="ready")
+            >> beam.ParDo(BuildEnvironmentFn(*args, self.audit)).with_outputs(
+                REJECTED, PROFILES, main="ready"
+            )
         )
         rejections = (profiled[REJECTED], envs[REJECTED]) | "EnvRejections" >> beam.Flatten()
         return {"ready": envs.ready, "profiles": envs[PROFILES], "rejections": rejections}

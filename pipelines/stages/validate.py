@@ -36,12 +36,14 @@ from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.outside_world import describe, outside_world_tests
+from trajforge.verifiers.sandbox.base import Sandbox
 from trajforge.verifiers.test_runner import Reading
 from trajforge.verifiers.validation.candidate import (
     TestTree,
     ValidationResult,
     rejected,
     validate_candidate,
+    verdict_difference,
 )
 from trajforge.verifiers.validation.gold_runs import GoldRuns, grade_gold, grades
 from trajforge.verifiers.validation.labels import check_labels, class_counts
@@ -66,6 +68,41 @@ def _site(candidate: Candidate) -> Site:
         candidate.repo,
         order=(candidate.created_at, candidate.base_commit),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class ReuseLabelAudit:
+    """An audited reuse's verdict on the site's first mined candidate, in the reused image and in
+    the site's own: kept or not, the reason, FAIL_TO_PASS and PASS_TO_PASS must be the same
+    (``verdict_difference``), or the repository goes back to its own profiles. Both verdicts
+    are cached as validate caches them, so the candidate's own validation later replays the
+    reused one. Injected bugs are audited by their clean runs only (validate proves them by
+    covering tests, not one candidate at a time)."""
+
+    params: Params
+
+    def __call__(
+        self, sandbox: Sandbox, reused: EnvProfile, own: EnvProfile, items: list, repo_path: str
+    ) -> str:
+        mined = [item for item in items if isinstance(item, Candidate) and not _injected(item)]
+        if not mined:
+            return ""
+        candidate = mined[0]
+        try:
+            base = TestTree.at(repo_path, candidate.base_commit, [candidate.test_patch])
+            gold = TestTree.at(
+                repo_path, candidate.base_commit, [candidate.test_patch, candidate.patch]
+            )
+        except UserError:  # its own validation rejects it, whichever image: nothing to compare
+            return ""
+        cache = ContentCache(self.params.results_cache, "validate")
+        validate = self.params.validate
+        results = [
+            validate_candidate(sandbox, candidate, p, base, gold, validate, _reading(p), cache)
+            for p in (reused, own)
+        ]
+        differs = verdict_difference(*results)
+        return f"{candidate.candidate_id[:12]}: {differs}" if differs else ""
 
 
 class ValidateFn(SandboxFn):
@@ -359,7 +396,8 @@ class ValidateCandidates(beam.PTransform):
 
     def expand(self, candidates):
         params = self.params
-        envs = candidates | "Environments" >> BuildEnvironments(params, STAGE, _site)
+        audit = ReuseLabelAudit(params)
+        envs = candidates | "Environments" >> BuildEnvironments(params, STAGE, _site, audit)
         mined = envs["ready"] | "Mined" >> beam.Filter(lambda pc: not _injected(pc[1]))
         injected = envs["ready"] | "Injected" >> beam.Filter(lambda pc: _injected(pc[1]))
         mutants = (

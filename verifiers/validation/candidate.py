@@ -98,6 +98,35 @@ class ValidationResult:
     cached: bool = False
 
 
+def verdict_difference(reused: ValidationResult, own: ValidationResult) -> str:
+    """Why one candidate's verdicts in two environments differ, in one line; "" when they are
+    the same: both kept with the same FAIL_TO_PASS and PASS_TO_PASS, or both rejected for the
+    same reason. A run the sandbox broke compares with nothing (said, so the caller keeps the
+    environment it can trust)."""
+    verdicts = [_verdict(result) for result in (reused, own)]
+    if f"rejected {INFRA_FAILURE}" in verdicts:
+        return "the candidate's runs broke in the sandbox; nothing to compare"
+    if verdicts[0] != verdicts[1]:
+        return f"{verdicts[0]} in the reused image, {verdicts[1]} in its own"
+    if reused.task is None or own.task is None:
+        return ""
+    for name in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+        ours, theirs = set(getattr(reused.task, name)), set(getattr(own.task, name))
+        if ours != theirs:
+            first = sorted(ours ^ theirs)[0]
+            where = "the reused image" if first in ours else "its own"
+            return f"{name} differs in {len(ours ^ theirs)} tests, first {first} (only in {where})"
+    return ""
+
+
+def _verdict(result: ValidationResult) -> str:
+    return "kept" if result.task is not None else f"rejected {_reason(result)}"
+
+
+def _reason(result: ValidationResult) -> str:
+    return result.rejection.reason if result.rejection is not None else "without a reason"
+
+
 def instance_id(candidate: Candidate) -> str:
     """An imported row keeps its dataset's id, so predictions made for the dataset still match."""
     if candidate.labels is not None and candidate.labels.instance_id:

@@ -37,6 +37,7 @@ from trajforge.generators.environments.dependency_layer import RELINK
 from trajforge.generators.environments.image import (
     LOG_TAIL,
     build_env_image,
+    image_sizes,
     refused_line,
     trusted_commit,
 )
@@ -529,8 +530,9 @@ class _Preparation:
         env = dataclasses.replace(self.params.environment, build_timeout_s=max(remaining, 1))
         refused: list[str] = []
         built = build_env_image(
-            self.sandbox, candidate, self.repo_path, env, self.logs, note=refused.append
-        )
+            self.sandbox, candidate, self.repo_path, env, self.logs, note=refused.append,
+            sizes=image_sizes(self.params),
+        )  # fmt: skip
         for line in refused:
             self.untrusted(line)
         if not existed or refused:
@@ -619,7 +621,9 @@ def _image_ready(
     elif sandbox.has_image(profile.image):  # the local backend: nothing else names its images
         return profile
     logs = os.path.join(params.cache_dir, "build-logs")
-    rebuilt = build_env_image(sandbox, profile, repo_path, params.environment, logs)
+    rebuilt = build_env_image(
+        sandbox, profile, repo_path, params.environment, logs, sizes=image_sizes(params)
+    )
     return rebuilt if rebuilt.status == "built" else None
 
 
