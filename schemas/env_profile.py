@@ -53,6 +53,8 @@ class EnvProfile:
     # The image's size on disk, every layer once, the base's included (image.py's ``image_bytes``;
     # 0: not measured, or a backend without images). ``environment.max_image_size`` caps it.
     image_bytes: int = 0
+    # Services the suite expects, started by the image's entrypoint (services.py): "redis"...
+    services: tuple[str, ...] = ()
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -83,5 +85,6 @@ class EnvProfile:
             ("build_s", pa.float64()),
             ("reused_from", pa.string()),
             ("image_bytes", pa.int64()),
+            ("services", pa.list_(pa.string())),
         ]
     )

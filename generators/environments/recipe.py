@@ -39,6 +39,7 @@ from trajforge.generators.environments.dependency_layer import (
     dependency_steps,
     is_tool_step,
 )
+from trajforge.generators.environments.services import with_services
 from trajforge.verifiers.sandbox.base import BASE_ENV, REPO_DIR
 
 # bump when the template changes: every profile id changes too (v2: generated files are kept;
@@ -256,6 +257,7 @@ def render_dockerfile(
     *,
     exclude_newer: str | None = None,
     apt: Sequence[str] = (),
+    services: Sequence[str] = (),
 ) -> str:
     """The Dockerfile for a profile: a pure function of its Python, install commands and options.
 
@@ -263,6 +265,8 @@ def render_dockerfile(
     UV_EXCLUDE_NEWER, and pip's PIP_UPLOADED_PRIOR_TO for the steps pip takes over (a pip
     older than 26 ignores it). ``apt``: Debian packages for the build stage, before the
     install; the shared libraries they depend on are installed in the final stage too.
+    ``services``: what the suite expects running (``services.py``), installed in the final
+    stage and started by its entrypoint; none renders no line of theirs.
 
     Three stages, so a new commit pays only for what it changed (``LAYERS``): ``deps`` (the
     test tools, then the dependencies from their declarations alone), ``build`` (the
@@ -279,7 +283,7 @@ def render_dockerfile(
     script = "\n".join([*start, MAKE_VENV, *install, VERSIONINGIT_WRITE, CARRY])
     env = " ".join(f"{key}={value}" for key, value in BASE_ENV.items())
     pretend = " ".join(f"{key}={value}" for key, value in PRETEND_VERSION.items())
-    return "\n".join(
+    text = "\n".join(
         [
             f"# trajforge environment recipe ({RECIPE_FORMAT}). Build context: repo/ (the",
             "# repository at the setup commit, `git archive`), trajforge/ca.crt (a CA bundle, or",
@@ -322,6 +326,7 @@ def render_dockerfile(
             "",
         ]
     )
+    return with_services(text, services)
 
 
 def add_step(recipe: str, install: Sequence[str]) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from trajforge.generators.environments.image import build_recipe, image_sizes, recipe_digest
 from trajforge.generators.environments.prepare import Prepared
 from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
+from trajforge.generators.environments.services import Named, described, with_services
 from trajforge.generators.languages.base import Detection
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.errors import UserError
@@ -98,8 +99,11 @@ def detected_profile(
     test_cmd: str,
     evidence: str,
     params: Params,
+    services: Named,
 ) -> EnvProfile:
-    """The detected (not yet built) profile, keyed by what decides its image."""
+    """The detected (not yet built) profile, keyed by what decides its image; ``services``
+    (``services_at``'s at the commit) are started by its image (``with_services``)."""
+    recipe = with_services(recipe, services.started)
     profile_id = content_id(profile_format, identity, repo, recipe, test_cmd, evidence, length=16)
     return EnvProfile(
         profile_id=profile_id,
@@ -109,13 +113,14 @@ def detected_profile(
         test_cmd=test_cmd,
         image=image_name(params.environment.registry, profile_id),
         status="detected",
-        log=detection.why,
+        log="; ".join(filter(None, (detection.why, described(services)))),
         setup_commit="",
         recipe=recipe,
         install_set=detection.package_manager,
         language=detection.language,
         runner=detection.runner,
         runtime=detection.runtime,
+        services=services.started,
     )
 
 

@@ -3,11 +3,11 @@ toolchain era, not one per release.
 
 A site whose evidence picks a profile not built yet first tries the image of a profile already
 built for the same repository (the nearest in history, on the same toolchain line: the
-language's ``toolchain_line``, "python 3.11", "node 18") with its own tree in place of the old
-one. The language's probe decides (``Language.probe_reuse``: Python's collection probe, the
-one the environment stage runs at every profile's setup commit, with no collection error
-allowed); a language without a probe is never reused. A refusal is one line and the site's own
-profile is built as before.
+language's ``toolchain_line``, "python 3.11", "node 18", with the same services) with its own
+tree in place of the old one. The language's probe decides (``Language.probe_reuse``: Python's
+collection probe, the one the environment stage runs at every profile's setup commit, with no
+collection error allowed); a language without a probe is never reused. A refusal is one line
+and the site's own profile is built as before.
 
 Exactness is not traded: a seeded share of reused profiles (``environment.reuse_audit``) also
 builds its own profile, and the clean suite runs at the site's commit in both images; their
@@ -77,6 +77,15 @@ class ReuseBook:
         with self.lock:
             if not agreed:
                 self.off.add(repo)
+
+
+def reuse_line(toolchain: str, profile: EnvProfile) -> str:
+    """The line a donor must share with a site: the language's toolchain line and the services
+    its image starts (a suite that expects Redis never runs in an image without it); "" (the
+    language never reuses) stays ""."""
+    if not toolchain or not profile.services:
+        return toolchain
+    return f"{toolchain} with {' '.join(profile.services)}"
 
 
 def _draw(seed: int, profile_id: str) -> float:

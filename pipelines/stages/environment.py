@@ -43,6 +43,7 @@ from trajforge.generators.environments.reuse import (
     clean_statuses,
     disagreement,
     own_record,
+    reuse_line,
     reused,
 )
 from trajforge.generators.languages.at_commit import language_at
@@ -216,7 +217,8 @@ class BuildEnvironmentFn(SandboxFn):
         counts = PoolCounts()
         profile, first = group.pairs[0][0], group.sites[0]
         language = language_named(profile.language)
-        line = language.toolchain_line(profile) if self.params.environment.reuse else ""
+        reuse = self.params.environment.reuse
+        line = reuse_line(language.toolchain_line(profile), profile) if reuse else ""
         with self.flight.entered() as overlap:
             try:
                 donor = self.reuse.donor(key, line, first.order) if line else None

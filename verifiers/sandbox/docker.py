@@ -66,6 +66,7 @@ from trajforge.verifiers.sandbox.containers import (
     split_image,
 )
 from trajforge.verifiers.sandbox.containers import says as _says
+from trajforge.verifiers.sandbox.ready import not_ready, ready_file, wait_argv
 
 SCRATCH = "/tmp"
 READ_CHUNK = 1024 * 1024
@@ -687,6 +688,17 @@ class DockerSandbox:
             return self._start(spec)
 
     def _start(self, spec: SessionSpec):
+        """A container of ``spec``, handed out once its image's entrypoint says it is ready."""
+        container = self._run(spec)
+        path = ready_file((container.attrs.get("Config") or {}).get("Labels"))
+        if path is not None:
+            code, _ = container.exec_run(wait_argv(path), user="root")
+            if code != 0:
+                _remove(container)
+                raise SandboxBroken(not_ready(spec.image, path))
+        return container
+
+    def _run(self, spec: SessionSpec):
         import docker.errors
         from docker.types import DriverConfig, Mount
 

@@ -56,8 +56,6 @@ from trajforge.verifiers.sandbox.base import (
     SandboxBroken,
     SessionSpec,
 )
-
-# The registry naming rules are Docker's own (a name's registry host, its tag).
 from trajforge.verifiers.sandbox.containers import (
     LABEL,
     SIGKILLED,
@@ -72,6 +70,9 @@ from trajforge.verifiers.sandbox.containers import (
     split_image,
     sweep_owned,
 )
+
+# The registry naming rules are Docker's own (a name's registry host, its tag).
+from trajforge.verifiers.sandbox.ready import WAIT_S, not_ready, ready_file, wait_argv
 
 PODMAN = "podman"
 SCRATCH = "/tmp"
@@ -389,6 +390,26 @@ class PodmanSandbox:
         )
 
     def _start(self, spec: SessionSpec) -> str:
+        """A container of ``spec``, handed out once its image's entrypoint says it is ready."""
+        cid = self._create(spec)
+        path = ready_file(self._labels(cid))
+        if path is None:
+            return cid
+        if podman("exec", cid, *wait_argv(path), timeout=WAIT_S + 30).returncode != 0:
+            _remove(cid)
+            raise SandboxBroken(not_ready(spec.image, path))
+        return cid
+
+    @staticmethod
+    def _labels(cid: str) -> dict[str, str]:
+        """A container's labels: its image's and ours (read from the container, never from a
+        tag that may have moved since)."""
+        said = _checked("reading a container's labels", "container", "inspect", "--format",
+                        "{{json .Config.Labels}}", cid)  # fmt: skip
+        labels = json.loads(said or b"null")
+        return labels if isinstance(labels, dict) else {}
+
+    def _create(self, spec: SessionSpec) -> str:
         memory = str(size_bytes("sandbox.memory", self.limits.memory))
         args = [
             "run", "--detach", "--init",

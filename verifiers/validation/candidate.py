@@ -38,6 +38,7 @@ from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.languages.registry import grading_for
 from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken, Session, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
+from trajforge.verifiers.sandbox.ready import SERVICES_ENTRYPOINT
 from trajforge.verifiers.test_runner import Reading, RunContext, run_tests, with_test_limit
 from trajforge.verifiers.validation.rule import (
     Verdict,
@@ -59,8 +60,9 @@ RESETTABLE = ("docker", "podman")
 # Back to what a fresh container of the image holds, where the base run left it: no process but
 # init, its one first child (the container's main process) and this shell; /repo and /tmp empty
 # (made writable first: dropped capabilities leave root to the permission bits), then the files
-# the install generated put back in /repo. Exit 0 only when both were emptied. Without
-# /proc/1/task/1/children no process is killed (the main one is unknown).
+# the install generated put back in /repo, and the services the image's entrypoint starts
+# started afresh (their state is the base run's otherwise). Exit 0 only when both were emptied.
+# Without /proc/1/task/1/children no process is killed (the main one is unknown).
 RESET = (
     # (the file ends without a newline, so read's status says nothing)
     "main=; read -r main _ < /proc/1/task/1/children 2>/dev/null; "
@@ -71,7 +73,8 @@ RESET = (
     "find /repo /tmp -mindepth 1 -delete 2>/dev/null; "
     'test -z "$(find /repo /tmp -mindepth 1 -print -quit 2>/dev/null)" && '
     # then what a fresh container's /repo holds: the files the install generated (recipe.py)
-    "{ [ ! -d /venv/trajforge-generated ] || cp -a /venv/trajforge-generated/. /repo/; }"
+    "{ [ ! -d /venv/trajforge-generated ] || cp -a /venv/trajforge-generated/. /repo/; } && "
+    f"{{ [ ! -x {SERVICES_ENTRYPOINT} ] || {SERVICES_ENTRYPOINT} true >/dev/null 2>&1; }}"
 )
 
 

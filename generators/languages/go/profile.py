@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 
 from trajforge.generators.environments.recipe_site import RecipeSite, detected_profile
+from trajforge.generators.environments.services import services_at
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.go import detection as project
 from trajforge.generators.languages.go import sources
@@ -69,6 +70,7 @@ def go_profile(repo_path: str, commit: str, repo: str, identity: str, params: Pa
         recipe=go_recipe(detection),
         test_cmd=test_command(detection, (), params.validate.per_test_timeout_s),
         evidence=_build_evidence(repo_path, commit, detection), params=params,
+        services=services_at(repo_path, commit),
     )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Sequence
 
 from trajforge.generators.environments.recipe_site import RecipeSite, detected_profile
+from trajforge.generators.environments.services import services_at
 from trajforge.generators.languages.base import Detection
 from trajforge.generators.languages.javascript import detection as project
 from trajforge.generators.languages.javascript.base_image import ensure_node_base_image
@@ -70,6 +71,7 @@ def js_profile(repo_path: str, commit: str, repo: str, identity: str, params: Pa
         recipe=project.recipe(detection),
         test_cmd=project.test_command(detection, (), params.validate.per_test_timeout_s),
         evidence=_install_evidence(repo_path, commit, detection.lockfile), params=params,
+        services=services_at(repo_path, commit),
     )  # fmt: skip
 
 

@@ -499,6 +499,7 @@ class _Preparation:
                 install_set.commands,
                 exclude_newer=install_set.exclude_newer or None,
                 apt=install_set.apt,
+                services=base.services,
             )
         profile_id = base.profile_id
         if kind:

@@ -18,6 +18,7 @@ from trajforge.generators.environments.commit_files import (
     read_paths,
 )
 from trajforge.generators.environments.recipe import image_name, render_dockerfile
+from trajforge.generators.environments.services import Named, described, services_at
 from trajforge.generators.languages.python.declarations import (
     _declarations,
     _load_ini,
@@ -114,8 +115,9 @@ def detect_profile(
     used = _read_includes(repo_path, commit, tree, texts, req_files)
     declared = _declarations(texts, used, pyproject, setup_cfg)
     install = list(sets[0].commands)
-    recipe = render_dockerfile(python, install)
-    recipes = [render_dockerfile(python, s.commands) for s in sets]
+    services = Named() if legacy else services_at(repo_path, commit, tree)
+    recipe = render_dockerfile(python, install, services=services.started)
+    recipes = [render_dockerfile(python, s.commands, services=services.started) for s in sets]
     flags = layout.flags()
     test_cmd = " ".join((TEST_CMD, *flags))
     # the layout's options key the profile only where there are some: other ids stay as they were
@@ -129,11 +131,12 @@ def detect_profile(
         test_cmd=test_cmd,
         image=image_name(registry, profile_id),
         status="detected",
-        log=f"python {python}: {chosen.why}",
+        log="; ".join(filter(None, (f"python {python}: {chosen.why}", described(services)))),
         setup_commit=commit,
         recipe=recipe,
         install_set=sets[0].name,
         origin="legacy" if legacy else "rules",
         alternatives=tuple(encode_set(s) for s in sets[1:]),
         declared=tuple(_declared_requirements(texts, pyproject, setup_cfg)),
+        services=services.started,
     )

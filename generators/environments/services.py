@@ -1,0 +1,242 @@
+"""Services a suite expects (Redis, memcached), started inside the environment image itself.
+
+A project whose CI or compose file runs a service beside its tests (``services: redis:`` in a
+GitHub workflow, ``image: memcached`` in ``docker-compose.yml``) has a suite that talks to it on
+127.0.0.1; without it the suite hangs or fails and the repository gives no task. Here the
+service is installed from Debian's packages in the image's final stage and started by the
+image's own entrypoint (``ENTRYPOINT``), before any command of any session runs in it: validate's
+runs, the grader's, ``evaluate``'s and ``TaskEnv``'s alike, on every backend that starts a
+container, with no list of services anywhere else. The image says where its entrypoint marks
+the services ready (``READY_LABEL``); a sandbox hands out a container only after that mark
+(``verifiers/sandbox/ready.py``). Sessions keep no network: a service listens on loopback only.
+
+Code under test may reach a service, so a service is started so that nothing it is told can
+name a path or load code: Redis without ``CONFIG`` (no ``dir``/``dbfilename`` to point at a
+file), ``DEBUG`` or ``MODULE``, and with nothing saved; memcached has no such command.
+PostgreSQL is not started: it refuses to run as root, and a test session drops the capability
+to change user. A service named that is not in ``SERVICES`` is told in one line, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from trajforge.generators.environments.commit_files import ls_tree, read_paths
+from trajforge.verifiers.sandbox.ready import READY_FILE, READY_LABEL, SERVICES_LABEL
+from trajforge.verifiers.sandbox.ready import SERVICES_ENTRYPOINT as ENTRYPOINT
+
+LOG_FILE = "/var/log/trajforge-services.log"
+DATA_DIR = "/var/lib/trajforge-services"
+READY_WAIT_S = 60  # the entrypoint's wait for each service; the sandbox waits a little longer
+# a compose file or workflow larger than this is not a service declaration worth parsing
+_MAX_FILE_BYTES = 512 * 1024
+_COMPOSE = re.compile(r"(?:docker-)?compose(?:[.-][\w.-]*)?\.ya?ml")
+_WORKFLOW = re.compile(r"\.github/workflows/[^/]+\.ya?ml")
+_GITLAB = ".gitlab-ci.yml"
+
+
+@dataclass(frozen=True)
+class Service:
+    """One service: the container images that mean it, its Debian packages, how it starts on
+    loopback as root in the background, and the port that answers once it is ready."""
+
+    name: str
+    images: tuple[str, ...]
+    packages: tuple[str, ...]
+    start: str
+    port: int
+
+
+SERVICES: dict[str, Service] = {
+    service.name: service
+    for service in (
+        Service(
+            "redis",
+            ("redis", "redis-stack", "redis-stack-server", "valkey"),
+            ("redis-server",),
+            f"redis-server --bind 127.0.0.1 --port 6379 --daemonize yes --dir {DATA_DIR} "
+            "--save '' --appendonly no --rename-command CONFIG '' --rename-command DEBUG '' "
+            "--rename-command MODULE '' --logfile ''",
+            6379,
+        ),
+        Service(
+            "memcached",
+            ("memcached",),
+            ("memcached",),
+            "memcached -u root -l 127.0.0.1 -p 11211 -d",
+            11211,
+        ),
+    )
+}
+# Named by projects, never started here: why, in one line.
+NOT_STARTED: dict[str, str] = {
+    "postgres": "PostgreSQL refuses to run as root and a test session cannot change user",
+    "postgis": "PostgreSQL refuses to run as root and a test session cannot change user",
+    "mysql": "MySQL/MariaDB is not started yet (its SQL can write files as the server's user)",
+    "mariadb": "MySQL/MariaDB is not started yet (its SQL can write files as the server's user)",
+}
+_BY_IMAGE = {image: service.name for service in SERVICES.values() for image in service.images}
+
+
+@dataclass(frozen=True)
+class Named:
+    """What a repository's files name: services started (sorted names of ``SERVICES``) and, for
+    each one that is not, "<image> (<where>): <why>"."""
+
+    started: tuple[str, ...] = ()
+    not_started: tuple[str, ...] = ()
+
+
+def declaration_files(paths: Iterable[str]) -> list[str]:
+    """The files at a commit that may name services: compose files at the root, GitHub
+    workflows, GitLab's CI file."""
+    return sorted(
+        path
+        for path in paths
+        if _COMPOSE.fullmatch(path) or _WORKFLOW.fullmatch(path) or path == _GITLAB
+    )
+
+
+def services_at(
+    repo_path: str, commit: str, tree: dict[str, tuple[str, str]] | None = None
+) -> Named:
+    """The services the repository's files at ``commit`` name (``tree``: ``ls_tree``'s, read
+    when not given)."""
+    tree = ls_tree(repo_path, commit) if tree is None else tree
+    return services_named(read_paths(repo_path, commit, tree, declaration_files(tree)))
+
+
+def services_named(files: Mapping[str, bytes]) -> Named:
+    """The services ``files`` (from ``declaration_files``) run beside the tests. A file that is
+    not YAML, or names its image through an expression (``${{ matrix.redis }}``), names none."""
+    started: set[str] = set()
+    not_started: dict[str, str] = {}
+    for path, raw in sorted(files.items()):
+        for image in _images(path, raw):
+            base = image_base(image)
+            if base in _BY_IMAGE:
+                started.add(_BY_IMAGE[base])
+            elif base in NOT_STARTED:
+                not_started.setdefault(base, f"{image} ({path}): {NOT_STARTED[base]}")
+    return Named(tuple(sorted(started)), tuple(not_started[name] for name in sorted(not_started)))
+
+
+def image_base(image: str) -> str:
+    """``docker.io/library/redis:7-alpine`` -> ``redis``: the last path part, no tag or digest."""
+    last = image.strip().rsplit("/", 1)[-1]
+    return last.split("@", 1)[0].split(":", 1)[0].lower()
+
+
+def _images(path: str, raw: bytes) -> list[str]:
+    if len(raw) > _MAX_FILE_BYTES:
+        return []
+    try:
+        doc = yaml.safe_load(raw)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return []
+    if not isinstance(doc, dict):
+        return []
+    if path == _GITLAB:
+        lists = [doc.get("services")]
+        lists += [job.get("services") for job in doc.values() if isinstance(job, dict)]
+        return [image for entry in lists for image in _gitlab_images(entry)]
+    if _WORKFLOW.fullmatch(path):
+        jobs = doc.get("jobs")
+        if not isinstance(jobs, dict):
+            return []
+        blocks = [job.get("services") for job in jobs.values() if isinstance(job, dict)]
+        return [image for block in blocks for image in _service_images(block)]
+    return _service_images(doc.get("services"))
+
+
+def _service_images(block: Any) -> list[str]:
+    """Images of a compose file's or a workflow's ``services:`` mapping."""
+    if not isinstance(block, dict):
+        return []
+    images = []
+    for service in block.values():
+        image = service.get("image") if isinstance(service, dict) else service
+        if isinstance(image, str) and "${" not in image:
+            images.append(image)
+    return images
+
+
+def _gitlab_images(entry: Any) -> list[str]:
+    """GitLab's ``services:``: a list of image names or of ``{name: image}``."""
+    if not isinstance(entry, list):
+        return []
+    names = [item.get("name") if isinstance(item, dict) else item for item in entry]
+    return [name for name in names if isinstance(name, str) and "$" not in name]
+
+
+def with_services(recipe: str, services: Iterable[str]) -> str:
+    """``recipe`` (any language's Dockerfile whose last stage is the image) starting
+    ``services``: their packages and entrypoint first in the last stage (before the commit's
+    files, so every commit's build shares those layers), the entrypoint and the labels last.
+    ``recipe`` itself for none, so a profile without services renders as it always did."""
+    chosen = _chosen(services)
+    if not chosen:
+        return recipe
+    lines = recipe.rstrip("\n").split("\n")
+    last_stage = max(i for i, line in enumerate(lines) if line.startswith("FROM "))
+    packages = " ".join(sorted({p for service in chosen for p in service.packages}))
+    install = [
+        "apt-get update",
+        f"DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages}",
+        "rm -rf /var/lib/apt/lists/*",
+    ]
+    script = entrypoint_script(chosen)
+    write = [f"cat > {ENTRYPOINT} <<'TRAJFORGE'\n{script}TRAJFORGE", f"chmod 755 {ENTRYPOINT}"]
+    names = " ".join(service.name for service in chosen)
+    return "\n".join(
+        [
+            *lines[: last_stage + 1],
+            _run(install),
+            _run(write),
+            *lines[last_stage + 1 :],
+            f'ENTRYPOINT ["{ENTRYPOINT}"]',
+            f'LABEL {READY_LABEL}="{READY_FILE}" {SERVICES_LABEL}="{names}"',
+            "",
+        ]
+    )
+
+
+def _run(script: list[str]) -> str:
+    """One ``RUN`` in exec form (as ``recipe.py`` writes them): no shell of the builder's."""
+    return f"RUN {json.dumps(['/bin/sh', '-ec', chr(10).join(script)])}"
+
+
+def _chosen(services: Iterable[str]) -> list[Service]:
+    names = sorted(set(services))
+    unknown = [name for name in names if name not in SERVICES]
+    if unknown:  # a caller's bug: only names from ``services_named`` reach a recipe
+        raise ValueError(f"services: {unknown} are not services trajforge starts")
+    return [SERVICES[name] for name in names]
+
+
+def entrypoint_script(services: Iterable[Service]) -> str:
+    """Start each service, wait (bounded) until its port answers, mark ready, then run the
+    container's command. A service that does not answer is in the log; the suite decides."""
+    lines = ["#!/bin/bash", f"mkdir -p {DATA_DIR}", f"exec 3>>{LOG_FILE}"]
+    for service in services:
+        lines += [
+            f"{service.start} >&3 2>&3 || echo 'trajforge: {service.name} did not start' >&3",
+            f"for _ in $(seq {READY_WAIT_S * 10}); do "
+            f"(: >/dev/tcp/127.0.0.1/{service.port}) 2>/dev/null && break; sleep 0.1; done",
+        ]
+    lines += ["exec 3>&-", f"touch {READY_FILE}", 'exec "$@"', ""]
+    return "\n".join(lines)
+
+
+def described(named: Named) -> str:
+    """One line for a profile's log: what is started, what is not and why ("" for nothing)."""
+    parts = []
+    if named.started:
+        parts.append(f"services started in the image: {', '.join(named.started)}")
+    parts += [f"service not started: {line}" for line in named.not_started]
+    return "; ".join(parts)

@@ -1,0 +1,337 @@
+"""Services a suite expects (issue 43 item 3): named by the project's compose file or CI, installed
+from Debian's packages in the environment image and started by its entrypoint, so the suite
+runs with them on 127.0.0.1 and still no network.
+
+First what the files name (no container), then a repository whose tests talk to Redis and
+memcached over sockets, mined and validated through the CLI with its gold graded, and the
+sealing: nothing a test says to Redis can name a path.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import remove_built_images, run_cli, write_params
+from repo_factory import RepoBuilder
+from sandbox_backends import Backend, tar_of
+from trajforge.generators.environments.recipe import render_dockerfile
+from trajforge.generators.environments.services import (
+    Named,
+    declaration_files,
+    image_base,
+    services_named,
+)
+from trajforge.generators.languages.python.profile import detect_profile
+from trajforge.generators.languages.registry import language_named
+from trajforge.schemas.params import Params
+from trajforge.verifiers.sandbox import ready as ready_module
+from trajforge.verifiers.sandbox.base import ImageBuild, SandboxBroken, SessionSpec
+from trajforge.verifiers.sandbox.docker import DockerSandbox
+from trajforge.verifiers.sandbox.ready import READY_LABEL, ready_file
+
+COMPOSE = """\
+services:
+  app:
+    build: .
+  cache:
+    image: docker.io/library/redis:7-alpine
+  db:
+    image: postgres:16
+"""
+WORKFLOW = """\
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    services:
+      memcached:
+        image: memcached:1.6
+        ports: ["11211:11211"]
+      matrixed:
+        image: ${{ matrix.cache }}
+"""
+GITLAB = """\
+services:
+  - redis:7
+test:
+  services:
+    - name: mariadb:11
+"""
+
+
+def test_the_files_name_their_services() -> None:
+    paths = [
+        ".github/workflows/ci.yml", "docker-compose.yml", "compose.test.yaml", ".gitlab-ci.yml",
+        "sub/docker-compose.yml", "src/compose.py", ".github/workflows/nested/x.yml",
+    ]  # fmt: skip
+    assert declaration_files(paths) == [
+        ".github/workflows/ci.yml", ".gitlab-ci.yml", "compose.test.yaml", "docker-compose.yml",
+    ]  # fmt: skip
+    images = ("redis", "bitnami/redis:7.2", "ghcr.io/x/valkey@sha256:ab")
+    assert [image_base(image) for image in images] == ["redis", "redis", "valkey"]
+    named = services_named(
+        {
+            "docker-compose.yml": COMPOSE.encode(),
+            ".github/workflows/ci.yml": WORKFLOW.encode(),
+            ".gitlab-ci.yml": GITLAB.encode(),
+            "compose.yaml": b"services: [unclosed",  # not YAML: names nothing
+        }
+    )
+    assert named.started == ("memcached", "redis")
+    assert named.not_started == (
+        "mariadb:11 (.gitlab-ci.yml): MySQL/MariaDB is not started yet (its SQL can write files "
+        "as the server's user)",
+        "postgres:16 (docker-compose.yml): PostgreSQL refuses to run as root and a test session "
+        "cannot change user",
+    )
+    assert (
+        services_named({"docker-compose.yml": b"services:\n  web:\n    image: nginx\n"}) == Named()
+    )
+
+
+def test_a_profile_without_services_renders_as_before() -> None:
+    """No line of theirs when there is none: every other profile keeps its id and image."""
+    plain = render_dockerfile("3.11", ["pip install -e ."])
+    assert render_dockerfile("3.11", ["pip install -e ."], services=()) == plain
+    assert "ENTRYPOINT" not in plain and READY_LABEL not in plain
+    served = render_dockerfile("3.11", ["pip install -e ."], services=["redis"])
+    assert served.startswith(plain.rsplit("\n", 1)[0].split("FROM ${BASE}\n")[0])
+    assert 'ENTRYPOINT ["/usr/local/bin/trajforge-services"]' in served
+    with pytest.raises(ValueError, match="not services trajforge starts"):
+        render_dockerfile("3.11", [], services=["postgres"])
+
+
+@pytest.mark.parametrize(
+    ("language", "files"),
+    [
+        ("javascript", {"package.json": '{"name": "q", "scripts": {"test": "node --test"}}\n'}),
+        ("go", {"go.mod": "module example.com/q\n\ngo 1.19\n", "q.go": "package q\n"}),
+    ],
+)
+def test_every_language_starts_them_in_its_image(language, files, tmp_path: Path) -> None:
+    """One place for every language (``with_services``): JavaScript's and Go's profiles name
+    them, and their recipes install them in the image's stage before the commit's files."""
+    repo = RepoBuilder(tmp_path / language)
+    plain = repo.commit("project", files)
+    served = repo.commit("a compose file", {"docker-compose.yml": COMPOSE})
+    site = language_named(language).site()
+    params = Params().check()
+    before = site.profile(str(repo.path), plain, "local/q", "file:///q", params)
+    after = site.profile(str(repo.path), served, "local/q", "file:///q", params)
+    assert before.services == () and "ENTRYPOINT" not in before.recipe
+    assert after.services == ("redis",) and after.profile_id != before.profile_id
+    lines = after.recipe.splitlines()
+    last_stage = max(i for i, line in enumerate(lines) if line.startswith("FROM "))
+    assert "apt-get install" in lines[last_stage + 1] and "redis-server" in lines[last_stage + 1]
+    assert lines[-2:] == [
+        'ENTRYPOINT ["/usr/local/bin/trajforge-services"]',
+        'LABEL trajforge.ready="/run/trajforge-services.ready" trajforge.services="redis"',
+    ]
+    assert "service not started: postgres:16 (docker-compose.yml)" in after.log
+
+
+def test_a_ready_label_is_waited_on_only_when_it_is_a_plain_path() -> None:
+    assert ready_file({READY_LABEL: "/run/trajforge-services.ready"}) == (
+        "/run/trajforge-services.ready"
+    )
+    for hostile in ("relative", "/run/$(reboot)", "/run/../etc/x", "/a b", ""):
+        assert ready_file({READY_LABEL: hostile}) is None, hostile
+    assert ready_file(None) is None
+
+
+LATE = """\
+FROM trajforge-base:py3.11
+RUN printf '#!/bin/sh\\nsleep 3\\ntouch /run/late.ready\\nexec "$@"\\n' > /usr/local/bin/late \\
+    && chmod 755 /usr/local/bin/late
+ENTRYPOINT ["/usr/local/bin/late"]
+LABEL trajforge.ready="{ready}"
+"""
+CONTEXT = tar_of({"README": b"nothing the build copies"})
+
+
+@pytest.mark.docker
+@pytest.mark.podman
+def test_a_container_is_handed_out_once_its_entrypoint_says_it_is_ready(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Docker and podman alike: a session of an image with a ready label starts after the mark
+    (its entrypoint takes three seconds); one whose entrypoint never marks is a SandboxBroken
+    that says why in one line, and leaves no container behind."""
+    sandbox = backend.sandbox()
+    tags = []
+    try:
+        for ready in ("/run/late.ready", "/run/never.ready"):
+            tag = f"trajforge-test-late:{uuid.uuid4().hex[:8]}"
+            tags.append(tag)
+            recipe = LATE.format(ready=ready)
+            built = sandbox.build_image(ImageBuild(tag, recipe, CONTEXT, timeout_s=300))
+            assert built.ok, built.log
+        with sandbox.session(SessionSpec(tags[0])) as session:
+            said = session.exec("test -e /run/late.ready && echo marked", 30, workdir="/")
+        assert said.output.strip() == "marked", said.output
+        monkeypatch.setattr(ready_module, "WAIT_S", 1)
+        with pytest.raises(SandboxBroken) as broken, sandbox.session(SessionSpec(tags[1])):
+            pass
+        assert str(broken.value) == (
+            f"{tags[1]}: its entrypoint did not mark it ready (/run/never.ready) within 1 s; its "
+            "services log to /var/log/trajforge-services.log in the image"
+        )
+    finally:
+        sandbox.close()
+        for tag in tags:
+            backend.cli("rmi", "-f", tag, check=False)
+    mine = backend.cli("ps", "--all", "--quiet", "--filter", f"ancestor={tags[1]}")
+    assert mine.strip() == "", mine
+
+
+# --- a repository whose suite talks to Redis and memcached ----------------------------------------
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "kv"
+version = "0.1.0"
+
+[project.optional-dependencies]
+test = ["pytest"]
+
+[tool.setuptools]
+packages = ["kv"]
+"""
+KV = '''\
+import socket
+
+
+def ask(port, line):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(line)
+        return conn.recv(4096)
+
+
+def bump(key):
+    """Add two to ``key`` in Redis and return the new value."""
+    ask(6379, b"INCRBY %s 1\\r\\n" % key.encode())
+    return int(ask(6379, b"INCRBY %s {step}\\r\\n" % key.encode())[1:])
+'''
+TESTS = """\
+from kv import ask, bump
+
+
+def test_redis_answers():
+    assert ask(6379, b"PING\\r\\n") == b"+PONG\\r\\n"
+
+
+def test_memcached_answers():
+    assert ask(11211, b"version\\r\\n").startswith(b"VERSION ")
+"""
+TEST_BUMP = """
+
+def test_bump_adds_two():
+    ask(6379, b"SET counter 40\\r\\n")
+    assert bump("counter") == 42
+"""
+
+
+NOTHING_FIXED = """\
+diff --git a/NOTES.md b/NOTES.md
+new file mode 100644
+--- /dev/null
++++ b/NOTES.md
+@@ -0,0 +1 @@
++bump looked fine to me
+"""
+
+
+# What code under test would say to Redis (here in a grading session) to write a file as
+# root where the grader reads: point its dump at another folder, load code, poke its internals.
+ATTEMPTS = (
+    KV.format(step=1)
+    + """
+for line in (b"CONFIG SET dir /venv", b"DEBUG SLEEP 0", b"MODULE LOAD /x.so", b"SAVE"):
+    print(ask(6379, line + b"\\r\\n").decode().strip())
+"""
+)
+
+
+def build_kv(path: Path) -> RepoBuilder:
+    repo = RepoBuilder(path)
+    files = {
+        "pyproject.toml": PYPROJECT,
+        "kv/__init__.py": KV.format(step=0),
+        "tests/test_kv.py": TESTS,
+        "docker-compose.yml": COMPOSE,
+        ".github/workflows/ci.yml": WORKFLOW,
+    }
+    repo.commit("kv over Redis", files)
+    repo.commit("Fix bump: it added one", {
+        "kv/__init__.py": KV.format(step=1), "tests/test_kv.py": TESTS + TEST_BUMP,
+    })  # fmt: skip
+    return repo
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("services")
+    yield root
+    remove_built_images(root)
+
+
+@pytest.mark.docker
+@pytest.mark.usefixtures("docker_engine")
+def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves(work: Path):
+    repo = build_kv(work / "kv")
+    head = repo.git("rev-parse", "HEAD")
+    profile = detect_profile(str(repo.path), head, "local/kv")
+    assert profile.services == ("memcached", "redis")
+    assert "services started in the image: memcached, redis" in profile.log
+    assert "service not started: postgres:16 (docker-compose.yml)" in profile.log
+
+    params = write_params(work / "params.yaml", work / "cache", gold_runs=1)
+    mined = run_cli("mine", "--repo", str(repo.path), "--output", "mine", "--params", str(params),
+                    cwd=work)  # fmt: skip
+    assert mined.returncode == 0, mined.stderr
+    done = run_cli("validate", "--input", "mine", "--output", "val", "--params", str(params),
+                   cwd=work)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tasks = pl.read_parquet(work / "val" / "tasks" / "*.parquet").to_dicts()
+    assert len(tasks) == 1, pl.read_parquet(work / "val" / "rejections" / "*.parquet").to_dicts()
+    (task,) = tasks
+    assert task["FAIL_TO_PASS"] == ["tests/test_kv.py::test_bump_adds_two"]
+    # these pass only with both services up, in validate's runs and the grader's (gold_runs)
+    assert sorted(task["PASS_TO_PASS"]) == [
+        "tests/test_kv.py::test_memcached_answers", "tests/test_kv.py::test_redis_answers",
+    ]  # fmt: skip
+    assert task["gold_runs"] == "1/1"
+    profiles = pl.read_parquet(work / "val" / "profiles" / "*.parquet").to_dicts()
+    assert [p["services"] for p in profiles] == [["memcached", "redis"]]
+
+    # The grader, through evaluate: the fix resolves, a patch that fixes nothing does not.
+    resolved = {}
+    for name, patch in (("gold", task["patch"]), ("nop", NOTHING_FIXED)):
+        row = {"instance_id": task["instance_id"], "model_name_or_path": name, "model_patch": patch}
+        (work / f"{name}.jsonl").write_text(json.dumps(row) + "\n")
+        graded = run_cli("evaluate", "--tasks", "val", "--predictions", f"{name}.jsonl",
+                         "--output", "eval", "--params", str(params), cwd=work)  # fmt: skip
+        assert graded.returncode == 0, graded.stderr
+        summary = json.loads((work / "eval" / f"{name}.evaluate.json").read_text())
+        resolved[name] = summary["resolved_ids"] == [task["instance_id"]]
+    assert resolved == {"gold": True, "nop": False}, resolved
+
+    # Sealed: what a test may say to Redis names no path and loads no code, and a save lands
+    # only in the service's own folder.
+    sandbox = DockerSandbox()
+    try:
+        with sandbox.session(SessionSpec(image=profiles[0]["image"], grading=True)) as session:
+            said = session.exec(f"python - <<'EOF'\n{ATTEMPTS}EOF", timeout_s=60)
+            saved = session.exec("ls /var/lib/trajforge-services", timeout_s=30)
+    finally:
+        sandbox.close()
+    answers = [line[:20] for line in said.output.splitlines()]
+    assert answers == ["-ERR unknown command"] * 3 + ["+OK"], said.output
+    assert saved.output.split() == ["dump.rdb"], saved.output
