@@ -52,6 +52,13 @@ jobs:
         ports: ["11211:11211"]
       matrixed:
         image: ${{ matrix.cache }}
+  valkey:
+    services:
+      store:
+        image: valkey/valkey:${{ matrix.valkey-version }}
+    steps:
+      - uses: actions/checkout@v4
+      - uses: Supercharge/redis-github-action@1.8.1
 """
 GITLAB = """\
 services:

@@ -38,6 +38,7 @@ _MAX_FILE_BYTES = 512 * 1024
 _COMPOSE = re.compile(r"(?:docker-)?compose(?:[.-][\w.-]*)?\.ya?ml")
 _WORKFLOW = re.compile(r"\.github/workflows/[^/]+\.ya?ml")
 _GITLAB = ".gitlab-ci.yml"
+ACTION = "uses:"  # what marks a workflow step's action among the names found
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Service:
     packages: tuple[str, ...]
     start: str
     port: int
+    actions: tuple[str, ...] = ()  # GitHub Actions a workflow's step starts it with (``uses:``)
 
 
 SERVICES: dict[str, Service] = {
@@ -63,6 +65,7 @@ SERVICES: dict[str, Service] = {
             "--save '' --appendonly no --rename-command CONFIG '' --rename-command DEBUG '' "
             "--rename-command MODULE '' --logfile ''",
             6379,
+            ("supercharge/redis-github-action", "shogo82148/actions-setup-redis"),
         ),
         Service(
             "memcached",
@@ -70,6 +73,7 @@ SERVICES: dict[str, Service] = {
             ("memcached",),
             "memcached -u root -l 127.0.0.1 -p 11211 -d",
             11211,
+            ("niden/actions-memcached",),
         ),
     )
 }
@@ -81,6 +85,7 @@ NOT_STARTED: dict[str, str] = {
     "mariadb": "MySQL/MariaDB is not started yet (its SQL can write files as the server's user)",
 }
 _BY_IMAGE = {image: service.name for service in SERVICES.values() for image in service.images}
+_BY_ACTION = {action: service.name for service in SERVICES.values() for action in service.actions}
 
 
 @dataclass(frozen=True)
@@ -112,14 +117,19 @@ def services_at(
 
 
 def services_named(files: Mapping[str, bytes]) -> Named:
-    """The services ``files`` (from ``declaration_files``) run beside the tests. A file that is
-    not YAML, or names its image through an expression (``${{ matrix.redis }}``), names none."""
+    """The services ``files`` (from ``declaration_files``) run beside the tests: by a service's
+    image name (its tag may be an expression, ``valkey/valkey:${{ matrix.v }}``; a name that is
+    one names nothing) or a workflow step's action that starts one. A file that is not YAML
+    names none."""
     started: set[str] = set()
     not_started: dict[str, str] = {}
     for path, raw in sorted(files.items()):
         for image in _images(path, raw):
             base = image_base(image)
-            if base in _BY_IMAGE:
+            if image.startswith(ACTION):
+                if image[len(ACTION) :] in _BY_ACTION:
+                    started.add(_BY_ACTION[image[len(ACTION) :]])
+            elif base in _BY_IMAGE:
                 started.add(_BY_IMAGE[base])
             elif base in NOT_STARTED:
                 not_started.setdefault(base, f"{image} ({path}): {NOT_STARTED[base]}")
@@ -149,8 +159,11 @@ def _images(path: str, raw: bytes) -> list[str]:
         jobs = doc.get("jobs")
         if not isinstance(jobs, dict):
             return []
-        blocks = [job.get("services") for job in jobs.values() if isinstance(job, dict)]
-        return [image for block in blocks for image in _service_images(block)]
+        found = []
+        for job in jobs.values():
+            if isinstance(job, dict):
+                found += _service_images(job.get("services")) + _step_actions(job.get("steps"))
+        return found
     return _service_images(doc.get("services"))
 
 
@@ -161,9 +174,17 @@ def _service_images(block: Any) -> list[str]:
     images = []
     for service in block.values():
         image = service.get("image") if isinstance(service, dict) else service
-        if isinstance(image, str) and "${" not in image:
+        if isinstance(image, str):  # an expression in the tag is fine: the name decides
             images.append(image)
     return images
+
+
+def _step_actions(steps: Any) -> list[str]:
+    """A job's ``uses: owner/action@ref`` steps, as ``ACTION`` + ``owner/action`` (lower case)."""
+    if not isinstance(steps, list):
+        return []
+    uses = [step.get("uses") for step in steps if isinstance(step, dict)]
+    return [ACTION + use.split("@", 1)[0].lower() for use in uses if isinstance(use, str)]
 
 
 def _gitlab_images(entry: Any) -> list[str]:
@@ -171,7 +192,7 @@ def _gitlab_images(entry: Any) -> list[str]:
     if not isinstance(entry, list):
         return []
     names = [item.get("name") if isinstance(item, dict) else item for item in entry]
-    return [name for name in names if isinstance(name, str) and "$" not in name]
+    return [name for name in names if isinstance(name, str)]
 
 
 def with_services(recipe: str, services: Iterable[str]) -> str:
