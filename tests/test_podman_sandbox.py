@@ -119,11 +119,9 @@ def test_build_inspect_list_and_remove_an_image(podman_engine):
     )
     sandbox = PodmanSandbox()  # its own: closing it waits until its containers are gone
     try:
-        started = time.monotonic()
         built = sandbox.build_image(build)
         assert built.ok and not built.timed_out, built.log
         assert "STEP" in built.log and "--> " not in built.log  # podman's layer ids are dropped
-        assert time.monotonic() - started < 240
         assert sandbox.has_image(tag)
 
         info = sandbox.image_info(tag)
