@@ -9,6 +9,7 @@ sealing: nothing a test says to Redis can name a path.
 
 from __future__ import annotations
 
+import difflib
 import json
 import uuid
 from pathlib import Path
@@ -266,6 +267,38 @@ for line in (b"CONFIG SET dir /venv", b"DEBUG SLEEP 0", b"MODULE LOAD /x.so", b"
 )
 
 
+# A source patch that fixes nothing and, at import inside the graded test process (the tests'
+# user), asks the root Redis to write its dump as a .pth in the venv's site-packages: code every
+# later Python of the session would run, making ``bump`` right. Redis has no CONFIG to aim it.
+PLANT = """\
+
+import site
+
+
+def _say(line):
+    with socket.create_connection(("127.0.0.1", 6379), timeout=5) as conn:
+        conn.sendall(line + b"\\r\\n")
+        return conn.recv(4096)
+
+
+for line in (
+    b"CONFIG SET dir " + site.getsitepackages()[0].encode(),
+    b"CONFIG SET dbfilename forge.pth",
+    b'SET forge "\\nimport kv; kv.bump = lambda key: 42\\n"',
+    b"SAVE",
+):
+    _say(line)
+"""
+
+
+def source_patch(path: str, before: str, after: str) -> str:
+    """A git diff that turns ``path`` from ``before`` into ``after``."""
+    diff = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
+    return f"diff --git a/{path} b/{path}\n" + "".join(diff)
+
+
 def build_kv(path: Path) -> RepoBuilder:
     repo = RepoBuilder(path)
     files = {
@@ -318,9 +351,11 @@ def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves
     profiles = pl.read_parquet(work / "val" / "profiles" / "*.parquet").to_dicts()
     assert [p["services"] for p in profiles] == [["memcached", "redis"]]
 
-    # The grader, through evaluate: the fix resolves, a patch that fixes nothing does not.
+    # The grader, through evaluate: the fix resolves; a patch that fixes nothing does not, nor
+    # one that asks Redis to plant code for it (PLANT).
     resolved = {}
-    for name, patch in (("gold", task["patch"]), ("nop", NOTHING_FIXED)):
+    plant = source_patch("kv/__init__.py", KV.format(step=0), KV.format(step=0) + PLANT)
+    for name, patch in (("gold", task["patch"]), ("nop", NOTHING_FIXED), ("plant", plant)):
         row = {"instance_id": task["instance_id"], "model_name_or_path": name, "model_patch": patch}
         (work / f"{name}.jsonl").write_text(json.dumps(row) + "\n")
         graded = run_cli("evaluate", "--tasks", "val", "--predictions", f"{name}.jsonl",
@@ -328,7 +363,7 @@ def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves
         assert graded.returncode == 0, graded.stderr
         summary = json.loads((work / "eval" / f"{name}.evaluate.json").read_text())
         resolved[name] = summary["resolved_ids"] == [task["instance_id"]]
-    assert resolved == {"gold": True, "nop": False}, resolved
+    assert resolved == {"gold": True, "nop": False, "plant": False}, resolved
 
     # Sealed: what a test may say to Redis names no path and loads no code, and a save lands
     # only in the service's own folder.

@@ -38,7 +38,6 @@ _MAX_FILE_BYTES = 512 * 1024
 _COMPOSE = re.compile(r"(?:docker-)?compose(?:[.-][\w.-]*)?\.ya?ml")
 _WORKFLOW = re.compile(r"\.github/workflows/[^/]+\.ya?ml")
 _GITLAB = ".gitlab-ci.yml"
-ACTION = "uses:"  # what marks a workflow step's action among the names found
 
 
 @dataclass(frozen=True)
@@ -124,12 +123,11 @@ def services_named(files: Mapping[str, bytes]) -> Named:
     started: set[str] = set()
     not_started: dict[str, str] = {}
     for path, raw in sorted(files.items()):
-        for image in _images(path, raw):
+        images, actions = _declared(path, raw)
+        started.update(_BY_ACTION[action] for action in actions if action in _BY_ACTION)
+        for image in images:
             base = image_base(image)
-            if image.startswith(ACTION):
-                if image[len(ACTION) :] in _BY_ACTION:
-                    started.add(_BY_ACTION[image[len(ACTION) :]])
-            elif base in _BY_IMAGE:
+            if base in _BY_IMAGE:
                 started.add(_BY_IMAGE[base])
             elif base in NOT_STARTED:
                 not_started.setdefault(base, f"{image} ({path}): {NOT_STARTED[base]}")
@@ -142,29 +140,26 @@ def image_base(image: str) -> str:
     return last.split("@", 1)[0].split(":", 1)[0].lower()
 
 
-def _images(path: str, raw: bytes) -> list[str]:
+def _declared(path: str, raw: bytes) -> tuple[list[str], list[str]]:
+    """(service images, workflow actions) a file names."""
     if len(raw) > _MAX_FILE_BYTES:
-        return []
+        return [], []
     try:
         doc = yaml.safe_load(raw)
     except (yaml.YAMLError, RecursionError, ValueError):
-        return []
+        return [], []
     if not isinstance(doc, dict):
-        return []
+        return [], []
     if path == _GITLAB:
         lists = [doc.get("services")]
         lists += [job.get("services") for job in doc.values() if isinstance(job, dict)]
-        return [image for entry in lists for image in _gitlab_images(entry)]
-    if _WORKFLOW.fullmatch(path):
-        jobs = doc.get("jobs")
-        if not isinstance(jobs, dict):
-            return []
-        found = []
-        for job in jobs.values():
-            if isinstance(job, dict):
-                found += _service_images(job.get("services")) + _step_actions(job.get("steps"))
-        return found
-    return _service_images(doc.get("services"))
+        return [image for entry in lists for image in _gitlab_images(entry)], []
+    if not _WORKFLOW.fullmatch(path):
+        return _service_images(doc.get("services")), []
+    jobs = doc.get("jobs")
+    jobs = [job for job in jobs.values() if isinstance(job, dict)] if isinstance(jobs, dict) else []
+    images = [image for job in jobs for image in _service_images(job.get("services"))]
+    return images, [action for job in jobs for action in _step_actions(job.get("steps"))]
 
 
 def _service_images(block: Any) -> list[str]:
@@ -180,11 +175,11 @@ def _service_images(block: Any) -> list[str]:
 
 
 def _step_actions(steps: Any) -> list[str]:
-    """A job's ``uses: owner/action@ref`` steps, as ``ACTION`` + ``owner/action`` (lower case)."""
+    """A job's ``uses: owner/action@ref`` steps, as ``owner/action`` (lower case)."""
     if not isinstance(steps, list):
         return []
     uses = [step.get("uses") for step in steps if isinstance(step, dict)]
-    return [ACTION + use.split("@", 1)[0].lower() for use in uses if isinstance(use, str)]
+    return [use.split("@", 1)[0].lower() for use in uses if isinstance(use, str)]
 
 
 def _gitlab_images(entry: Any) -> list[str]:
