@@ -1,20 +1,23 @@
-"""A site whose evidence picks a new profile reuses an image already built for its repository
-when its probe passes there (``generators/environments/reuse.py``), and builds its own when not.
+"""A site whose evidence picks a new profile reuses the recipe of an image already built for its
+repository, built at its own commit, when its probe passes there
+(``generators/environments/reuse.py``), and builds its own profile when not.
 
 Real Docker, real repositories written here. (a) Two fixes whose base commits declare different
-dependencies (two profiles) but whose suite runs the same in the first image: validate builds
-one image, the second task is ``reused_from`` the first profile, and the task lists are those of
-a run with reuse off. The audit (every reuse, ``environment.reuse_audit: 1``) builds the second
-profile's own image and finds the clean runs agree. (b) A second commit whose tests import a
-dependency the first image lacks: the reuse is refused with its reason and its own profile is
-built. (c) A second commit whose suite collects in the old image but runs otherwise there (a
-test skipped without the dependency): the audit disagrees and the repository goes back to
+dependencies and versions (two profiles) but whose suite runs the same: validate builds one
+profile, the second task runs in the first profile's recipe built at its own commit
+(``reused_from`` the first profile; six installed from its declarations, its own version 0.2.0
+in the installed metadata, which a test reads), and the task lists are those of a run with reuse
+off. The audit (every reuse, ``environment.reuse_audit: 1``) builds the second profile's own
+image and finds the clean runs agree. (b) A second commit whose tests import a dependency its
+own recipe installs and the donor's does not (a test requirements file): the reuse is refused
+with its reason and its own profile is built. (c) The same, with a test skipped without the
+dependency, so the suite collects: the audit disagrees and the repository goes back to
 per-profile builds. (d) A second commit whose suite runs from a tox ``changedir`` with its own
 pytest config: the reused image runs it with the site's layout options, not the donor's. (e) A
-fix whose new test imports the dependency its base commit added: the clean runs at that base
-agree in both images, but the fix's verdict does not (the new test cannot import six in the old
-image). The audit compares the verdicts too, and the task is proven in its own image; unaudited,
-the reuse rejects it.
+fix whose new test imports the dependency its base commit's test requirements added: the clean
+runs at that base agree in both images, but the fix's verdict does not (the new test cannot
+import six in the reused one). The audit compares the verdicts too, and the task is proven in
+its own image; unaudited, the reuse rejects it.
 """
 
 from __future__ import annotations
@@ -43,6 +46,11 @@ TESTS = "from calc.ops import add, sub\n\n\ndef test_nothing():\n    assert True
 TEST_ADD = "\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 TEST_SUB = "\n\ndef test_sub():\n    assert sub(5, 3) == 2\n"
 SIX = "six==1.16.0"
+TEST_REQUIREMENTS = {"requirements-test.txt": f"{SIX}\n"}  # the site's recipe installs it
+VERSION = (  # the installed metadata's version: the site's own install writes it
+    "import importlib.metadata\n\n\n"
+    "def test_version():\n    assert importlib.metadata.version('calc') == '0.2.0'\n"
+)
 # collects without six; passes with it, skipped without it: the audit's disagreement
 SKIPPED_WITHOUT_SIX = (
     "import pytest\n\n\ndef test_six():\n    six = pytest.importorskip('six')\n    assert six.PY3\n"
@@ -143,7 +151,10 @@ def _labels(run: dict[str, Any]) -> dict[str, tuple]:
 def same_suite(tmp_path_factory, docker_engine):
     """(a): validate with reuse on, then off (a fresh cache), then the audited stage alone."""
     root = tmp_path_factory.mktemp("reuse-same")
-    _, commits = _history(root / "calc", {"pyproject.toml": pyproject(SIX)})
+    bumped = pyproject(SIX).replace('version = "0.1.0"', 'version = "0.2.0"')
+    _, commits = _history(
+        root / "calc", {"pyproject.toml": bumped, "tests/test_version.py": VERSION}
+    )
     fixes = [commits[1], commits[3]]
     on = _validate(root / "calc", fixes, _params(root / "cache-on", reuse=True))
     off = _validate(root / "calc", fixes, _params(root / "cache-off", reuse=False))
@@ -159,16 +170,27 @@ def same_suite(tmp_path_factory, docker_engine):
 def test_a_suite_that_runs_the_same_reuses_the_first_image(same_suite):
     on, off, _ = same_suite
     assert not on["rejections"], on["rejections"]
-    assert on["counts"].get("images_built") == 1  # one image for both profiles
+    assert on["counts"].get("images_built") == 1  # one profile built
     assert on["counts"].get("environments_reused") == 1
+    assert on["counts"].get("reuse_images_built") == 1  # its recipe at the second's commit
     first, second = sorted(on["tasks"], key=lambda t: t.created_at)
     assert "reused_from" not in first.provenance
     assert second.provenance["reused_from"] == first.profile_id
-    assert second.image_name == first.image_name
+    assert second.env_recipe == first.env_recipe
+    assert second.image_name != first.image_name
+    assert second.environment_setup_commit == second.base_commit  # its own tree installed
+    label = subprocess.run(
+        ["docker", "image", "inspect", "-f", '{{index .Config.Labels "trajforge.setup_commit"}}',
+         second.image_name],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert label == second.base_commit
+    # the installed metadata is the site's (0.2.0), not the donor's (0.1.0)
+    assert "tests/test_version.py::test_version" in second.PASS_TO_PASS
     records = {p.status: p for p in on["profiles"]}
     assert set(records) == {"built", "reused"}
     assert records["reused"].reused_from == records["built"].profile_id
-    assert records["reused"].image == records["built"].image
+    assert records["reused"].image == second.image_name
     # With reuse off the second profile gets its own image; the task lists are the same.
     assert off["counts"].get("environments_reused", 0) == 0
     assert len({t.profile_id for t in off["tasks"]}) == 2
@@ -189,9 +211,9 @@ def test_an_audited_reuse_builds_its_own_profile_and_agrees(same_suite):
 def test_a_suite_that_needs_what_the_image_lacks_is_refused_and_built(
     tmp_path, docker_engine, capfd
 ):
-    """(b): the second commit's tests import six, which the first image lacks."""
+    """(b): the second commit's tests import six, which only its own recipe installs."""
     needs_six = {
-        "pyproject.toml": pyproject(SIX),
+        **TEST_REQUIREMENTS,
         "tests/test_six.py": "import six\n\n\ndef test_six():\n    assert six.PY3\n",
     }
     _, commits = _history(tmp_path / "calc", needs_six)
@@ -237,7 +259,7 @@ def test_a_reuse_runs_the_sites_own_layout_not_the_donors(tmp_path, docker_engin
 
 def test_an_audit_that_disagrees_switches_the_repository_back(tmp_path, docker_engine, capfd):
     """(c): collects in the first image, but test_six is skipped there and passes in its own."""
-    files = {"pyproject.toml": pyproject(SIX), "tests/test_six.py": SKIPPED_WITHOUT_SIX}
+    files = {**TEST_REQUIREMENTS, "tests/test_six.py": SKIPPED_WITHOUT_SIX}
     _, commits = _history(tmp_path / "calc", files)
     params = _params(tmp_path / "cache", reuse=True, audit=1)
     run = _environments(tmp_path / "calc", [commits[0], commits[2]], params)
@@ -254,14 +276,15 @@ def test_an_audit_that_disagrees_switches_the_repository_back(tmp_path, docker_e
 
 
 def test_an_audit_compares_the_verdicts_not_only_the_clean_runs(tmp_path, docker_engine, capfd):
-    """(e): the fix of ``sub`` adds tests/test_six.py (``import six``); its base commit declares
-    six, its suite there does not import it, so the probe and the clean runs agree."""
+    """(e): the fix of ``sub`` adds tests/test_six.py (``import six``); its base commit's test
+    requirements name six, its suite there does not import it, so the probe and the clean runs
+    agree."""
     repo = RepoBuilder(tmp_path / "calc")
     files = {"pyproject.toml": pyproject(), "calc/__init__.py": "", "calc/ops.py": OPS}
     repo.commit("Initial calc", {**files, "tests/test_ops.py": TESTS})
     ops = OPS.replace("return a - b", "return a + b", 1)
     fix_add = repo.commit("Fix add", {"calc/ops.py": ops, "tests/test_ops.py": TESTS + TEST_ADD})
-    six_base = repo.commit("Depend on six", {"pyproject.toml": pyproject(SIX)})
+    six_base = repo.commit("Test with six", TEST_REQUIREMENTS)
     fixed = ops.replace("a + b\n", "a - b\n").replace("a - b\n", "a + b\n", 1)
     needs_six = repo.commit(
         "Fix sub, and test six",

@@ -1,13 +1,18 @@
 """Reuse an environment before building one: a release history needs about one image per
 toolchain era, not one per release.
 
-A site whose evidence picks a profile not built yet first tries the image of a profile already
+A site whose evidence picks a profile not built yet first tries the recipe of a profile already
 built for the same repository (the nearest in history, on the same toolchain line: the
-language's ``toolchain_line``, "python 3.11", "node 18", with the same services) with its own
-tree in place of the old one. The language's probe decides (``Language.probe_reuse``: Python's
-collection probe, the one the environment stage runs at every profile's setup commit, with no
-collection error allowed); a language without a probe is never reused. A refusal is one line
-and the site's own profile is built as before.
+language's ``toolchain_line``, "python 3.11", "node 18", with the same services), built at the
+site's own commit (``on_site``): every layer but the commit's comes from the donor's build
+cache (base, system packages, tools, and the dependencies when the site declares the same), and
+the commit's layer installs the site's own tree, so its installed metadata (a version
+``importlib.metadata`` reads, entry points) and its generated files are the site's, not the
+donor's (a donor's image run with another tree kept the donor's version: toolz 1.1's
+``test_has_version`` failed in 0.12.1's image). The language's probe then decides in that image
+(``Language.probe_reuse``: Python's collection probe, no collection error allowed; Go's offline
+package load); a language without a probe is never reused. A refusal is one line and the site's
+own profile is built as before.
 
 Exactness is not traded: a seeded share of reused profiles (``environment.reuse_audit``) also
 builds its own profile, and the clean suite runs at the site's commit in both images; their
@@ -22,15 +27,23 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
+import time
 from dataclasses import dataclass
 
+from trajforge.generators.environments.image import build_recipe, image_sizes, recipe_digest
 from trajforge.generators.environments.prepare import Prepared
+from trajforge.generators.environments.recipe import RECIPE_LABEL, image_name
+from trajforge.generators.environments.recipe_site import keep_build_log
 from trajforge.schemas.env_profile import EnvProfile
-from trajforge.verifiers.sandbox.base import Sandbox, SessionSpec
+from trajforge.schemas.params import Params
+from trajforge.schemas.records import content_id
+from trajforge.verifiers.sandbox.base import ImageStore, Sandbox, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import archive
 from trajforge.verifiers.test_runner import Reading, run_tests, with_test_limit
 
 REUSED = "reused"  # the status of a site's own profile whose image was not built
+# bump when what a reused image is changes: every reused image's id changes too
+REUSE_FORMAT = "reuse-v2"  # v2: the donor's recipe built at the site's commit (v1: its image)
 
 
 @dataclass(frozen=True)
@@ -95,12 +108,52 @@ def _draw(seed: int, profile_id: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def reused(donor: Prepared, probed: EnvProfile, collected: int) -> Prepared:
-    """The donor's environment for a site whose probe passed in its image: the donor's image,
-    recipe and setup commit (what a task row's image is checked against), ``probed``'s test
-    command, and ``reused_from`` naming the donor."""
-    profile = dataclasses.replace(probed, reused_from=donor.profile.profile_id)
-    return Prepared(profile, "", "", collected)
+def on_site(donor: EnvProfile, commit: str, registry: str | None) -> EnvProfile:
+    """The donor's recipe at the site's ``commit``: an environment of its own (id, image, setup
+    commit), which a task row names and anyone rebuilds from the row as from any other."""
+    profile_id = content_id(REUSE_FORMAT, donor.profile_id, commit, length=16)
+    return dataclasses.replace(
+        donor,
+        profile_id=profile_id,
+        image=image_name(registry, profile_id),
+        image_digest="",
+        image_bytes=0,
+        setup_commit=commit,
+        reused_from=donor.profile_id,
+    )
+
+
+def build_on_site(
+    store: ImageStore, site: EnvProfile, repo_path: str, params: Params
+) -> tuple[EnvProfile | None, str]:
+    """(``site``, "") with its image here: kept when its recipe label says it was built from this
+    recipe at this commit, else built (its cached layers are the donor's); (None, why in one
+    line) when the donor's recipe does not build at the site's commit (the log is kept under
+    ``<cache_dir>/build-logs/``). A fault of the machine or an image over the cap is raised."""
+    digest = recipe_digest(repo_path, site.recipe, site.profile_id, site.setup_commit)
+    info = store.image_info(site.image)
+    if info is not None and info.labels.get(RECIPE_LABEL) == digest:
+        return dataclasses.replace(site, status="built", build_s=0.0), ""
+    started = time.monotonic()
+    result = build_recipe(
+        store, site.image, site.recipe, site.profile_id, site.setup_commit, repo_path,
+        params.environment, sizes=image_sizes(params),
+    )  # fmt: skip
+    if not result.ok:
+        keep_build_log(params, site.profile_id, result.log)
+        last = next((line for line in reversed(result.log.splitlines()) if line.strip()), "")
+        return None, (
+            f"the donor's recipe does not build at this commit: {last.strip()[:200]} "
+            f"(raw log: <cache_dir>/build-logs/{site.profile_id}.log)"
+        )
+    built_s = round(time.monotonic() - started, 3)
+    return dataclasses.replace(site, status="built", build_s=built_s, log=result.log[-4000:]), ""
+
+
+def reused(probed: EnvProfile, collected: int) -> Prepared:
+    """A site's environment whose probe passed in the donor's recipe built at its commit
+    (``probed``: that image, the test command the probe ran, ``reused_from`` the donor)."""
+    return Prepared(probed, "", "", collected)
 
 
 def own_record(own: EnvProfile, ready: EnvProfile) -> EnvProfile:

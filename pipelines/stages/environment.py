@@ -40,8 +40,10 @@ from trajforge.generators.environments.prepare import Count, Prepared
 from trajforge.generators.environments.registry import fetch_image, image_digest, publish_image
 from trajforge.generators.environments.reuse import (
     ReuseBook,
+    build_on_site,
     clean_statuses,
     disagreement,
+    on_site,
     own_record,
     reuse_line,
     reused,
@@ -237,29 +239,34 @@ class BuildEnvironmentFn(SandboxFn):
     def _reuse(
         self, key: str, donor: Prepared, group: Group, count: Count
     ) -> tuple[Prepared | None, float]:
-        """The donor's image for the group's profile when its probe passes there (and, when
-        audited, its own profile's clean run agrees), else None: build the profile's own; and
-        the seconds an audit spent building its own image (what the record's build_s says)."""
+        """The donor's recipe built at the group's first commit, for the group's profile, when
+        its probe passes there (and, when audited, its own profile's clean run agrees), else
+        None: build the profile's own; and the seconds the reuse spent building (its image and
+        an audit's own image: what the record's build_s says)."""
         assert self.sandbox is not None
         profile, first = group.pairs[0][0], group.sites[0]
         language = language_named(profile.language)
         where = f"{self.STAGE}: profile {profile.profile_id}"
         say = lambda line: progress.say(f"{where}: {line}")  # noqa: E731
-        probed, collected, why = language.probe_reuse(
-            self.sandbox, donor.profile, profile, group.repo_path, first.commit, self.params
-        )
+        site, why = self._on_site(donor.profile, group, count)
+        probed, collected = None, 0
+        if site is not None:
+            probed, collected, why = language.probe_reuse(
+                self.sandbox, site, profile, group.repo_path, first.commit, self.params
+            )
         if probed is None:
             count("reuse_refused")
             say(f"not reused from {donor.profile.profile_id} ({why}); building its own")
             return None, 0.0
-        found = reused(donor, probed, collected)
+        found = reused(probed, collected)
+        spent = site.build_s if site is not None else 0.0
         if not self.reuse.audits(profile.profile_id):
             count("environments_reused")
-            return found, 0.0
+            return found, spent
         own = self._prepare(profile, first, group.repo_path, count)
         if own.reason or own.profile.status != "built":  # nothing to compare with: kept as is
             count("environments_reused")
-            return found, own.profile.build_s
+            return found, spent + own.profile.build_s
         limits = (self.params.validate.test_timeout_s, self.params.validate.per_test_timeout_s)
         runs = [
             clean_statuses(
@@ -278,7 +285,28 @@ class BuildEnvironmentFn(SandboxFn):
             return None, 0.0  # its own profile, built now, is used (cached: no second build)
         count("reuse_audit_agreed")
         count("environments_reused")
-        return found, own.profile.build_s
+        return found, spent + own.profile.build_s
+
+    def _on_site(
+        self, donor: EnvProfile, group: Group, count: Count
+    ) -> tuple[EnvProfile | None, str]:
+        """The donor's recipe built at the group's first commit (``reuse.on_site``), measured
+        and published as any profile's image; (None, why) when it cannot serve."""
+        store = self.sandbox if isinstance(self.sandbox, ImageStore) else None
+        if store is None:
+            return (
+                None,
+                "reuse builds the donor's recipe at the site's commit: a backend with images",
+            )
+        env = self.params.environment
+        site = on_site(donor, group.sites[0].commit, env.registry)
+        fetch_image(store, site.image, env, count)  # another machine may have built it
+        built, why = build_on_site(store, site, group.repo_path, self.params)
+        if built is None:
+            return None, why
+        if built.build_s:
+            count("reuse_images_built")
+        return measured(store, built, self.params, self.STAGE, count), ""
 
     def _outcome(self, prepared: Prepared, items: list[Any], sites: list[Site]):
         built = prepared.profile
@@ -338,11 +366,19 @@ def prepare_profile(
     built = prepared.profile
     if store is None or built.status != "built":
         return prepared
-    push = lambda: publish_image(store, built.image, env, count)  # noqa: E731
-    digest = _registry(profile, stage, push, count) or image_digest(store, built.image)
-    size = image_bytes(store, built.image)
-    measured = dataclasses.replace(built, image_digest=digest, image_bytes=size)
-    return dataclasses.replace(prepared, profile=measured)
+    return dataclasses.replace(prepared, profile=measured(store, built, params, stage, count))
+
+
+def measured(
+    store: ImageStore, built: EnvProfile, params: Params, stage: str, count: Count
+) -> EnvProfile:
+    """A built profile with its image's digest (pushed first when ``environment.push`` is set)
+    and its size on disk: what a task row names."""
+    push = lambda: publish_image(store, built.image, params.environment, count)  # noqa: E731
+    digest = _registry(built, stage, push, count) or image_digest(store, built.image)
+    return dataclasses.replace(
+        built, image_digest=digest, image_bytes=image_bytes(store, built.image)
+    )
 
 
 def _registry(profile: EnvProfile, stage: str, step: Callable[[], str], count: Count) -> str:
