@@ -30,7 +30,8 @@ from trajforge.schemas.storage import join, parquet_files, write_bytes_atomic
 SUMMARY_COUNTERS = (
     "cache_hits", "images_built", "images_untrusted", "images_pulled", "images_pushed",
     "registry_errors",
-    "environments_reused", "reuse_refused", "reuse_audit_agreed", "reuse_audit_disagreed",
+    "environments_reused", "reuse_images_built", "reuse_refused", "reuse_audit_agreed",
+    "reuse_audit_disagreed",
     "install_fallbacks", "relaxations", "system_packages", "repairs", "excluded_modules",
     "python_moves",
     "agent_rounds", "agent_recipes",

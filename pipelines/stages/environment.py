@@ -171,7 +171,8 @@ class BuildEnvironmentFn(SandboxFn):
                 for site in sites:
                     yield self.reject_unavailable(site.input_id)
             return
-        chains: dict[str, list[Group]] = {}
+        chains: dict[tuple[str, str], list[Group]] = {}
+        reuse = self.params.environment.reuse
         for pairs, sites in groups:
             try:  # here, not in the threads: one clone or fetch of a repository at a time
                 repo = open_source(sites[0].source, SourceOptions.from_params(self.params))
@@ -179,15 +180,16 @@ class BuildEnvironmentFn(SandboxFn):
                 for site in sites:
                     yield self.reject_error(site.input_id, exc)
                 continue
-            # with reuse, a repository's profiles are prepared in history order, one thread
-            # each repository (a profile may reuse the image of one built before it)
-            key = repo.identity if self.params.environment.reuse else str(len(chains))
+            # with reuse, a repository's profiles on one toolchain line are prepared in history
+            # order, one thread each (a profile may reuse the recipe of one built before it on
+            # its line); lines and repositories go at once
+            key = (repo.identity, self._line(pairs[0][0])) if reuse else (str(len(chains)), "")
             chains.setdefault(key, []).append(Group(pairs, sites, repo.path))
         futures = {}
-        for key, chain in chains.items():
+        for (identity, _), chain in chains.items():
             chain.sort(key=lambda group: group.sites[0].order)
-            futures[self.pool.submit(self._prepare_chain, key, chain)] = chain
-        for future in as_completed(futures):  # each repository's items go on as it is ready
+            futures[self.pool.submit(self._prepare_chain, identity, chain)] = chain
+        for future in as_completed(futures):  # each chain's items go on as it is ready
             for group, built in zip(futures[future], future.result(), strict=True):
                 yield from self._built(group, built)
 
@@ -209,6 +211,11 @@ class BuildEnvironmentFn(SandboxFn):
         pairs = sorted(members, key=lambda pair: self.locate(pair[1]).order)
         return pairs, [self.locate(item) for _, item in pairs]
 
+    @staticmethod
+    def _line(profile: EnvProfile) -> str:
+        """The line a donor must share with the profile ("" never reuses: ``reuse_line``)."""
+        return reuse_line(language_named(profile.language).toolchain_line(profile), profile)
+
     def _prepare_chain(self, key: str, chain: list[Group]) -> list[Built]:
         """In a pool thread: a repository's profiles in history order, each reused or built."""
         return [self._prepare_counted(key, group) for group in chain]
@@ -218,9 +225,7 @@ class BuildEnvironmentFn(SandboxFn):
         for the bundle's thread."""
         counts = PoolCounts()
         profile, first = group.pairs[0][0], group.sites[0]
-        language = language_named(profile.language)
-        reuse = self.params.environment.reuse
-        line = reuse_line(language.toolchain_line(profile), profile) if reuse else ""
+        line = self._line(profile) if self.params.environment.reuse else ""
         with self.flight.entered() as overlap:
             try:
                 donor = self.reuse.donor(key, line, first.order) if line else None
