@@ -32,6 +32,7 @@ import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from repo_factory import RepoBuilder, pyproject
+from trajforge.generators.environments.reuse import on_site
 from trajforge.generators.mining.commits import mine_commit
 from trajforge.generators.sources.specs import SourceOptions, open_source
 from trajforge.pipelines.stages.environment import BuildEnvironments, Site
@@ -140,7 +141,11 @@ def _environments(path: Path, commits: list[str], params: Params) -> dict[str, A
 
 
 def _images(*runs: dict[str, Any]) -> set[str]:
-    return {p.image for run in runs for p in run["profiles"]}
+    """The runs' images: their profiles', and any donor's recipe built at another profile's
+    commit whose reuse was refused or disagreed (kept by the stage as a cache: ``on_site``)."""
+    profiles = [p for run in runs for p in run["profiles"]]
+    tried = {on_site(d, s.setup_commit, None).image for d in profiles for s in profiles if d != s}
+    return {p.image for p in profiles} | tried
 
 
 def _labels(run: dict[str, Any]) -> dict[str, tuple]:

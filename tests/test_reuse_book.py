@@ -9,6 +9,7 @@ from trajforge.generators.languages.python.profile import TEST_CMD
 from trajforge.generators.languages.python.reuse_probe import donor_flags, layout_of, refusal
 from trajforge.generators.languages.python.suite_layout import SuiteLayout
 from trajforge.generators.languages.registry import language_named
+from trajforge.pipelines.stages.environment import Group, Site, chained
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.verifiers.collection import CollectError, Collection
 
@@ -18,6 +19,31 @@ def _prepared(profile_id: str) -> Prepared:
         profile_id, "r", "3.11", (), TEST_CMD, f"env:{profile_id}", "built", "", "c"
     )
     return Prepared(profile, "", "", 1)
+
+
+def _group(name: str, order: int) -> Group:
+    return Group([], [Site(name, "src", "c", "r", order=(order,))], "/repo")
+
+
+def test_a_repositorys_profiles_chain_per_toolchain_line_in_history_order():
+    """With reuse, one chain per (repository, line), each in history order: a profile may reuse
+    only one prepared before it on its line, so lines and repositories are prepared at once."""
+    entries = [
+        ("repo", "python 3.11", _group("late-311", 9)),
+        ("repo", "python 3.8", _group("only-38", 5)),
+        ("repo", "python 3.11", _group("early-311", 2)),
+        ("other", "python 3.11", _group("other-311", 1)),
+    ]
+    names = lambda chains: [(i, [g.sites[0].input_id for g in c]) for i, c in chains]  # noqa: E731
+    assert names(chained(entries, reuse=True)) == [
+        ("repo", ["early-311", "late-311"]),
+        ("repo", ["only-38"]),
+        ("other", ["other-311"]),
+    ]
+    # without reuse no profile waits on another: each is its own
+    assert [ids for _, ids in names(chained(entries, reuse=False))] == [
+        ["late-311"], ["only-38"], ["early-311"], ["other-311"],
+    ]  # fmt: skip
 
 
 def test_the_nearest_built_profile_on_the_same_line_is_the_donor():

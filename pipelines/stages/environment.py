@@ -125,6 +125,22 @@ class Group(NamedTuple):
     repo_path: str
 
 
+def chained(entries: list[tuple[str, str, Group]], reuse: bool) -> list[tuple[str, list[Group]]]:
+    """(repository identity, groups) per thread of preparation, from (identity, toolchain line,
+    group) entries. With reuse, a repository's groups on one line form one chain in history
+    order (a profile may reuse the recipe of one prepared before it on its line), and lines
+    and repositories go at once; without, every group is its own."""
+    if not reuse:
+        return [(identity, [group]) for identity, _, group in entries]
+    chains: dict[tuple[str, str], list[Group]] = {}
+    for identity, line, group in entries:
+        chains.setdefault((identity, line), []).append(group)
+    return [
+        (identity, sorted(chain, key=lambda group: group.sites[0].order))
+        for (identity, _), chain in chains.items()
+    ]
+
+
 class BuildEnvironmentFn(SandboxFn):
     """A batch of (profile_id, [(profile, item)]) -> (built profile, item) for each item, or
     rejections; ``environment.build_workers`` profiles prepared at once.
@@ -171,7 +187,7 @@ class BuildEnvironmentFn(SandboxFn):
                 for site in sites:
                     yield self.reject_unavailable(site.input_id)
             return
-        chains: dict[tuple[str, str], list[Group]] = {}
+        entries: list[tuple[str, str, Group]] = []
         reuse = self.params.environment.reuse
         for pairs, sites in groups:
             try:  # here, not in the threads: one clone or fetch of a repository at a time
@@ -180,15 +196,12 @@ class BuildEnvironmentFn(SandboxFn):
                 for site in sites:
                     yield self.reject_error(site.input_id, exc)
                 continue
-            # with reuse, a repository's profiles on one toolchain line are prepared in history
-            # order, one thread each (a profile may reuse the recipe of one built before it on
-            # its line); lines and repositories go at once
-            key = (repo.identity, self._line(pairs[0][0])) if reuse else (str(len(chains)), "")
-            chains.setdefault(key, []).append(Group(pairs, sites, repo.path))
-        futures = {}
-        for (identity, _), chain in chains.items():
-            chain.sort(key=lambda group: group.sites[0].order)
-            futures[self.pool.submit(self._prepare_chain, identity, chain)] = chain
+            line = self._line(pairs[0][0]) if reuse else ""
+            entries.append((repo.identity, line, Group(pairs, sites, repo.path)))
+        futures = {
+            self.pool.submit(self._prepare_chain, identity, chain): chain
+            for identity, chain in chained(entries, reuse)
+        }
         for future in as_completed(futures):  # each chain's items go on as it is ready
             for group, built in zip(futures[future], future.result(), strict=True):
                 yield from self._built(group, built)
