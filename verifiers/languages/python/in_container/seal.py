@@ -143,7 +143,8 @@ class Integrity:
         self.early = ""  # a change made between the two, not pytest's own
         self.allowed = {}  # (id(holder), name) -> the code a plugin of the image may put there
         self.hooks = None  # fixed when collection ends
-        self.codes = {}  # test file -> the code objects it compiles to
+        self.codes = {}  # test file -> the code objects it compiles to, rewritten (``_compiled``)
+        self.plain = {}  # test file -> those it compiles to plainly, when asked (``_plain``)
         self._index, self._indexed = [], None  # ``machinery`` in columns (``_by_kind``)
 
     def fix_machinery(self):
@@ -221,9 +222,15 @@ class Integrity:
             return ""
         if path not in self.codes:
             self.codes[path] = _compiled(path, item.config)
-        expected, undecorated = self.codes[path]
+        rewritten, undecorated, source = self.codes[path]
         if defined_here is not None:
-            return "" if defined_here in expected else f"{item.nodeid} does not run its file's code"
+            if defined_here in rewritten:
+                return ""
+            if path not in self.plain:
+                self.plain[path] = _plain(path, source)
+            return "" if defined_here in self.plain[path] else (
+                f"{item.nodeid} does not run its file's code"
+            )  # fmt: skip
         name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
         if name in undecorated:
             return f"{item.nodeid} does not run its file's code"
@@ -231,8 +238,10 @@ class Integrity:
 
 
 def _compiled(path, config):
-    """(every code object ``path`` compiles to, plain and rewritten; the names of the
-    functions it defines with no decorator)."""
+    """(the code objects ``path`` compiles to with pytest's assertion rewriting, as pytest's own
+    import compiles a test module; the names of the functions it defines with no decorator; its
+    source, compiled plainly only when a test's code is not among the rewritten ones: one parse
+    and one compile per file where there were two of each)."""
     with open(path, "rb") as handle:
         source = handle.read()
     codes: set = set()
@@ -240,20 +249,26 @@ def _compiled(path, config):
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError:
-        return codes, undecorated
+        return codes, undecorated, b""
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.decorator_list:
             undecorated.add(node.name)
-    _walk(compile(source, path, "exec", dont_inherit=True), codes)
     try:
         from _pytest.assertion.rewrite import rewrite_asserts
 
-        rewritten = ast.parse(source, filename=path)
-        rewrite_asserts(rewritten, source, path, config)
-        _walk(compile(rewritten, path, "exec", dont_inherit=True), codes)
+        rewrite_asserts(tree, source, path, config)  # the tree is not read again after this
+        _walk(compile(tree, path, "exec", dont_inherit=True), codes)
     except Exception:  # an older pytest's signature: the plain code still counts
         pass
-    return codes, undecorated
+    return codes, undecorated, source
+
+
+def _plain(path, source):
+    """Every code object ``path``'s source compiles to with no rewriting."""
+    codes: set = set()
+    if source:
+        _walk(compile(source, path, "exec", dont_inherit=True), codes)
+    return codes
 
 
 def _plugin_patches():
