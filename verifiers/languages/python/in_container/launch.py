@@ -83,10 +83,19 @@ def _try_import(importlib, name):
 
 
 def _load(path):
-    """The names a file of the grader's defines, executed in a namespace of its own."""
+    """The names a file of the grader's defines, executed in a namespace of its own, with its own
+    copy of the builtins as they are now (before any code of the repository has run): a test
+    that rebinds ``builtins.getattr`` or ``builtins.set`` later never reaches the seal's checks
+    or the reporter."""
+    import builtins
+
     with open(path, encoding="utf-8") as handle:
         code = compile(handle.read(), path, "exec", dont_inherit=True)
-    namespace = {"__name__": "trajforge_" + os.path.basename(path)[:-3], "__file__": path}
+    namespace = {
+        "__name__": "trajforge_" + os.path.basename(path)[:-3],
+        "__file__": path,
+        "__builtins__": dict(vars(builtins)),
+    }
     exec(code, namespace)
     return namespace
 

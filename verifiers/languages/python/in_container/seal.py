@@ -37,9 +37,18 @@ import re
 import sys
 from operator import is_
 
-# Bound as the seal loads, before any code of the repository runs: the checks below look these
-# up in the seal's own namespace, never in ``builtins``, which a test could rebind.
+# Everything the hook and the checks call from a module is bound here, as the seal loads,
+# before any code of the repository runs: looked up when they run, in ``sys``, ``os`` or ``ast``,
+# it is whatever a test rebound it to. (A ``sys._getframe`` that answered "doctest's runner,
+# restoring no tracer" let a tracer in, and the tracer passed the graded test's reports: forge
+# kit route ``faked_doctest_frame``.) Builtins are the same: ``launch.py`` loads this file with a
+# copy of them taken then, so a test that rebinds ``builtins.getattr`` changes nothing here.
 _all, _map = all, map
+_getframe = sys._getframe
+_normpath, _isfile = os.path.normpath, os.path.isfile
+_parse, _walk_tree, _FUNCTIONS = ast.parse, ast.walk, (ast.FunctionDef, ast.AsyncFunctionDef)
+# launch.py imports every module of _pytest before it loads the seal: the rewriter is pytest's
+_REWRITE = getattr(sys.modules.get("_pytest.assertion.rewrite"), "rewrite_asserts", None)
 
 # Audit events no graded run needs, and why each is refused.
 REFUSED = {
@@ -93,7 +102,7 @@ def install(send, protected):
     def restores_no_tracer(event):
         if event != "sys.settrace" or not doctest_file:
             return False
-        caller = sys._getframe(2)  # 0: this, 1: the hook, 2: who called settrace
+        caller = _getframe(2)  # 0: this, 1: the hook, 2: who called settrace
         code = caller.f_code
         if (code.co_filename, code.co_name) != (doctest_file, "run"):
             return False
@@ -126,7 +135,7 @@ def install(send, protected):
 def _proc_memory(path):
     if isinstance(path, bytes):
         path = path.decode("utf-8", "replace")
-    return isinstance(path, str) and bool(PROC_MEMORY.match(os.path.normpath(path)))
+    return isinstance(path, str) and bool(PROC_MEMORY.match(_normpath(path)))
 
 
 def _c_api(name):
@@ -218,7 +227,7 @@ class Integrity:
             if following is None:
                 break
             inner = following
-        if not path.endswith(".py") or not os.path.isfile(path):
+        if not path.endswith(".py") or not _isfile(path):
             return ""
         if path not in self.codes:
             self.codes[path] = _compiled(path, item.config)
@@ -247,17 +256,16 @@ def _compiled(path, config):
     codes: set = set()
     undecorated: set = set()
     try:
-        tree = ast.parse(source, filename=path)
+        tree = _parse(source, filename=path)
     except SyntaxError:
         return codes, undecorated, b""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.decorator_list:
+    for node in _walk_tree(tree):
+        if isinstance(node, _FUNCTIONS) and not node.decorator_list:
             undecorated.add(node.name)
     try:
-        from _pytest.assertion.rewrite import rewrite_asserts
-
-        rewrite_asserts(tree, source, path, config)  # the tree is not read again after this
-        _walk(compile(tree, path, "exec", dont_inherit=True), codes)
+        if _REWRITE is not None:
+            _REWRITE(tree, source, path, config)  # the tree is not read again after this
+            _walk(compile(tree, path, "exec", dont_inherit=True), codes)
     except Exception:  # an older pytest's signature: the plain code still counts
         pass
     return codes, undecorated, source
