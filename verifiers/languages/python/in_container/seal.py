@@ -95,16 +95,18 @@ def install(send, protected):
     files = [str(getattr(sys.modules.get(name), "__file__", "") or "") for name in MACHINERY]
     folders = tuple(os.path.dirname(os.path.abspath(f)) + os.sep for f in files if f)
     # The standard library's doctest runner puts back the tracer it found when each doctest
-    # ends: the one call of settrace a graded run needs, allowed when what it puts back is none
-    # (read from its own frame, not from ``sys.gettrace``, which code under test can rebind).
-    doctest_file = str(getattr(sys.modules.get("doctest"), "__file__", "") or "")
+    # ends: the one call of settrace a graded run needs, allowed when it comes from that very
+    # function (its code object, taken now: a function compiled under doctest's file name and
+    # called ``run`` is another) and what it puts back is none (read from its own frame, not
+    # from ``sys.gettrace``, which code under test can rebind).
+    runner = getattr(sys.modules.get("doctest"), "DocTestRunner", None)
+    doctest_run = getattr(getattr(runner, "run", None), "__code__", None)
 
     def restores_no_tracer(event):
-        if event != "sys.settrace" or not doctest_file:
+        if event != "sys.settrace" or doctest_run is None:
             return False
         caller = _getframe(2)  # 0: this, 1: the hook, 2: who called settrace
-        code = caller.f_code
-        if (code.co_filename, code.co_name) != (doctest_file, "run"):
+        if caller.f_code is not doctest_run:
             return False
         return "save_trace" in caller.f_locals and caller.f_locals["save_trace"] is None
 
