@@ -74,9 +74,9 @@ class EnvironmentParams:
     agent_rounds: int = 3  # proposals the setup agent may try
     registry: str | None = None  # host[:port]/path ("localhost:5000/trajforge"): images live there
     push: bool = False  # push each image built here to the registry (needs registry)
-    # A site whose evidence picks a new profile first tries an image already built for its
-    # repository (same toolchain line) with its own tree; its probe decides (reuse.py). Off by
-    # default (docs/environments.md says why)
+    # A site whose evidence picks a new profile first tries the recipe of a profile already
+    # built for its repository (same toolchain line), built at its own commit; its probe
+    # decides (reuse.py). Off by default (docs/environments.md says why)
     reuse: bool = False
     # this share of reused profiles (seeded) also builds its own profile and compares their
     # clean runs test by test and, in validate, a candidate's verdict (FAIL_TO_PASS and

@@ -12,11 +12,12 @@ repository. The outcome, failed or not, is cached by the detected profile's id, 
 neither builds nor probes again; a failed profile's items are rejected with the reason in one
 line (the raw build log stays in ``<cache_dir>/build-logs/``).
 
-With ``environment.reuse`` (off by default) a repository's profiles are prepared in history
-order in one thread, and a profile not built yet first tries the nearest image already built for
-the repository on its toolchain line: its probe decides, an audited share also builds its own
-and compares clean runs, and the stage's ``LabelAudit`` (validate's) compares verdicts
-(``generators/environments/reuse.py``). Repositories still prepare at once.
+With ``environment.reuse`` (off by default) a repository's profiles on one toolchain line are
+prepared in history order in one thread (``chained``), and a profile not built yet first tries
+the recipe of the nearest profile built before it on its line, built at its own commit: its
+probe decides, an audited share also builds its own and compares clean runs, and the stage's
+``LabelAudit`` (validate's) compares verdicts (``generators/environments/reuse.py``). Lines and
+repositories prepare at once.
 
 The language of a site is the registry's answer for its commit's tree
 (``generators/languages/at_commit.py:language_at``), and the language makes its profile
