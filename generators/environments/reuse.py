@@ -150,12 +150,6 @@ def build_on_site(
     return dataclasses.replace(site, status="built", build_s=built_s, log=result.log[-4000:]), ""
 
 
-def reused(probed: EnvProfile, collected: int) -> Prepared:
-    """A site's environment whose probe passed in the donor's recipe built at its commit
-    (``probed``: that image, the test command the probe ran, ``reused_from`` the donor)."""
-    return Prepared(probed, "", "", collected)
-
-
 def own_record(own: EnvProfile, ready: EnvProfile) -> EnvProfile:
     """The environment record of a site's own profile whose items run in another's image: its
     id and evidence, the image they run in, and where it came from. ``own.build_s``: what an

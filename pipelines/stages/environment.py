@@ -47,7 +47,6 @@ from trajforge.generators.environments.reuse import (
     on_site,
     own_record,
     reuse_line,
-    reused,
 )
 from trajforge.generators.languages.at_commit import language_at
 from trajforge.generators.languages.registry import language_named
@@ -277,8 +276,8 @@ class BuildEnvironmentFn(SandboxFn):
             count("reuse_refused")
             say(f"not reused from {donor.profile.profile_id} ({why}); building its own")
             return None, 0.0
-        found = reused(probed, collected)
-        spent = site.build_s if site is not None else 0.0
+        assert site is not None  # a probe ran in it
+        found, spent = Prepared(probed, "", "", collected), site.build_s
         if not self.reuse.audits(profile.profile_id):
             count("environments_reused")
             return found, spent

@@ -43,7 +43,6 @@ from operator import is_
 # restoring no tracer" let a tracer in, and the tracer passed the graded test's reports: forge
 # kit route ``faked_doctest_frame``.) Builtins are the same: ``launch.py`` loads this file with a
 # copy of them taken then, so a test that rebinds ``builtins.getattr`` changes nothing here.
-_all, _map = all, map
 _getframe = sys._getframe
 _normpath, _isfile = os.path.normpath, os.path.isfile
 _parse, _walk_tree, _FUNCTIONS = ast.parse, ast.walk, (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -197,9 +196,9 @@ class Integrity:
             self._index, self._indexed = _by_kind(self.machinery), self.machinery
         # every name still bound to its fixed object, compared in C (1.2 ms a check in Python
         # for pytest's 3,000-odd names, twice a graded test); only a difference is looked at
-        unchanged = (_all(_map(is_, _map(get, spaces, names), values))
+        unchanged = (all(map(is_, map(get, spaces, names), values))
                      for get, spaces, names, values in self._index)  # fmt: skip
-        if not _all(unchanged):
+        if not all(unchanged):
             for holder, name, value in self.machinery:
                 now = getattr(holder, "__dict__", {}).get(name)
                 if now is not value and not self._allowed(holder, name, now):
