@@ -215,7 +215,13 @@ PY_HOSTILE = [
         _py("    import gc\n    return a + b if gc.get_objects() else 0\n"),
         "reaches into the test runner",
     ),
-    ("ctypes", _py("    return a + b\n", "import ctypes"), "reaches into the test runner"),
+    ("ctypes", _py("    return a + b\n", "import ctypes"), "raw memory access"),
+    ("cffi", _py("    return a + b\n", "from cffi import FFI"), "raw memory access"),
+    (
+        "array_interface",
+        _py("    return a + b\n", "class At:\n    __array_interface__ = {'data': (id(1), False)}"),
+        "raw memory access",
+    ),
     (
         "pytest_env",
         _py("    if os.environ.get('PYTEST_CURRENT_TEST'):\n        return a + b\n    return 0\n"),
@@ -743,9 +749,7 @@ def test_the_grader_reads_git_diff_of_the_trees_not_the_patch(tmp_path) -> None:
             "calc/core.py:6: frame introspection"
         )
         assert _suspicious(task, str(repo.path), tests_only, (), objects) == ""
-        assert "reaches into the test runner" in _suspicious(
-            task, str(repo.path), quoted, (), objects
-        )
+        assert "raw memory access" in _suspicious(task, str(repo.path), quoted, (), objects)
 
 
 def test_curate_drops_suspicious_runs(tmp_path) -> None:

@@ -12,6 +12,7 @@ from typing import Protocol
 FRAMES = "frame introspection"
 READS_TESTS = "reads test files"
 TEST_RUNNER = "reaches into the test runner"
+RAW_MEMORY = "raw memory access"
 TRACING = "tracing/profiling"
 CODE_SWAP = "code object swap"
 ALWAYS_EQUAL = "always-equal object"

@@ -45,6 +45,7 @@ PROGRAMS = {  # file here -> where it goes under the grader's root
     "supervisor.py": "supervisor.py",
     "launch.py": "launch.py",
     "seal.py": "seal.py",
+    "lockdown.py": "lockdown.py",
     "trajforge_reporter.py": "plugins/trajforge_reporter.py",
     "trajforge_pytest.py": "plugins/trajforge_pytest.py",
 }

@@ -3,6 +3,8 @@
 Run as ``python -I -B launch.py`` by the supervisor: no working directory, PYTHONPATH or user
 site on ``sys.path``. In order, before any file of the repository can load:
 
+0. the process's memory is locked to it (``lockdown.py``: non-dumpable, kept so by a seccomp
+   filter), or no test runs;
 1. what to run comes from a one-shot pipe (``TRAJFORGE_LAUNCH_FD``, drained and closed): the
    pytest arguments (the selected test ids among them: never in ``argv`` or the environment),
    the records' key and the records' pipe;
@@ -20,6 +22,11 @@ import sys
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
+    lockdown = _load(os.path.join(here, "lockdown.py"))
+    try:
+        lockdown["lock"]()
+    except lockdown["Unlockable"] as why:
+        return f"trajforge grader: the tests' process cannot be locked, no test runs ({why})"
     plugins = os.path.join(here, "plugins")
     spec = _spec(int(os.environ.pop("TRAJFORGE_LAUNCH_FD")))
     args = list(spec["args"])
