@@ -33,7 +33,6 @@ never into ``sys.modules``.
 """
 
 import ast
-import copy
 import os
 import re
 import sys
@@ -48,9 +47,6 @@ from operator import is_
 _getframe = sys._getframe
 _normpath, _isfile = os.path.normpath, os.path.isfile
 _parse, _walk_tree, _FUNCTIONS = ast.parse, ast.walk, (ast.FunctionDef, ast.AsyncFunctionDef)
-_children, _located = ast.iter_child_nodes, ast.fix_missing_locations
-_Module, _ClassDef, _ImportFrom = ast.Module, ast.ClassDef, ast.ImportFrom
-_copy, _deepcopy = copy.copy, copy.deepcopy
 # launch.py imports every module of _pytest before it loads the seal: the rewriter is pytest's
 _REWRITE = getattr(sys.modules.get("_pytest.assertion.rewrite"), "rewrite_asserts", None)
 
@@ -158,8 +154,6 @@ class Integrity:
         self.early = ""  # a change made between the two, not pytest's own
         self.allowed = {}  # (id(holder), name) -> the code a plugin of the image may put there
         self.hooks = None  # fixed when collection ends
-        self.files = {}  # test file -> (its tree, its undecorated functions, its source)
-        self.defs = {}  # (test file, name) -> what its functions of that name compile to
         self.codes = {}  # test file -> the code objects it compiles to, rewritten (``_compiled``)
         self.plain = {}  # test file -> those it compiles to plainly, when asked (``_plain``)
         self._index, self._indexed = [], None  # ``machinery`` in columns (``_by_kind``)
@@ -237,21 +231,11 @@ class Integrity:
             inner = following
         if not path.endswith(".py") or not _isfile(path):
             return ""
-        if path not in self.files:
-            self.files[path] = _read(path)
-        tree, undecorated, source = self.files[path]
+        if path not in self.codes:
+            self.codes[path] = _compiled(path, item.config)
+        rewritten, undecorated, source = self.codes[path]
         if defined_here is not None:
-            # first the functions of its name alone, rewritten as pytest rewrites them (a few
-            # statements, where the whole file cost as much as pytest's own import of it); only a
-            # miss pays for the whole file, rewritten and then plain, the verdict's ground
-            name = defined_here.co_name
-            if (path, name) not in self.defs:
-                self.defs[path, name] = _rewritten_defs(tree, name, source, path, item.config)
-            if defined_here in self.defs[path, name]:
-                return ""
-            if path not in self.codes:
-                self.codes[path] = _compiled(path, source, item.config)
-            if defined_here in self.codes[path]:
+            if defined_here in rewritten:
                 return ""
             if path not in self.plain:
                 self.plain[path] = _plain(path, source)
@@ -264,73 +248,29 @@ class Integrity:
         return ""
 
 
-def _read(path):
-    """(the file's tree, or None when it does not parse; the names of the functions it defines
-    with no decorator; its source)."""
+def _compiled(path, config):
+    """(the code objects ``path`` compiles to with pytest's assertion rewriting, as pytest's own
+    import compiles a test module; the names of the functions it defines with no decorator; its
+    source, compiled plainly only when a test's code is not among the rewritten ones: one parse
+    and one compile per file where there were two of each)."""
     with open(path, "rb") as handle:
         source = handle.read()
+    codes: set = set()
+    undecorated: set = set()
     try:
         tree = _parse(source, filename=path)
     except SyntaxError:
-        return None, set(), b""
-    undecorated = {n.name for n in _walk_tree(tree) if isinstance(n, _FUNCTIONS)
-                   and not n.decorator_list}  # fmt: skip
-    return tree, undecorated, source
-
-
-def _rewritten_defs(tree, name, source, path, config):
-    """The code objects of ``tree``'s functions called ``name`` (each inside copies of the
-    classes around it, for private names and ``super()``), after the file's ``__future__``
-    imports, rewritten by pytest's rewriter and compiled at their own lines: equal to what the
-    whole file compiles to for those functions. Empty when it cannot be made (the caller then
-    compiles the whole file)."""
-    codes: set = set()
-    if tree is None or _REWRITE is None:
-        return codes
-    body = [_deepcopy(n) for n in tree.body if isinstance(n, _ImportFrom)
-            and n.module == "__future__"]  # fmt: skip
-    found = False
-    for classes, function in _defs_named(tree, name, ()):
-        node, found = _deepcopy(function), True
-        for around in reversed(classes):  # the class as written, with nothing but this in it
-            node, inner = _copy(around), node
-            node.body, node.decorator_list, node.bases, node.keywords = [inner], [], [], []
-        body.append(node)
-    if not found:
-        return codes
-    module = _located(_Module(body=body, type_ignores=[]))
+        return codes, undecorated, b""
+    for node in _walk_tree(tree):
+        if isinstance(node, _FUNCTIONS) and not node.decorator_list:
+            undecorated.add(node.name)
     try:
-        _REWRITE(module, source, path, config)
-        _walk(compile(module, path, "exec", dont_inherit=True), codes)
-    except Exception:  # an older pytest's signature, a tree this cannot stand alone
-        codes.clear()
-    return codes
-
-
-def _defs_named(node, name, classes):
-    """(the classes around it, the function) for each function ``name`` outside functions."""
-    for child in _children(node):
-        if isinstance(child, _FUNCTIONS):
-            if child.name == name:
-                yield classes, child
-        elif isinstance(child, _ClassDef):
-            yield from _defs_named(child, name, (*classes, child))
-        else:
-            yield from _defs_named(child, name, classes)
-
-
-def _compiled(path, source, config):
-    """The code objects ``path`` compiles to with pytest's assertion rewriting, as pytest's own
-    import compiles a test module."""
-    codes: set = set()
-    try:
-        tree = _parse(source, filename=path)
         if _REWRITE is not None:
-            _REWRITE(tree, source, path, config)
+            _REWRITE(tree, source, path, config)  # the tree is not read again after this
             _walk(compile(tree, path, "exec", dont_inherit=True), codes)
     except Exception:  # an older pytest's signature: the plain code still counts
         pass
-    return codes
+    return codes, undecorated, source
 
 
 def _plain(path, source):
