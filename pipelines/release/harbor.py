@@ -93,7 +93,7 @@ PROGRAMS = (  # (package, file, name under tests/trajforge/)
     ("trajforge.verifiers.grader.in_container", "supervisor.py", "supervisor.py"),
     (pytest_run.HERE, "launch.py", "launch.py"),
     (pytest_run.HERE, "seal.py", "seal.py"),
-    (pytest_run.HERE, "lockdown.py", "lockdown.py"),
+    ("trajforge.verifiers.grader.in_container", "lockdown.py", "lockdown.py"),
     (pytest_run.HERE, "trajforge_reporter.py", "trajforge_reporter.py"),
     ("trajforge.verifiers.languages.python", "pytest_plugin.py", "trajforge_pytest.py"),
     ("trajforge.verifiers.grader", "channel.py", "channel.py"),

@@ -28,6 +28,7 @@ TEST_UID = 10001
 PROBE_TIMEOUT_S = 120.0
 GRACE_S = 30.0  # beyond the tests' time limit, for the supervisor to kill and write
 SUPERVISOR = "supervisor.py"
+LOCKDOWN = "lockdown.py"  # the supervisor's and pytest's launcher's: no path to a process's memory
 HERE = "trajforge.verifiers.grader.in_container"  # the supervisor's package
 
 
@@ -63,7 +64,8 @@ def add_grader(tar: tarfile.TarFile, programs: Mapping[str, bytes]) -> None:
         info = tarfile.TarInfo(f"{ROOT}{folder}".lstrip("/"))
         info.type, info.mode = tarfile.DIRTYPE, mode
         tar.addfile(info)
-    for target, data in {SUPERVISOR: program(HERE, SUPERVISOR), **programs}.items():
+    shared = {name: program(HERE, name) for name in (SUPERVISOR, LOCKDOWN)}
+    for target, data in {**shared, **programs}.items():
         info = tarfile.TarInfo(f"{ROOT}/{target}".lstrip("/"))
         info.size, info.mode = len(data), 0o644
         tar.addfile(info, io.BytesIO(data))

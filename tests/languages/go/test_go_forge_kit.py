@@ -49,6 +49,7 @@ def _grade_routes(tmp_path_factory, routes: dict[str, dict[str, str]], *, pre_mo
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, docker_engine):
     every = {**{name: files for name, (files, _) in ROUTES.items()}, **RESIDUE}
+    every["memory_probe"] = {"calc/calc.go": MEMORY_PROBE}
     return _grade_routes(tmp_path_factory, every, pre_module=False)
 
 
@@ -89,6 +90,48 @@ def test_residue_gets_through_and_is_flagged(graded, route):
     verdict = graded[route]
     assert (verdict.resolved, verdict.trusted) == (True, True), verdict.log[-3000:]
     assert "reaches into the test runner" in verdict.suspicious_patch
+
+
+# ``Add`` right only when the test binary cannot open its own memory nor make itself dumpable
+# again. The binary was already non-dumpable (root builds it execute-only for the tests' user),
+# but a Go test undid that with one system call until the supervisor's filter (lockdown.py)
+# refused it: this patch then failed TestAdd.
+MEMORY_PROBE = """\
+package calc
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+func reached() bool {
+	if f, err := os.Open("/proc/self/mem"); err == nil {
+		f.Close()
+		return true
+	} else if !errors.Is(err, os.ErrPermission) {
+		return true
+	}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, 4, 1, 0) // PR_SET_DUMPABLE, 1
+	return errno == 0
+}
+
+// Add adds.
+func Add(a, b int) int {
+	if reached() {
+		return a - b
+	}
+	return a + b
+}
+
+// Mul multiplies.
+func Mul(a, b int) int { return a * b }
+"""
+
+
+def test_the_test_binarys_memory_has_no_path_to_it(graded):
+    verdict = graded["memory_probe"]
+    assert (verdict.resolved, verdict.reason) == (True, "resolved"), verdict.log[-3000:]
 
 
 def test_a_pre_module_task_s_gold_resolves_with_the_made_module(pre_module_graded):

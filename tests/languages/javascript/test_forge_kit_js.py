@@ -293,6 +293,37 @@ def test_every_route_earns_nothing(graded, route):
         assert evaluation.partial_credit == 0.0
 
 
+# ``add`` right only when no process of the tests' user can open the memory of the process it
+# runs in, nor of its parent (jest's, which holds the reporter's key, when the test runs in a
+# worker; the supervisor, root's, when in band). Before the supervisor made node's file
+# execute-only for the tests' user, both opened, and this patch failed ``adds``.
+MEMORY_PROBE = """\
+const fs = require('fs');
+
+function reached() {
+  for (const path of ['/proc/self/mem', `/proc/${process.ppid}/mem`]) {
+    try {
+      fs.closeSync(fs.openSync(path, 'r'));
+      return path;
+    } catch (error) {
+      if (error.code !== 'EACCES') return `${path}: ${error.code}`;
+    }
+  }
+  return '';
+}
+
+exports.add = (a, b) => (reached() ? a - b : a + b);
+exports.mul = (a, b) => a * b;
+"""
+
+
+def test_the_runners_memory_has_no_path_to_it(js_task, tmp_path, evaluator):
+    task, repo, _ = js_task
+    patch = model_patch(task, repo, tmp_path, {"src/calc.js": MEMORY_PROBE})
+    evaluation = evaluator.evaluate(task, patch, partial=True)
+    assert (evaluation.resolved, evaluation.reason) == (True, "resolved"), evaluation.log[-3000:]
+
+
 def test_tests_and_configuration_are_reset_not_run(graded):
     assert "package.json" in graded["config_rewrite"].dropped
     assert "__tests__/calc.test.js" in graded["test_edit"].dropped

@@ -28,13 +28,18 @@ is), in the working directory /repo. Three modes:
   from a pipe the reporter drains when it loads, before any test runs; a record without it is
   kept marked, which the host reads as tampering. ``TRAJFORGE_WORKDIR`` in our environment (a
   monorepo's tested package, relative to /repo) is the runner's working directory; the runner
-  gets /repo as ``TRAJFORGE_REPO``, so its ids stay repository paths.
+  gets /repo as ``TRAJFORGE_REPO``, so its ids stay repository paths. PROGRAM's file loses its
+  read bits for everyone but root first (``_execute_only``): the kernel makes a process started
+  from a file its user cannot read non-dumpable, so the runner and every worker it starts from
+  the same binary keep their memory to themselves (pytest's process does it itself:
+  ``lockdown.py``).
 
 Standard library only; runs on Python 3.9.
 """
 
 import json
 import os
+import stat
 import sys
 import tempfile
 import threading
@@ -43,6 +48,7 @@ import time
 ROOT = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(ROOT, "out")
 LAUNCH = os.path.join(ROOT, "launch.py")
+LOCKDOWN = os.path.join(ROOT, "lockdown.py")
 RECORDS_CAP = 64 * 1024 * 1024
 
 
@@ -147,6 +153,32 @@ def _program(name):
         if os.path.isfile(full) and os.access(full, os.X_OK):
             return full
     return name
+
+
+def _lockdown():
+    """``lockdown.py``'s names, executed from the grader's root (``-I`` puts no folder of ours
+    on ``sys.path``)."""
+    namespace = {"__name__": "trajforge_lockdown", "__file__": LOCKDOWN}
+    with open(LOCKDOWN, encoding="utf-8") as handle:
+        exec(compile(handle.read(), LOCKDOWN, "exec", dont_inherit=True), namespace)
+    return namespace
+
+
+def _execute_only(program):
+    """``program``'s file (a symlink followed) readable by root alone, when root owns it. A
+    process of the tests' user started from it is then non-dumpable: its ``/proc/<pid>/``
+    files are root's, so no other process of that user (a jest worker, a test's child) can
+    open its memory, where the reporter's key lives, nor attach to it, and neither can it
+    open its own; its workers, started from the same file (``process.execPath``), are the
+    same. Node has no ``prctl`` of its own to undo it. Nothing else changes: running a
+    program needs only its execute bit."""
+    full = os.path.realpath(program)
+    try:
+        info = os.stat(full)
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode) and info.st_uid == 0:
+        os.chmod(full, stat.S_IMODE(info.st_mode) & ~(stat.S_IRGRP | stat.S_IROTH))
 
 
 def _keyed(data, key):
@@ -297,6 +329,8 @@ def exec_runner(uid, timeout_s, guard_file, program, args):
         _open_up_guarded(repo, guard)
     key = os.urandom(16).hex()
     argv = [_program(program), *list(args)]
+    if privileged:
+        _execute_only(argv[0])
     env = dict(os.environ)
     workdir = os.path.realpath(os.path.join(repo, env.pop("TRAJFORGE_WORKDIR", "") or "."))
     if workdir != repo and not workdir.startswith(repo + os.sep):
@@ -330,6 +364,11 @@ def _supervise(
         os.write(key_w, key.encode())
         os.close(key_w)
         env["TRAJFORGE_KEY_FD"] = str(key_r)
+    lockdown = _lockdown()
+    try:
+        guard = lockdown["guard"]()  # made here: the child only calls it
+    except lockdown["Unlockable"] as why:
+        sys.exit(f"trajforge supervisor: the tests' processes cannot be locked, none runs ({why})")
     pid = os.fork()
     if pid == 0:
         try:
@@ -340,6 +379,7 @@ def _supervise(
                     os.set_inheritable(handed, True)
             if privileged:
                 _as_user(uid)
+            guard()  # no process of the run may make itself dumpable again (lockdown.py)
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.dup2(output_w, 1)

@@ -45,7 +45,6 @@ MAXFAIL = 2**31 - 1
 FILES = {
     "launch.py": "launch.py",
     "seal.py": "seal.py",
-    "lockdown.py": "lockdown.py",
     "plugins/trajforge_reporter.py": "trajforge_reporter.py",
 }
 

@@ -140,11 +140,13 @@ def _run_binary(sup, uid, binary, args, cwd, env, deadline, clock):
     run as ``uid``; ``clock`` reads its lines, and a test it finds past the per-test limit
     (``stopped``, its name) has every process of ``uid`` killed."""
     read, write = os.pipe()
+    guard = sup._lockdown()["guard"]()  # the supervisor's filter, in every runner's process
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read)
             sup._as_user(uid)
+            guard()
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             os.dup2(write, 1)
