@@ -17,7 +17,8 @@ cold cache, trajforge against a SWE-smith-style baseline, on the same candidates
 Each side prints candidates, tasks kept, wall, build and test seconds and ``tasks_per_core_hour``
 = tasks / (wall hours x W); then whether FAIL_TO_PASS agree on the candidates both kept, and last
 ``tasks_per_core_hour_ratio: X`` (trajforge / baseline), or ``void`` with the reason in one line
-when the baseline kept nothing or the machine stopped it (a full disk): exit status 1 then.
+when the baseline kept nothing or the machine stopped either side (a full disk, a sandbox that
+failed every candidate): exit status 1 then.
 
 Usage: .venv/bin/python benchmarks/end_to_end.py --pypi NAME [--max-commits N] [--workers W]
        [--json PATH] [--no-reuse]
@@ -67,6 +68,11 @@ T = TypeVar("T")
 TRAJFORGE = os.path.join(os.path.dirname(sys.executable), "trajforge")
 LOG_CAP = 64 << 20  # the baseline's verbose log: the sandbox keeps only head and tail past this
 STEP = re.compile(r"^Step \d+/\d+ : (.*)$", re.M)
+
+
+# Rejections that say the sandbox failed, not the repository: a side with only these kept
+# nothing because of the machine (a run whose grader files moved under it printed 0.00).
+SANDBOX_FAULTS = frozenset(("sandbox_error", "machine_fault"))
 
 
 @dataclass
@@ -261,11 +267,15 @@ def baseline_side(params: Params, candidates: list[Candidate], w: int, tag: str)
 def comparison(ours: Side, theirs: Side) -> tuple[float | None, str]:
     """The ratio (trajforge / baseline), or None with the reason the comparison is void: a
     baseline that kept nothing has no cost per task to divide by (it is not an infinitely
-    cheaper trajforge), and a baseline stopped by the machine (a full disk) measured nothing."""
-    fault = machine_fault("\n".join(theirs.notes + list(theirs.why_not.values())))
-    if fault:
-        why = f"the baseline was stopped by the machine ({fault}), not by the repository"
-        return None, f"tasks_per_core_hour_ratio: void: {why}; free the machine and rerun"
+    cheaper trajforge), and a side stopped by the machine (a full disk, a sandbox that failed
+    every candidate) measured nothing."""
+    for side in (theirs, ours):
+        fault = machine_fault("\n".join(side.notes + list(side.why_not.values())))
+        if not fault and not side.kept and side.reasons and set(side.reasons) <= SANDBOX_FAULTS:
+            fault = ", ".join(f"{r} {n}" for r, n in sorted(side.reasons.items()))
+        if fault:
+            why = f"{side.name} was stopped by the machine ({fault}), not by the repository"
+            return None, f"tasks_per_core_hour_ratio: void: {why}; free the machine and rerun"
     if not theirs.kept:
         reasons = ", ".join(f"{r} {n}" for r, n in sorted(theirs.reasons.items())) or "none"
         why = f"the baseline kept 0 of {theirs.candidates} candidates (rejected: {reasons})"

@@ -36,3 +36,14 @@ def test_a_baseline_stopped_by_a_full_disk_is_the_machine_not_the_repository() -
     ratio, line = comparison(_side("trajforge", 3), theirs)
     assert ratio is None
     assert "stopped by the machine (install_failed: OSError: [Errno 28] No space left" in line
+
+
+def test_a_side_whose_every_candidate_met_a_sandbox_error_is_void_not_zero() -> None:
+    """A more-itertools run whose grader files moved under it: trajforge 5 ``sandbox_error``, 0
+    kept; the benchmark printed ``0.00`` as if the repository cost that."""
+    ours = _side("trajforge", 0, candidates=5, reasons={"sandbox_error": 5})
+    ratio, line = comparison(ours, _side("baseline", 5, candidates=5))
+    assert ratio is None
+    assert "trajforge was stopped by the machine (sandbox_error 5)" in line
+    plain = _side("trajforge", 0, candidates=5, reasons={"tests_failed": 5})
+    assert comparison(plain, _side("baseline", 5, candidates=5))[1].endswith(": 0.00")

@@ -88,7 +88,7 @@ CHANNEL_FORGER = BUGGY + (
     "const parent = (pid) => /PPid:\\s*(\\d+)/.exec(status(pid))[1];\n"
     "for (let i = 0; i < 8 && pid !== '0'; i++, pid = parent(pid)) {\n"
     "  let fd = -1;\n"
-    "  try { fd = holder(pid); } catch (e) { break; }\n"
+    "  try { fd = holder(pid); } catch (e) { outcome = `refused: ${e.code} (environ)`; break; }\n"
     "  if (fd < 0) continue;\n"
     "  try { fs.writeSync(fd, chunk); outcome = 'wrote'; } catch (e) {\n"
     "    const there = `/proc/${pid}/fd/${fd}`;\n"
@@ -264,7 +264,8 @@ def test_tests_and_configuration_are_reset_not_run(graded, runner):
 def test_the_records_pipe_is_out_of_the_tests_reach(graded, runner):
     """Where a test process writes to the records' pipe the chunk is unkeyed (forged_result);
     where it cannot reach it (not inherited, and root's through /proc) the run is judged on its
-    tests."""
+    tests. Since node's processes are non-dumpable (the supervisor's execute-only node), the
+    forger cannot even read an ancestor's start-up environment to learn the descriptor."""
     evaluation = graded[runner]["channel_forger"]
     outcome = evaluation.log.split("forger: ", 1)[1].split("\n", 1)[0]
     if outcome == "wrote":

@@ -61,7 +61,8 @@ FAKE = fake_record(F2P[0])
 CHANNEL_FORGER = BUGGY + (
     "const fs = require('fs');\n"
     f"const line = {json.dumps(FAKE + chr(10))};\n"
-    "const environ = fs.readFileSync('/proc/self/environ', 'utf8').split('\\0');\n"
+    "let environ = [];  // refused since node's processes are non-dumpable (EACCES)\n"
+    "try { environ = fs.readFileSync('/proc/self/environ', 'utf8').split('\\0'); } catch (e) {}\n"
     "const said = environ.find((v) => v.startsWith('TRAJFORGE_RESULT_FD='));\n"
     "if (said) { try { fs.writeSync(Number(said.split('=')[1]), line); } catch (e) {} }\n"
 )

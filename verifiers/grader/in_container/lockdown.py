@@ -77,7 +77,8 @@ def guard():
     libc = ctypes.CDLL(None, use_errno=True)
     instructions = program(*ARCHES[machine])
     code = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in instructions))
-    fprog = _Program(len(instructions), ctypes.addressof(code))
+    # the filter's bytes live as long as the function that installs it
+    held = code, _Program(len(instructions), ctypes.addressof(code))
 
     def prctl(option, value, pointer=None):
         if libc.prctl(option, value, pointer, 0, 0) != 0:
@@ -86,8 +87,7 @@ def guard():
 
     def install():
         prctl(PR_SET_NO_NEW_PRIVS, 1)
-        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog))
-        install.keep = code  # the filter's bytes live as long as the function
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(held[1]))
 
     return install
 
