@@ -48,8 +48,9 @@ def test_the_supervisor_refuses_a_working_folder_outside_the_repository(tmp_path
     TRAJFORGE_WORKDIR stops it before anything starts, with one line."""
     grader = tmp_path / "grader"
     grader.mkdir()
-    source = resources.files("trajforge.verifiers.grader.in_container").joinpath("supervisor.py")
-    shutil.copyfile(str(source), grader / "supervisor.py")
+    shipped = resources.files("trajforge.verifiers.grader.in_container")
+    for name in ("supervisor.py", "lockdown.py"):  # what ``supervised.add_grader`` ships
+        shutil.copyfile(str(shipped.joinpath(name)), grader / name)
     repo = tmp_path / "repo"
     repo.mkdir()
     guard = tmp_path / "guard.txt"
@@ -69,3 +70,10 @@ def test_the_supervisor_refuses_a_working_folder_outside_the_repository(tmp_path
     done = supervise("packages")
     assert done.returncode == 0, done.stderr
     assert (grader / "out" / "result.json").is_file()
+    # shipped without lockdown.py, it runs nothing and says why in one line
+    (grader / "lockdown.py").unlink()
+    (grader / "out" / "result.json").unlink()
+    done = supervise("packages")
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert "lockdown.py is not beside it, no test runs" in done.stderr
+    assert not (grader / "out" / "result.json").exists()

@@ -159,8 +159,12 @@ def _lockdown():
     """``lockdown.py``'s names, executed from the grader's root (``-I`` puts no folder of ours
     on ``sys.path``)."""
     namespace = {"__name__": "trajforge_lockdown", "__file__": LOCKDOWN}
-    with open(LOCKDOWN, encoding="utf-8") as handle:
-        exec(compile(handle.read(), LOCKDOWN, "exec", dont_inherit=True), namespace)
+    try:
+        with open(LOCKDOWN, encoding="utf-8") as handle:
+            source = handle.read()
+    except OSError as exc:
+        sys.exit(f"trajforge supervisor: lockdown.py is not beside it, no test runs ({exc})")
+    exec(compile(source, LOCKDOWN, "exec", dont_inherit=True), namespace)
     return namespace
 
 
