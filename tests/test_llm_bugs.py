@@ -557,8 +557,20 @@ def test_only_the_requests_run_on_the_pool_and_every_parse_on_the_caller(tmp_pat
             for o in found
         ]
 
+    second = threading.Event()  # in the eight-worker run the first answer waits for a second
+    arrived: list[int] = []  # request, so the requests overlap whatever the machine's load
+
+    def respond(request: dict[str, Any]) -> dict[str, Any]:
+        arrived.append(1)
+        if len(arrived) > 1:
+            second.set()
+        second.wait(10)
+        return _respond(request)
+
     with ScriptedLLM(_respond) as server:
-        one, eight = outcomes(1), outcomes(8)
+        one = outcomes(1)
+    with ScriptedLLM(respond) as server:
+        eight = outcomes(8)
     assert server.max_in_flight > 1  # the requests did overlap
     assert parsed_off_caller == []
     assert eight == one
