@@ -19,9 +19,10 @@ Harbor (``pip install harbor``; its ``harbor.models.task``) reads a task as a fo
                                               env.json (the recipe's marker)
     OUTPUT/<task>/solution/solve.sh           applies gold.patch (the task's patch) in /repo
     OUTPUT/<task>/tests/test.sh               runs trajforge's grader in the container
-    OUTPUT/<task>/tests/trajforge/            the grader (``harbor_grade.py``, the supervisor,
-                                              its plugins, the verdict's modules), task.json
-                                              and clean.tar (the task's own test files)
+    OUTPUT/<task>/tests/trajforge/            the grader (``harbor_grade.py`` and the verdict's
+                                              modules; root/: the graded run's files, as a
+                                              graded container has them), task.json and
+                                              clean.tar (the task's own test files)
 
 Inputs are what the Hugging Face export reads (``tasks/*.parquet`` of curated or validated
 outputs, read the same way: ``scan.check_inputs``); each task's repository is opened from its
@@ -88,20 +89,30 @@ VERIFIER_SETUP_S = 120  # beyond the probe, the tests and the supervisor's grace
 NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 # Harbor's Packager ignores these when it hashes a task (publisher/packager.py DEFAULT_IGNORES):
 # the export writes none of them, so its digests are Harbor's.
-PROGRAMS = (  # (package, file, name under tests/trajforge/)
-    (pytest_run.HERE, "harbor_grade.py", "harbor_grade.py"),
-    ("trajforge.verifiers.grader.in_container", "supervisor.py", "supervisor.py"),
-    (pytest_run.HERE, "launch.py", "launch.py"),
-    (pytest_run.HERE, "seal.py", "seal.py"),
-    ("trajforge.verifiers.grader.in_container", "lockdown.py", "lockdown.py"),
-    (pytest_run.HERE, "trajforge_reporter.py", "trajforge_reporter.py"),
-    ("trajforge.verifiers.languages.python", "pytest_plugin.py", "trajforge_pytest.py"),
-    ("trajforge.verifiers.grader", "channel.py", "channel.py"),
-    ("trajforge.verifiers.grader", "rules.py", "rules.py"),
-    ("trajforge.verifiers.grader", "sentinels.py", "sentinels.py"),
-    ("trajforge.verifiers.languages.python", "patch_policy.py", "patch_policy.py"),
-    ("trajforge.schemas", "test_ids.py", "test_ids.py"),
+# The modules harbor_grade.py imports beside it (package, file): what decides a verdict on the
+# host, copied. The graded run's own files (``supervised.grader_files``) go under
+# tests/trajforge/root/, laid out as under the grader's root in a container.
+VERDICT_MODULES = (
+    (pytest_run.HERE, "harbor_grade.py"),
+    ("trajforge.verifiers.grader", "channel.py"),
+    ("trajforge.verifiers.grader", "rules.py"),
+    ("trajforge.verifiers.grader", "sentinels.py"),
+    ("trajforge.verifiers.languages.python", "patch_policy.py"),
+    ("trajforge.schemas", "test_ids.py"),
 )
+
+
+def shipped_programs() -> dict[str, bytes]:
+    """Every program a task folder ships, by its path under tests/trajforge/."""
+    modules = {
+        name: resources.files(pkg).joinpath(name).read_bytes() for pkg, name in VERDICT_MODULES
+    }
+    graded = supervised.grader_files(pytest_run.programs())
+    return {
+        **modules,
+        **{f"{harbor_grade.GRADER_FILES}/{path}": data for path, data in graded.items()},
+    }
+
 
 TEST_SH = """\
 #!/bin/sh
@@ -301,8 +312,8 @@ def write_task(task: TaskInstance, root: str, params: Params, image: str) -> tup
     tests = os.path.join(folder, "tests")
     grader = os.path.join(tests, "trajforge")
     _write(os.path.join(grader, "clean.tar"), clean_bytes)
-    for package, source, target in PROGRAMS:
-        _write(os.path.join(grader, target), resources.files(package).joinpath(source).read_bytes())
+    for path, data in shipped_programs().items():
+        _write(os.path.join(grader, path), data)
     start_index = harbor_grade.tar_index(os.path.join(env_dir, "trajforge", "start.tar"), 2**62)
     config = {
         "instance_id": task.instance_id,

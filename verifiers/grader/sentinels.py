@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 try:  # on the host: one parse at a time (schemas/python_ast.py, gh-106905)
     from trajforge.schemas.python_ast import parse as _parse
-except ImportError:  # shipped alone into a Harbor task folder (harbor.PROGRAMS): stdlib only
+except ImportError:  # shipped alone into a Harbor task folder (harbor.VERDICT_MODULES): stdlib only
     _parse = ast.parse  # type: ignore[assignment]
 
 PASS, FAIL = "PASSED", "FAILED"

@@ -64,11 +64,18 @@ def add_grader(tar: tarfile.TarFile, programs: Mapping[str, bytes]) -> None:
         info = tarfile.TarInfo(f"{ROOT}{folder}".lstrip("/"))
         info.type, info.mode = tarfile.DIRTYPE, mode
         tar.addfile(info)
-    shared = {name: program(HERE, name) for name in (SUPERVISOR, LOCKDOWN)}
-    for target, data in {**shared, **programs}.items():
+    for target, data in grader_files(programs).items():
         info = tarfile.TarInfo(f"{ROOT}/{target}".lstrip("/"))
         info.size, info.mode = len(data), 0o644
         tar.addfile(info, io.BytesIO(data))
+
+
+def grader_files(programs: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Every file of a graded run under ``ROOT`` (path -> bytes): the supervisor, its lockdown and
+    a language's ``programs``. The one list: a graded container and a Harbor task folder
+    (``release/harbor.py``) both ship exactly this."""
+    shared = {name: program(HERE, name) for name in (SUPERVISOR, LOCKDOWN)}
+    return {**shared, **programs}
 
 
 def put_files(session: Session, files: dict[str, bytes]) -> None:

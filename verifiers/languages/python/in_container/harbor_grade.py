@@ -1,12 +1,12 @@
 """The grader inside a Harbor task's container: ``tests/test.sh`` runs this, as root.
 
 ``trajforge export --format harbor`` copies it into every task's ``tests/trajforge/`` beside the
-grader's other in-container programs (``supervisor.py``, ``launch.py``, the reporter and
-``trajforge_pytest`` plugins) and the modules that decide a verdict (``channel.py``,
-``sentinels.py``, ``patch_policy.py``, ``test_ids.py``), with ``task.json`` (what the export
-decided: graded tests, the task's starting tree by digest, its pytest options, limits) and
-``clean.tar`` (the task's own test files and test configuration, test patch applied). It does what
-``verifiers/patch_verifier.py`` does on the host, in the same order:
+graded run's files (``root/``: the supervisor, its lockdown, the launcher, the seal, the reporter
+and ``trajforge_pytest`` plugins, as ``supervised.grader_files`` lists them) and the modules that
+decide a verdict (``channel.py``, ``sentinels.py``, ``patch_policy.py``, ``test_ids.py``), with
+``task.json`` (what the export decided: graded tests, the task's starting tree by digest, its
+pytest options, limits) and ``clean.tar`` (the task's own test files and test configuration, test
+patch applied). It does what ``verifiers/patch_verifier.py`` does on the host, in the same order:
 
 1. The agent's tree: ``/logs/artifacts/trajforge-repo.tar`` (Harbor's separate verifier: the
    agent's container tarred ``/repo`` and this is a fresh container of the same image), else
@@ -41,14 +41,7 @@ import tarfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROGRAMS = {  # file here -> where it goes under the grader's root
-    "supervisor.py": "supervisor.py",
-    "launch.py": "launch.py",
-    "seal.py": "seal.py",
-    "lockdown.py": "lockdown.py",
-    "trajforge_reporter.py": "plugins/trajforge_reporter.py",
-    "trajforge_pytest.py": "plugins/trajforge_pytest.py",
-}
+GRADER_FILES = "root"  # here: the graded run's files, laid out as under the grader's root
 SYMLINK, EXECUTABLE, REGULAR = "120000", "100755", "100644"
 VERIFIER = "/logs/verifier"
 
@@ -263,9 +256,13 @@ def install_grader(root: str) -> None:
     os.mkdir(root, 0o755)
     os.mkdir(os.path.join(root, "plugins"), 0o755)
     os.mkdir(os.path.join(root, "out"), 0o700)
-    for name, target in PROGRAMS.items():
-        shutil.copyfile(os.path.join(HERE, name), os.path.join(root, target))
-        os.chmod(os.path.join(root, target), 0o644)
+    shipped = os.path.join(HERE, GRADER_FILES)
+    for folder, _, names in os.walk(shipped):
+        for name in names:
+            target = os.path.join(root, os.path.relpath(os.path.join(folder, name), shipped))
+            os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
+            shutil.copyfile(os.path.join(folder, name), target)
+            os.chmod(target, 0o644)
     for folder in (root, os.path.join(root, "plugins"), os.path.join(root, "out")):
         os.chown(folder, 0, 0)
 
