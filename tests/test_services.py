@@ -32,7 +32,7 @@ from trajforge.schemas.params import Params
 from trajforge.verifiers.sandbox import ready as ready_module
 from trajforge.verifiers.sandbox.base import ImageBuild, SandboxBroken, SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox
-from trajforge.verifiers.sandbox.ready import READY_LABEL, ready_file
+from trajforge.verifiers.sandbox.ready import READY_LABEL, USERS_LABEL, ready_file, switches_user
 
 COMPOSE = """\
 services:
@@ -88,12 +88,10 @@ def test_the_files_name_their_services() -> None:
             "compose.yaml": b"services: [unclosed",  # not YAML: names nothing
         }
     )
-    assert named.started == ("memcached", "redis")
+    assert named.started == ("memcached", "postgres", "redis")
     assert named.not_started == (
         "mariadb:11 (.gitlab-ci.yml): MySQL/MariaDB is not started yet (its SQL can write files "
         "as the server's user)",
-        "postgres:16 (docker-compose.yml): PostgreSQL refuses to run as root and a test session "
-        "cannot change user",
     )
     assert (
         services_named({"docker-compose.yml": b"services:\n  web:\n    image: nginx\n"}) == Named()
@@ -109,7 +107,11 @@ def test_a_profile_without_services_renders_as_before() -> None:
     assert served.startswith(plain.rsplit("\n", 1)[0].split("FROM ${BASE}\n")[0])
     assert 'ENTRYPOINT ["/usr/local/bin/trajforge-services"]' in served
     with pytest.raises(ValueError, match="not services trajforge starts"):
-        render_dockerfile("3.11", [], services=["postgres"])
+        render_dockerfile("3.11", [], services=["mariadb"])
+    # PostgreSQL runs as its own user: the image says so, and only then
+    assert USERS_LABEL not in served
+    with_postgres = render_dockerfile("3.11", [], services=["postgres", "redis"])
+    assert with_postgres.endswith(f' {USERS_LABEL}="postgres"\n')
 
 
 @pytest.mark.parametrize(
@@ -130,15 +132,15 @@ def test_every_language_starts_them_in_its_image(language, files, tmp_path: Path
     before = site.profile(str(repo.path), plain, "local/q", "file:///q", params)
     after = site.profile(str(repo.path), served, "local/q", "file:///q", params)
     assert before.services == () and "ENTRYPOINT" not in before.recipe
-    assert after.services == ("redis",) and after.profile_id != before.profile_id
+    assert after.services == ("postgres", "redis") and after.profile_id != before.profile_id
     lines = after.recipe.splitlines()
     last_stage = max(i for i, line in enumerate(lines) if line.startswith("FROM "))
     assert "apt-get install" in lines[last_stage + 1] and "redis-server" in lines[last_stage + 1]
     assert lines[-2:] == [
         'ENTRYPOINT ["/usr/local/bin/trajforge-services"]',
-        'LABEL trajforge.ready="/run/trajforge-services.ready" trajforge.services="redis"',
+        'LABEL trajforge.ready="/run/trajforge-services.ready" trajforge.services="postgres redis" '
+        'trajforge.services-users="postgres"',
     ]
-    assert "service not started: postgres:16 (docker-compose.yml)" in after.log
 
 
 def test_a_ready_label_is_waited_on_only_when_it_is_a_plain_path() -> None:
@@ -148,6 +150,12 @@ def test_a_ready_label_is_waited_on_only_when_it_is_a_plain_path() -> None:
     for hostile in ("relative", "/run/$(reboot)", "/run/../etc/x", "/a b", ""):
         assert ready_file({READY_LABEL: hostile}) is None, hostile
     assert ready_file(None) is None
+
+
+def test_only_an_image_that_names_its_services_users_keeps_the_switch() -> None:
+    assert switches_user({USERS_LABEL: "postgres"})
+    for labels in ({USERS_LABEL: " "}, {READY_LABEL: "/run/x"}, {}, None):
+        assert not switches_user(labels), labels
 
 
 LATE = """\
@@ -195,7 +203,45 @@ def test_a_container_is_handed_out_once_its_entrypoint_says_it_is_ready(
     assert mine.strip() == "", mine
 
 
-# --- a repository whose suite talks to Redis and memcached ----------------------------------------
+# Its entrypoint becomes nobody as a service that refuses root would; {users}: the label or none.
+SWITCH = """\
+FROM trajforge-base:py3.11
+RUN printf '#!/bin/sh\\nsetpriv --reuid=65534 --regid=65534 --clear-groups id -u \
+>/run/switched 2>&1\\ntouch /run/switch.ready\\nexec "$@"\\n' > /usr/local/bin/switch \\
+    && chmod 755 /usr/local/bin/switch
+ENTRYPOINT ["/usr/local/bin/switch"]
+LABEL trajforge.ready="/run/switch.ready"{users}
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.podman
+def test_every_session_of_an_image_whose_services_run_as_a_user_may_switch_to_it(
+    backend: Backend,
+) -> None:
+    """A validate session (not grading) of an image labelled with its services' users keeps the
+    capability to change user, so its entrypoint starts them as those users; without the label
+    every capability is dropped, as for any session."""
+    sandbox = backend.sandbox()
+    tags, said = [], {}
+    try:
+        for users in (f' {USERS_LABEL}="nobody"', ""):
+            tag = f"trajforge-test-switch:{uuid.uuid4().hex[:8]}"
+            tags.append(tag)
+            recipe = SWITCH.format(users=users)
+            built = sandbox.build_image(ImageBuild(tag, recipe, CONTEXT, timeout_s=300))
+            assert built.ok, built.log
+            with sandbox.session(SessionSpec(tag)) as session:
+                said[bool(users)] = session.exec("cat /run/switched", 30, workdir="/").output
+    finally:
+        sandbox.close()
+        for tag in tags:
+            backend.cli("rmi", "-f", tag, check=False)
+    assert said[True].strip() == "65534", said
+    assert "Operation not permitted" in said[False], said
+
+
+# --- a repository whose suite talks to Redis, memcached and PostgreSQL ---------------------------
 
 PYPROJECT = """\
 [build-system]
@@ -228,6 +274,8 @@ def bump(key):
     return int(ask(6379, b"INCRBY %s {step}\\r\\n" % key.encode())[1:])
 '''
 TESTS = """\
+import subprocess
+
 from kv import ask, bump
 
 
@@ -237,6 +285,15 @@ def test_redis_answers():
 
 def test_memcached_answers():
     assert ask(11211, b"version\\r\\n").startswith(b"VERSION ")
+
+
+def test_postgres_keeps_a_row():
+    # no IF NOT EXISTS: a second run in a container whose database was not reset fails here
+    sql = "CREATE TABLE kv (k text PRIMARY KEY, v int); INSERT INTO kv VALUES ('a', 42); "
+    sql += "SELECT v FROM kv"
+    said = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-tAc", sql, "postgres"],
+                          capture_output=True, text=True, timeout=60)
+    assert said.stdout.split()[-1:] == ["42"], said.stderr
 """
 TEST_BUMP = """
 
@@ -291,6 +348,17 @@ for line in (
 """
 
 
+# (name, role, SQL) a test could send PostgreSQL to reach past its database.
+PG_ATTEMPTS = (
+    ("program", "postgres", "COPY (SELECT 1) TO PROGRAM 'touch /tmp/ran'"),
+    ("file", "postgres", "COPY (SELECT 1) TO '/tmp/written'"),
+    ("read", "postgres", "SELECT pg_read_file('/etc/shadow')"),
+    ("superuser", "trajforge_admin", "SELECT 1"),
+    ("table", "postgres", "CREATE TABLE left_behind (x int)"),
+)
+PG_LEFT = "SELECT count(*) FROM pg_tables WHERE tablename = 'left_behind'"
+
+
 def source_patch(path: str, before: str, after: str) -> str:
     """A git diff that turns ``path`` from ``before`` into ``after``."""
     diff = difflib.unified_diff(
@@ -328,9 +396,8 @@ def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves
     repo = build_kv(work / "kv")
     head = repo.git("rev-parse", "HEAD")
     profile = detect_profile(str(repo.path), head, "local/kv")
-    assert profile.services == ("memcached", "redis")
-    assert "services started in the image: memcached, redis" in profile.log
-    assert "service not started: postgres:16 (docker-compose.yml)" in profile.log
+    assert profile.services == ("memcached", "postgres", "redis")
+    assert "services started in the image: memcached, postgres, redis" in profile.log
 
     params = write_params(work / "params.yaml", work / "cache", gold_runs=1)
     mined = run_cli("mine", "--repo", str(repo.path), "--output", "mine", "--params", str(params),
@@ -345,11 +412,12 @@ def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves
     assert task["FAIL_TO_PASS"] == ["tests/test_kv.py::test_bump_adds_two"]
     # these pass only with both services up, in validate's runs and the grader's (gold_runs)
     assert sorted(task["PASS_TO_PASS"]) == [
-        "tests/test_kv.py::test_memcached_answers", "tests/test_kv.py::test_redis_answers",
+        "tests/test_kv.py::test_memcached_answers", "tests/test_kv.py::test_postgres_keeps_a_row",
+        "tests/test_kv.py::test_redis_answers",
     ]  # fmt: skip
     assert task["gold_runs"] == "1/1"
     profiles = pl.read_parquet(work / "val" / "profiles" / "*.parquet").to_dicts()
-    assert [p["services"] for p in profiles] == [["memcached", "redis"]]
+    assert [p["services"] for p in profiles] == [["memcached", "postgres", "redis"]]
 
     # The grader, through evaluate: the fix resolves; a patch that fixes nothing does not, nor
     # one that asks Redis to plant code for it (PLANT).
@@ -367,13 +435,27 @@ def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves
 
     # Sealed: what a test may say to Redis names no path and loads no code, and a save lands
     # only in the service's own folder.
+    # PostgreSQL's role writes no file, runs no program, reads no server file; its superuser
+    # takes no connection; a restart (validate's reset) is the cluster as built.
     sandbox = DockerSandbox()
     try:
         with sandbox.session(SessionSpec(image=profiles[0]["image"], grading=True)) as session:
             said = session.exec(f"python - <<'EOF'\n{ATTEMPTS}EOF", timeout_s=60)
             saved = session.exec("ls /var/lib/trajforge-services", timeout_s=30)
+            refused = {
+                name: session.exec(f'psql -h 127.0.0.1 -U {user} -tAc "{sql}" postgres', 60)
+                for name, user, sql in PG_ATTEMPTS
+            }
+            session.exec("trajforge-services true", timeout_s=120, workdir="/")
+            after = session.exec(f'psql -U postgres -tAc "{PG_LEFT}" postgres', 60)
     finally:
         sandbox.close()
     answers = [line[:20] for line in said.output.splitlines()]
     assert answers == ["-ERR unknown command"] * 3 + ["+OK"], said.output
     assert saved.output.split() == ["dump.rdb"], saved.output
+    assert {name: run.exit_code for name, run in refused.items()} == {
+        "program": 1, "file": 1, "read": 1, "superuser": 2, "table": 0,
+    }, {name: run.output for name, run in refused.items()}  # fmt: skip
+    assert "must be superuser" in refused["program"].output
+    assert "pg_hba.conf rejects connection" in refused["superuser"].output
+    assert after.output.split() == ["0"], after.output

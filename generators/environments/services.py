@@ -1,4 +1,4 @@
-"""Services a suite expects (Redis, memcached), started inside the environment image itself.
+"""Services a suite expects (Redis, memcached, PostgreSQL), started inside the environment image.
 
 A project whose CI or compose file runs a service beside its tests (``services: redis:`` in a
 GitHub workflow, ``image: memcached`` in ``docker-compose.yml``) has a suite that talks to it on
@@ -13,8 +13,12 @@ the services ready (``READY_LABEL``); a sandbox hands out a container only after
 Code under test may reach a service, so a service is started so that nothing it is told can
 name a path or load code: Redis without ``CONFIG`` (no ``dir``/``dbfilename`` to point at a
 file), ``DEBUG`` or ``MODULE``, and with nothing saved; memcached has no such command.
-PostgreSQL is not started: it refuses to run as root, and a test session drops the capability
-to change user. A service named that is not in ``SERVICES`` is told in one line, never guessed.
+PostgreSQL runs as its own OS user (it refuses root), so its image says so (``USERS_LABEL``)
+and every session of it keeps the capability to switch user; its superuser takes no connection
+from anyone, and the role a suite connects as (``postgres``, any password, ``CREATEDB``) is no
+superuser, so it cannot ``COPY`` to a file or a program, read a server file or load a library.
+Each start is the cluster as built (a copy of it), so a restart forgets what a run wrote. A
+service named that is not in ``SERVICES`` is told in one line, never guessed.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 import yaml
 from trajforge.generators.environments.commit_files import ls_tree, read_paths
-from trajforge.verifiers.sandbox.ready import READY_FILE, READY_LABEL, SERVICES_LABEL
+from trajforge.verifiers.sandbox.ready import READY_FILE, READY_LABEL, SERVICES_LABEL, USERS_LABEL
 from trajforge.verifiers.sandbox.ready import SERVICES_ENTRYPOINT as ENTRYPOINT
 
 LOG_FILE = "/var/log/trajforge-services.log"
@@ -43,7 +47,8 @@ _GITLAB = ".gitlab-ci.yml"
 @dataclass(frozen=True)
 class Service:
     """One service: the container images that mean it, its Debian packages, how it starts on
-    loopback as root in the background, and the port that answers once it is ready."""
+    loopback in the background (started again, it starts afresh), and the port that answers
+    once it is ready."""
 
     name: str
     images: tuple[str, ...]
@@ -51,6 +56,52 @@ class Service:
     start: str
     port: int
     actions: tuple[str, ...] = ()  # GitHub Actions a workflow's step starts it with (``uses:``)
+    prepare: tuple[str, ...] = ()  # at build, as root, after its packages: what it starts from
+    user: str = ""  # the OS user it runs as, switched to by ``start`` ("": root)
+
+
+# PostgreSQL: the cluster initialized at build (root's, read-only), copied fresh by each start.
+PG_BIN = "/usr/local/lib/trajforge-postgres"  # the newest installed major's bin/
+PG_CLUSTER = "/usr/local/share/trajforge-postgres"
+PG_HOME = "/var/lib/trajforge-postgres"  # the postgres user's: the running copy and its log
+PG_ADMIN = "trajforge_admin"  # the bootstrap superuser: every connection as it is rejected
+AS_POSTGRES = "setpriv --reuid=postgres --regid=postgres --init-groups"
+PG_HBA = (
+    f"local all {PG_ADMIN} reject",
+    f"host all {PG_ADMIN} all reject",
+    "local all all trust",
+    "host all all 127.0.0.1/32 trust",
+    "host all all ::1/128 trust",
+)
+PG_SETTINGS = (
+    "-c listen_addresses=127.0.0.1 -c port=5432 -c fsync=off -c synchronous_commit=off "
+    "-c full_page_writes=off"
+)
+POSTGRES_PREPARE = (
+    "rm -rf /var/lib/postgresql/[0-9]* /etc/postgresql/[0-9]*",  # the package's own cluster
+    f'ln -sfn "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)" {PG_BIN}',
+    f"install -d -o postgres -g postgres -m 700 {PG_HOME}",
+    "install -d -o postgres -g postgres -m 2775 /var/run/postgresql",
+    f"{AS_POSTGRES} {PG_BIN}/initdb -D {PG_HOME}/data -U {PG_ADMIN} -A trust -E UTF8 --locale=C "
+    "--no-sync >/dev/null",
+    # single-user mode runs as the bootstrap superuser: the suite's role, owner of its database
+    "printf '%s\\n' 'CREATE ROLE postgres LOGIN CREATEDB;' "
+    "'ALTER DATABASE postgres OWNER TO postgres;' "
+    f"| {AS_POSTGRES} {PG_BIN}/postgres --single -D {PG_HOME}/data postgres >/dev/null",
+    "printf '%s\\n' " + " ".join(f"'{line}'" for line in PG_HBA) + f" > {PG_HOME}/data/pg_hba.conf",
+    f"mv {PG_HOME}/data {PG_CLUSTER}",
+    f"chown -R root:root {PG_CLUSTER}",
+    f"chmod -R a+rX,go-w {PG_CLUSTER}",
+)
+# A start is a fresh server: the running one (a reset's, whose files root may not touch) killed
+# by its own user, its port closed, then a new copy of the cluster.
+POSTGRES_START = (
+    f"{{ {AS_POSTGRES} /bin/sh -c 'kill -9 -1' 2>/dev/null; "
+    "for _ in $(seq 100); do (: >/dev/tcp/127.0.0.1/5432) 2>/dev/null || break; sleep 0.1; done; "
+    f"{AS_POSTGRES} /bin/sh -ec 'rm -rf {PG_HOME}/data; cp -R {PG_CLUSTER} {PG_HOME}/data; "
+    f"chmod 700 {PG_HOME}/data; exec {PG_BIN}/pg_ctl -D {PG_HOME}/data -l {PG_HOME}/server.log "
+    f'-w -t 60 -o "{PG_SETTINGS}" start\'; }}'
+)
 
 
 SERVICES: dict[str, Service] = {
@@ -74,12 +125,21 @@ SERVICES: dict[str, Service] = {
             11211,
             ("niden/actions-memcached",),
         ),
+        Service(
+            "postgres",
+            ("postgres", "postgresql"),
+            ("postgresql",),
+            POSTGRES_START,
+            5432,
+            ("harmon758/postgresql-action", "ikalnytskyi/action-setup-postgres"),
+            POSTGRES_PREPARE,
+            "postgres",
+        ),
     )
 }
 # Named by projects, never started here: why, in one line.
 NOT_STARTED: dict[str, str] = {
-    "postgres": "PostgreSQL refuses to run as root and a test session cannot change user",
-    "postgis": "PostgreSQL refuses to run as root and a test session cannot change user",
+    "postgis": "PostGIS is not started (Debian's PostgreSQL has no PostGIS of the image's version)",
     "mysql": "MySQL/MariaDB is not started yet (its SQL can write files as the server's user)",
     "mariadb": "MySQL/MariaDB is not started yet (its SQL can write files as the server's user)",
 }
@@ -205,10 +265,14 @@ def with_services(recipe: str, services: Iterable[str]) -> str:
         "apt-get update",
         f"DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages}",
         "rm -rf /var/lib/apt/lists/*",
+        *(line for service in chosen for line in service.prepare),
     ]
     script = entrypoint_script(chosen)
     write = [f"cat > {ENTRYPOINT} <<'TRAJFORGE'\n{script}TRAJFORGE", f"chmod 755 {ENTRYPOINT}"]
     names = " ".join(service.name for service in chosen)
+    users = " ".join(sorted({service.user for service in chosen if service.user}))
+    labels = f'{READY_LABEL}="{READY_FILE}" {SERVICES_LABEL}="{names}"'
+    labels += f' {USERS_LABEL}="{users}"' if users else ""
     return "\n".join(
         [
             *lines[: last_stage + 1],
@@ -216,7 +280,7 @@ def with_services(recipe: str, services: Iterable[str]) -> str:
             _run(write),
             *lines[last_stage + 1 :],
             f'ENTRYPOINT ["{ENTRYPOINT}"]',
-            f'LABEL {READY_LABEL}="{READY_FILE}" {SERVICES_LABEL}="{names}"',
+            f"LABEL {labels}",
             "",
         ]
     )

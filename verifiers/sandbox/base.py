@@ -68,7 +68,8 @@ class FileRead:
 
 
 # The capabilities a grading session keeps (every other one is dropped): root changes to the
-# tests' user, which then holds none (verifiers/grader/).
+# tests' user, which then holds none (verifiers/grader/). Every session of an image whose
+# services run as their own user keeps them too (``ready.switches_user``).
 GRADING_CAPABILITIES = ("SETUID", "SETGID")
 
 

@@ -66,7 +66,7 @@ from trajforge.verifiers.sandbox.containers import (
     split_image,
 )
 from trajforge.verifiers.sandbox.containers import says as _says
-from trajforge.verifiers.sandbox.ready import not_ready, ready_file, wait_argv
+from trajforge.verifiers.sandbox.ready import not_ready, ready_file, switches_user, wait_argv
 
 SCRATCH = "/tmp"
 READ_CHUNK = 1024 * 1024
@@ -698,6 +698,20 @@ class DockerSandbox:
                 raise SandboxBroken(not_ready(spec.image, path))
         return container
 
+    def _switches_user(self, spec: SessionSpec) -> bool:
+        """Whether a session keeps GRADING_CAPABILITIES: a grading one, or any of an image whose
+        entrypoint starts a service as its own user (read from the image: a tag names one)."""
+        if spec.grading:
+            return True
+        import docker.errors
+
+        try:
+            with _engine("reading an image's labels"):
+                image = self.client.images.get(spec.image)
+        except docker.errors.ImageNotFound:
+            return False  # the run says what is missing
+        return switches_user((image.attrs.get("Config") or {}).get("Labels"))
+
     def _run(self, spec: SessionSpec):
         import docker.errors
         from docker.types import DriverConfig, Mount
@@ -707,7 +721,7 @@ class DockerSandbox:
             init=True,
             network_mode="bridge" if spec.network else "none",
             cap_drop=["ALL"],
-            cap_add=list(GRADING_CAPABILITIES) if spec.grading else None,
+            cap_add=list(GRADING_CAPABILITIES) if self._switches_user(spec) else None,
             security_opt=["no-new-privileges"],
             mem_limit=self.limits.memory,
             memswap_limit=self.limits.memory,

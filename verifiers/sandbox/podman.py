@@ -72,7 +72,13 @@ from trajforge.verifiers.sandbox.containers import (
 )
 
 # The registry naming rules are Docker's own (a name's registry host, its tag).
-from trajforge.verifiers.sandbox.ready import WAIT_S, not_ready, ready_file, wait_argv
+from trajforge.verifiers.sandbox.ready import (
+    WAIT_S,
+    not_ready,
+    ready_file,
+    switches_user,
+    wait_argv,
+)
 
 PODMAN = "podman"
 SCRATCH = "/tmp"
@@ -409,6 +415,13 @@ class PodmanSandbox:
         labels = json.loads(said or b"null")
         return labels if isinstance(labels, dict) else {}
 
+    @staticmethod
+    def _image_labels(image: str) -> dict[str, str]:
+        """An image's labels ({} when it is not here: the run says what is missing)."""
+        said = podman("image", "inspect", "--format", "{{json .Config.Labels}}", image)
+        labels = json.loads(said.stdout or b"null") if said.returncode == 0 else None
+        return labels if isinstance(labels, dict) else {}
+
     def _create(self, spec: SessionSpec) -> str:
         memory = str(size_bytes("sandbox.memory", self.limits.memory))
         args = [
@@ -421,7 +434,7 @@ class PodmanSandbox:
             # What podman adds to every container's environment and Docker does not.
             "--unsetenv", "TERM", "--unsetenv", "container",
         ]  # fmt: skip
-        if spec.grading:
+        if spec.grading or switches_user(self._image_labels(spec.image)):
             args += [arg for cap in GRADING_CAPABILITIES for arg in ("--cap-add", cap)]
         for key, value in owner_labels(self.owner, self.owner_start).items():
             args += ["--label", f"{key}={value}"]

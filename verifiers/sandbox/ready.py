@@ -15,6 +15,10 @@ from collections.abc import Mapping
 
 READY_LABEL = "trajforge.ready"  # the file an image's entrypoint touches once it may be used
 SERVICES_LABEL = "trajforge.services"  # which services the entrypoint starts (for people)
+# The OS users its services run as: every session of such an image keeps the capabilities to
+# change user (base.GRADING_CAPABILITIES), so the entrypoint can start a service that refuses
+# root (PostgreSQL) as its own user.
+USERS_LABEL = "trajforge.services-users"
 READY_FILE = "/run/trajforge-services.ready"
 # The entrypoint that starts them; run again (``entrypoint true``) it starts them afresh, which
 # is how validate's reset of a container brings back a fresh container's services.
@@ -28,6 +32,11 @@ def ready_file(labels: Mapping[str, str] | None) -> str | None:
     label that is not a plain absolute path is no promise (a sandbox never waits on it)."""
     path = (labels or {}).get(READY_LABEL, "")
     return path if _PATH.fullmatch(path) and ".." not in path.split("/") else None
+
+
+def switches_user(labels: Mapping[str, str] | None) -> bool:
+    """Whether an image's entrypoint starts a service as another user (``USERS_LABEL``)."""
+    return bool((labels or {}).get(USERS_LABEL, "").strip())
 
 
 def wait_argv(path: str) -> list[str]:
