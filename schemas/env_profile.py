@@ -55,6 +55,9 @@ class EnvProfile:
     image_bytes: int = 0
     # Services the suite expects, started by the image's entrypoint (services.py): "redis"...
     services: tuple[str, ...] = ()
+    # The connection settings its CI gives the suite and those services, set as the image's ENV
+    # (service_env.py): "DATABASE_URL=postgresql://localhost/app_test"...
+    service_env: tuple[str, ...] = ()
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -86,5 +89,6 @@ class EnvProfile:
             ("reused_from", pa.string()),
             ("image_bytes", pa.int64()),
             ("services", pa.list_(pa.string())),
+            ("service_env", pa.list_(pa.string())),
         ]
     )

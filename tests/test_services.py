@@ -2,9 +2,11 @@
 from Debian's packages in the environment image and started by its entrypoint, so the suite
 runs with them on 127.0.0.1 and still no network.
 
-First what the files name (no container), then a repository whose tests talk to Redis and
-memcached over sockets, mined and validated through the CLI with its gold graded, and the
-sealing: nothing a test says to Redis can name a path.
+First what the files name and the settings CI gives them (no container), then a repository
+whose tests talk to Redis, memcached, PostgreSQL and MariaDB where its CI says, mined and
+validated through the CLI with its gold graded, and the sealing: nothing a test says to Redis
+names a path; PostgreSQL's role writes no file and runs no program, its superuser takes no
+connection; MariaDB writes files only into its own folder; a restart forgets a run's data.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from conftest import remove_built_images, run_cli, write_params
 from repo_factory import RepoBuilder
 from sandbox_backends import Backend, tar_of
 from trajforge.generators.environments.recipe import render_dockerfile
+from trajforge.generators.environments.service_env import env_lines
 from trajforge.generators.environments.services import (
     Named,
     declaration_files,
@@ -44,15 +47,36 @@ services:
     image: postgres:16
 """
 WORKFLOW = """\
+env:
+  PGCONNECT_TIMEOUT: 10
 jobs:
   test:
     runs-on: ubuntu-latest
+    env:
+      DATABASE_URL: postgresql://kv:secret@localhost:${{ job.services.pg.ports[5432] }}/kvtest
+      TEST_DB_NOTE: 'a "$HOME" note'
+      PATH: /planted/bin
+      PYTHONPATH: /planted
+      REDIS_PASSWORD: ${{ secrets.REDIS }}
     services:
       memcached:
         image: memcached:1.6
         ports: ["11211:11211"]
       matrixed:
         image: ${{ matrix.cache }}
+      pg:
+        image: postgres:16
+        env:
+          POSTGRES_USER: kv
+          POSTGRES_DB: kvtest
+          POSTGRES_PASSWORD: secret
+      mysql:
+        image: mysql:8.0
+        env:
+          MYSQL_ROOT_PASSWORD: rootpw
+          MYSQL_DATABASE: kvtest
+          MYSQL_USER: kv
+          MYSQL_PASSWORD: "kv'pw"
   valkey:
     services:
       store:
@@ -62,11 +86,14 @@ jobs:
       - uses: Supercharge/redis-github-action@1.8.1
 """
 GITLAB = """\
+variables:
+  POSTGRES_DB: "not an identifier"
 services:
   - redis:7
 test:
   services:
     - name: mariadb:11
+    - postgis/postgis:16-3.4
 """
 
 
@@ -88,11 +115,32 @@ def test_the_files_name_their_services() -> None:
             "compose.yaml": b"services: [unclosed",  # not YAML: names nothing
         }
     )
-    assert named.started == ("memcached", "postgres", "redis")
+    assert named.started == ("mariadb", "memcached", "postgres", "redis")
     assert named.not_started == (
-        "mariadb:11 (.gitlab-ci.yml): MySQL/MariaDB is not started yet (its SQL can write files "
-        "as the server's user)",
+        "postgis/postgis:16-3.4 (.gitlab-ci.yml): PostGIS is not started (Debian's PostgreSQL "
+        "has no PostGIS of the image's version)",
     )
+    # the connection settings CI gives them: never PATH or PYTHONPATH, never an expression
+    # (a service's port expression is its usual port), never a bad name or password for SQL
+    # (MYSQL_PASSWORD has a quote)
+    assert named.environment == (
+        "DATABASE_URL=postgresql://kv:secret@localhost:5432/kvtest",
+        "MYSQL_DATABASE=kvtest",
+        "MYSQL_ROOT_PASSWORD=rootpw",
+        "MYSQL_USER=kv",
+        "PGCONNECT_TIMEOUT=10",
+        "POSTGRES_DB=kvtest",
+        "POSTGRES_PASSWORD=secret",
+        "POSTGRES_USER=kv",
+        'TEST_DB_NOTE=a "$HOME" note',
+    )
+    assert env_lines(['TEST_DB_NOTE=a "$HOME" \\ note']) == [
+        'ENV TEST_DB_NOTE="a \\"\\$HOME\\" \\\\ note"'
+    ]
+    assert services_named({".gitlab-ci.yml": GITLAB.encode()}).environment == ()
+    # settings only where a service is started: every other profile renders as it did
+    plain = services_named({".github/workflows/ci.yml": b"env:\n  DATABASE_URL: x\njobs: {}\n"})
+    assert plain == Named()
     assert (
         services_named({"docker-compose.yml": b"services:\n  web:\n    image: nginx\n"}) == Named()
     )
@@ -107,7 +155,7 @@ def test_a_profile_without_services_renders_as_before() -> None:
     assert served.startswith(plain.rsplit("\n", 1)[0].split("FROM ${BASE}\n")[0])
     assert 'ENTRYPOINT ["/usr/local/bin/trajforge-services"]' in served
     with pytest.raises(ValueError, match="not services trajforge starts"):
-        render_dockerfile("3.11", [], services=["mariadb"])
+        render_dockerfile("3.11", [], services=["postgis"])
     # PostgreSQL runs as its own user: the image says so, and only then
     assert USERS_LABEL not in served
     with_postgres = render_dockerfile("3.11", [], services=["postgres", "redis"])
@@ -274,6 +322,7 @@ def bump(key):
     return int(ask(6379, b"INCRBY %s {step}\\r\\n" % key.encode())[1:])
 '''
 TESTS = """\
+import os
 import subprocess
 
 from kv import ask, bump
@@ -288,12 +337,25 @@ def test_memcached_answers():
 
 
 def test_postgres_keeps_a_row():
-    # no IF NOT EXISTS: a second run in a container whose database was not reset fails here
+    # where CI says (its DATABASE_URL: role kv, database kvtest); no IF NOT EXISTS: a second
+    # run in a container whose database was not reset fails here
     sql = "CREATE TABLE kv (k text PRIMARY KEY, v int); INSERT INTO kv VALUES ('a', 42); "
-    sql += "SELECT v FROM kv"
-    said = subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-tAc", sql, "postgres"],
+    sql += "SELECT v || current_user || current_database() FROM kv"
+    said = subprocess.run(["psql", os.environ["DATABASE_URL"], "-tAc", sql],
                           capture_output=True, text=True, timeout=60)
-    assert said.stdout.split()[-1:] == ["42"], said.stderr
+    assert said.stdout.split()[-1:] == ["42kvkvtest"], said.stderr
+    assert os.environ["TEST_DB_NOTE"] == 'a "$HOME" note'
+
+
+def test_mariadb_keeps_a_row():
+    # as CI's root (MYSQL_ROOT_PASSWORD) in CI's database (MYSQL_DATABASE)
+    sql = "CREATE TABLE kv (k varchar(8) PRIMARY KEY, v int); INSERT INTO kv VALUES ('a', 42); "
+    sql += "SELECT CONCAT(v, DATABASE()) FROM kv"
+    said = subprocess.run(["mariadb", "-h127.0.0.1", "-uroot",
+                           "-p" + os.environ["MYSQL_ROOT_PASSWORD"], "-N", "-e", sql,
+                           os.environ["MYSQL_DATABASE"]], capture_output=True, text=True,
+                          timeout=60)
+    assert said.stdout.split() == ["42kvtest"], said.stderr
 """
 TEST_BUMP = """
 
@@ -357,6 +419,7 @@ PG_ATTEMPTS = (
     ("table", "postgres", "CREATE TABLE left_behind (x int)"),
 )
 PG_LEFT = "SELECT count(*) FROM pg_tables WHERE tablename = 'left_behind'"
+MARIADB_OUT = "SELECT 'import kv' INTO OUTFILE '/venv/lib/planted.pth'"
 
 
 def source_patch(path: str, before: str, after: str) -> str:
@@ -392,12 +455,12 @@ def work(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.docker
 @pytest.mark.usefixtures("docker_engine")
-def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves(work: Path):
+def test_a_suite_that_needs_four_services_gives_a_task_the_grader_resolves(work: Path):
     repo = build_kv(work / "kv")
     head = repo.git("rev-parse", "HEAD")
     profile = detect_profile(str(repo.path), head, "local/kv")
-    assert profile.services == ("memcached", "postgres", "redis")
-    assert "services started in the image: memcached, postgres, redis" in profile.log
+    assert profile.services == ("mariadb", "memcached", "postgres", "redis")
+    assert "services started in the image: mariadb, memcached, postgres, redis" in profile.log
 
     params = write_params(work / "params.yaml", work / "cache", gold_runs=1)
     mined = run_cli("mine", "--repo", str(repo.path), "--output", "mine", "--params", str(params),
@@ -412,12 +475,12 @@ def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves
     assert task["FAIL_TO_PASS"] == ["tests/test_kv.py::test_bump_adds_two"]
     # these pass only with both services up, in validate's runs and the grader's (gold_runs)
     assert sorted(task["PASS_TO_PASS"]) == [
-        "tests/test_kv.py::test_memcached_answers", "tests/test_kv.py::test_postgres_keeps_a_row",
-        "tests/test_kv.py::test_redis_answers",
+        "tests/test_kv.py::test_mariadb_keeps_a_row", "tests/test_kv.py::test_memcached_answers",
+        "tests/test_kv.py::test_postgres_keeps_a_row", "tests/test_kv.py::test_redis_answers",
     ]  # fmt: skip
     assert task["gold_runs"] == "1/1"
     profiles = pl.read_parquet(work / "val" / "profiles" / "*.parquet").to_dicts()
-    assert [p["services"] for p in profiles] == [["memcached", "postgres", "redis"]]
+    assert [p["services"] for p in profiles] == [["mariadb", "memcached", "postgres", "redis"]]
 
     # The grader, through evaluate: the fix resolves; a patch that fixes nothing does not, nor
     # one that asks Redis to plant code for it (PLANT).
@@ -448,6 +511,7 @@ def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves
             }
             session.exec("trajforge-services true", timeout_s=120, workdir="/")
             after = session.exec(f'psql -U postgres -tAc "{PG_LEFT}" postgres', 60)
+            outfile = session.exec(f'mariadb -h127.0.0.1 -uroot -prootpw -e "{MARIADB_OUT}"', 60)
     finally:
         sandbox.close()
     answers = [line[:20] for line in said.output.splitlines()]
@@ -459,3 +523,5 @@ def test_a_suite_that_needs_redis_and_memcached_gives_a_task_the_grader_resolves
     assert "must be superuser" in refused["program"].output
     assert "pg_hba.conf rejects connection" in refused["superuser"].output
     assert after.output.split() == ["0"], after.output
+    # MariaDB's root writes files only into the server's own folder
+    assert outfile.exit_code == 1 and "--secure-file-priv" in outfile.output, outfile.output

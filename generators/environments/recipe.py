@@ -258,6 +258,7 @@ def render_dockerfile(
     exclude_newer: str | None = None,
     apt: Sequence[str] = (),
     services: Sequence[str] = (),
+    service_env: Sequence[str] = (),
 ) -> str:
     """The Dockerfile for a profile: a pure function of its Python, install commands and options.
 
@@ -266,7 +267,8 @@ def render_dockerfile(
     older than 26 ignores it). ``apt``: Debian packages for the build stage, before the
     install; the shared libraries they depend on are installed in the final stage too.
     ``services``: what the suite expects running (``services.py``), installed in the final
-    stage and started by its entrypoint; none renders no line of theirs.
+    stage and started by its entrypoint, with ``service_env`` (``service_env.py``) as the
+    image's ENV; none renders no line of theirs.
 
     Three stages, so a new commit pays only for what it changed (``LAYERS``): ``deps`` (the
     test tools, then the dependencies from their declarations alone), ``build`` (the
@@ -326,7 +328,7 @@ def render_dockerfile(
             "",
         ]
     )
-    return with_services(text, services)
+    return with_services(text, services, service_env)
 
 
 def add_step(recipe: str, install: Sequence[str]) -> str:

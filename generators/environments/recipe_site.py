@@ -103,7 +103,7 @@ def detected_profile(
 ) -> EnvProfile:
     """The detected (not yet built) profile, keyed by what decides its image; ``services``
     (``services_at``'s at the commit) are started by its image (``with_services``)."""
-    recipe = with_services(recipe, services.started)
+    recipe = with_services(recipe, services.started, services.environment)
     profile_id = content_id(profile_format, identity, repo, recipe, test_cmd, evidence, length=16)
     return EnvProfile(
         profile_id=profile_id,
@@ -121,6 +121,7 @@ def detected_profile(
         runner=detection.runner,
         runtime=detection.runtime,
         services=services.started,
+        service_env=services.environment,
     )
 
 

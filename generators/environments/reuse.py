@@ -93,12 +93,14 @@ class ReuseBook:
 
 
 def reuse_line(toolchain: str, profile: EnvProfile) -> str:
-    """The line a donor must share with a site: the language's toolchain line and the services
-    its image starts (a suite that expects Redis never runs in an image without it); "" (the
-    language never reuses) stays ""."""
+    """The line a donor must share with a site: the language's toolchain line, the services
+    its image starts and their settings (a suite that expects Redis never runs in an image
+    without it, nor one that expects database ``app_test`` in an image without that database);
+    "" (the language never reuses) stays ""."""
     if not toolchain or not profile.services:
         return toolchain
-    return f"{toolchain} with {' '.join(profile.services)}"
+    settings = f" ({' '.join(profile.service_env)})" if profile.service_env else ""
+    return f"{toolchain} with {' '.join(profile.services)}{settings}"
 
 
 def _draw(seed: int, profile_id: str) -> float:

@@ -1,4 +1,4 @@
-"""Services a suite expects (Redis, memcached, PostgreSQL), started inside the environment image.
+"""Services a suite expects (Redis, memcached, PostgreSQL, MariaDB), started inside the image.
 
 A project whose CI or compose file runs a service beside its tests (``services: redis:`` in a
 GitHub workflow, ``image: memcached`` in ``docker-compose.yml``) has a suite that talks to it on
@@ -17,8 +17,12 @@ PostgreSQL runs as its own OS user (it refuses root), so its image says so (``US
 and every session of it keeps the capability to switch user; its superuser takes no connection
 from anyone, and the role a suite connects as (``postgres``, any password, ``CREATEDB``) is no
 superuser, so it cannot ``COPY`` to a file or a program, read a server file or load a library.
-Each start is the cluster as built (a copy of it), so a restart forgets what a run wrote. A
-service named that is not in ``SERVICES`` is told in one line, never guessed.
+MariaDB (for MySQL too) runs as ``mysql`` the same way, with the official images' accounts; what
+its SQL writes with ``INTO OUTFILE`` lands only in its own folder. Either server's OS user owns
+nothing outside its own folders, so whatever it is told to write lands where the tests' user
+could write itself. Each start is the database as built (a copy of it), so a restart forgets
+what a run wrote. A service named that is not in ``SERVICES`` is told in one line, never
+guessed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 import yaml
 from trajforge.generators.environments.commit_files import ls_tree, read_paths
+from trajforge.generators.environments.service_env import env_lines, suite_environment
 from trajforge.verifiers.sandbox.ready import READY_FILE, READY_LABEL, SERVICES_LABEL, USERS_LABEL
 from trajforge.verifiers.sandbox.ready import SERVICES_ENTRYPOINT as ENTRYPOINT
 
@@ -56,7 +61,7 @@ class Service:
     start: str
     port: int
     actions: tuple[str, ...] = ()  # GitHub Actions a workflow's step starts it with (``uses:``)
-    prepare: tuple[str, ...] = ()  # at build, as root, after its packages: what it starts from
+    build_steps: tuple[str, ...] = ()  # at build, as root, after its packages: what it starts from
     user: str = ""  # the OS user it runs as, switched to by ``start`` ("": root)
 
 
@@ -77,16 +82,19 @@ PG_SETTINGS = (
     "-c listen_addresses=127.0.0.1 -c port=5432 -c fsync=off -c synchronous_commit=off "
     "-c full_page_writes=off"
 )
-POSTGRES_PREPARE = (
+POSTGRES_BUILD = (
     "rm -rf /var/lib/postgresql/[0-9]* /etc/postgresql/[0-9]*",  # the package's own cluster
     f'ln -sfn "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)" {PG_BIN}',
     f"install -d -o postgres -g postgres -m 700 {PG_HOME}",
     "install -d -o postgres -g postgres -m 2775 /var/run/postgresql",
     f"{AS_POSTGRES} {PG_BIN}/initdb -D {PG_HOME}/data -U {PG_ADMIN} -A trust -E UTF8 --locale=C "
     "--no-sync >/dev/null",
-    # single-user mode runs as the bootstrap superuser: the suite's role, owner of its database
-    "printf '%s\\n' 'CREATE ROLE postgres LOGIN CREATEDB;' "
-    "'ALTER DATABASE postgres OWNER TO postgres;' "
+    # single-user mode runs as the bootstrap superuser: the suite's roles, owners of their
+    # databases (POSTGRES_USER and POSTGRES_DB as the image's ENV: identifiers, service_env.py)
+    'u="${POSTGRES_USER:-postgres}"; d="${POSTGRES_DB:-$u}"',
+    "{ echo 'CREATE ROLE postgres LOGIN CREATEDB;'; echo 'ALTER DATABASE postgres OWNER TO "
+    'postgres;\'; [ "$u" = postgres ] || echo "CREATE ROLE \\"$u\\" LOGIN CREATEDB;"; '
+    '[ "$d" = postgres ] || echo "CREATE DATABASE \\"$d\\" OWNER \\"$u\\";"; } '
     f"| {AS_POSTGRES} {PG_BIN}/postgres --single -D {PG_HOME}/data postgres >/dev/null",
     "printf '%s\\n' " + " ".join(f"'{line}'" for line in PG_HBA) + f" > {PG_HOME}/data/pg_hba.conf",
     f"mv {PG_HOME}/data {PG_CLUSTER}",
@@ -104,6 +112,50 @@ POSTGRES_START = (
 )
 
 
+# MariaDB for a suite that expects MySQL or MariaDB: the same shape as PostgreSQL's. Its
+# accounts are the official images' (``MYSQL_*`` or ``MARIADB_*`` settings as the image's ENV:
+# root's password, a database, a user with every right on it); files its SQL writes
+# (``INTO OUTFILE``) land only in its own folder (``secure_file_priv``).
+MARIADB_CLUSTER = "/usr/local/share/trajforge-mariadb"
+MARIADB_HOME = "/var/lib/trajforge-mariadb"  # the mysql user's: the running copy, files, log
+AS_MYSQL = "setpriv --reuid=mysql --regid=mysql --init-groups"
+MARIADB_SETTINGS = (
+    f"--datadir={MARIADB_HOME}/data --innodb-log-file-size=8M --innodb-buffer-pool-size=64M"
+)
+MARIADB_BUILD = (
+    "rm -rf /var/lib/mysql/*",  # the package's own data
+    "install -d -o mysql -g mysql -m 755 /run/mysqld",
+    f"install -d -o mysql -g mysql -m 700 {MARIADB_HOME}",
+    f"mariadb-install-db --no-defaults --user=mysql {MARIADB_SETTINGS} "
+    "--auth-root-authentication-method=normal --skip-test-db >/dev/null",
+    'r="${MARIADB_ROOT_PASSWORD:-${MYSQL_ROOT_PASSWORD:-}}"; '
+    'db="${MARIADB_DATABASE:-${MYSQL_DATABASE:-}}"; u="${MARIADB_USER:-${MYSQL_USER:-}}"; '
+    'p="${MARIADB_PASSWORD:-${MYSQL_PASSWORD:-}}"',
+    # bootstrap mode: one statement a line, privileges loaded first
+    "{ echo 'FLUSH PRIVILEGES;'; for h in localhost 127.0.0.1 ::1; do "
+    "echo \"CREATE USER IF NOT EXISTS 'root'@'$h';\"; "
+    "echo \"GRANT ALL ON *.* TO 'root'@'$h' WITH GRANT OPTION;\"; "
+    "echo \"ALTER USER 'root'@'$h' IDENTIFIED BY '$r';\"; done; "
+    '[ -z "$db" ] || echo "CREATE DATABASE \\`$db\\`;"; '
+    "[ -z \"$u\" ] || echo \"CREATE USER '$u'@'%' IDENTIFIED BY '$p';\"; "
+    '[ -z "$u" ] || [ -z "$db" ] || echo "GRANT ALL ON \\`$db\\`.* TO \'$u\'@\'%\';"; } '
+    f"| {AS_MYSQL} /usr/sbin/mariadbd --no-defaults --bootstrap {MARIADB_SETTINGS} "
+    f"--log-error={MARIADB_HOME}/bootstrap.log >/dev/null",
+    f"mv {MARIADB_HOME}/data {MARIADB_CLUSTER}",
+    f"chown -R root:root {MARIADB_CLUSTER}",
+    f"chmod -R a+rX,go-w {MARIADB_CLUSTER}",
+)
+MARIADB_START = (
+    f"{{ {AS_MYSQL} /bin/sh -c 'kill -9 -1' 2>/dev/null; "
+    "for _ in $(seq 100); do (: >/dev/tcp/127.0.0.1/3306) 2>/dev/null || break; sleep 0.1; done; "
+    f"{AS_MYSQL} /bin/sh -ec 'rm -rf {MARIADB_HOME}/data; cp -R {MARIADB_CLUSTER} "
+    f"{MARIADB_HOME}/data; chmod 700 {MARIADB_HOME}/data; mkdir -p {MARIADB_HOME}/files; "
+    f"/usr/sbin/mariadbd --no-defaults {MARIADB_SETTINGS} --socket=/run/mysqld/mysqld.sock "
+    "--bind-address=127.0.0.1 --port=3306 --skip-name-resolve --skip-log-bin "
+    f"--secure-file-priv={MARIADB_HOME}/files --log-error={MARIADB_HOME}/server.log "
+    f"--pid-file={MARIADB_HOME}/mariadbd.pid --innodb-flush-log-at-trx-commit=0 "
+    ">/dev/null 2>&1 &'; }"
+)
 SERVICES: dict[str, Service] = {
     service.name: service
     for service in (
@@ -132,16 +184,30 @@ SERVICES: dict[str, Service] = {
             POSTGRES_START,
             5432,
             ("harmon758/postgresql-action", "ikalnytskyi/action-setup-postgres"),
-            POSTGRES_PREPARE,
+            POSTGRES_BUILD,
             "postgres",
+        ),
+        Service(
+            "mariadb",
+            ("mysql", "mariadb", "percona", "percona-server"),
+            ("mariadb-server",),
+            MARIADB_START,
+            3306,
+            (
+                "ankane/setup-mysql",
+                "ankane/setup-mariadb",
+                "shogo82148/actions-setup-mysql",
+                "mirromutth/mysql-action",
+                "getong/mariadb-action",
+            ),
+            MARIADB_BUILD,
+            "mysql",
         ),
     )
 }
 # Named by projects, never started here: why, in one line.
 NOT_STARTED: dict[str, str] = {
     "postgis": "PostGIS is not started (Debian's PostgreSQL has no PostGIS of the image's version)",
-    "mysql": "MySQL/MariaDB is not started yet (its SQL can write files as the server's user)",
-    "mariadb": "MySQL/MariaDB is not started yet (its SQL can write files as the server's user)",
 }
 _BY_IMAGE = {image: service.name for service in SERVICES.values() for image in service.images}
 _BY_ACTION = {action: service.name for service in SERVICES.values() for action in service.actions}
@@ -149,11 +215,13 @@ _BY_ACTION = {action: service.name for service in SERVICES.values() for action i
 
 @dataclass(frozen=True)
 class Named:
-    """What a repository's files name: services started (sorted names of ``SERVICES``) and, for
-    each one that is not, "<image> (<where>): <why>"."""
+    """What a repository's files name: services started (sorted names of ``SERVICES``), for
+    each one that is not "<image> (<where>): <why>", and the connection settings the same files
+    give the suite and its services (``service_env``: "NAME=value"; none without a service)."""
 
     started: tuple[str, ...] = ()
     not_started: tuple[str, ...] = ()
+    environment: tuple[str, ...] = ()
 
 
 def declaration_files(paths: Iterable[str]) -> list[str]:
@@ -178,20 +246,26 @@ def services_at(
 def services_named(files: Mapping[str, bytes]) -> Named:
     """The services ``files`` (from ``declaration_files``) run beside the tests: by a service's
     image name (its tag may be an expression, ``valkey/valkey:${{ matrix.v }}``; a name that is
-    one names nothing) or a workflow step's action that starts one. A file that is not YAML
-    names none."""
+    one names nothing) or a workflow step's action that starts one; and the settings they give
+    them. A file that is not YAML names none."""
     started: set[str] = set()
     not_started: dict[str, str] = {}
+    blocks: list[Any] = []
     for path, raw in sorted(files.items()):
-        images, actions = _declared(path, raw)
-        started.update(_BY_ACTION[action] for action in actions if action in _BY_ACTION)
-        for image in images:
+        declared = _declared(path, raw)
+        started.update(_BY_ACTION[action] for action in declared.actions if action in _BY_ACTION)
+        for image in declared.images:
             base = image_base(image)
             if base in _BY_IMAGE:
                 started.add(_BY_IMAGE[base])
             elif base in NOT_STARTED:
                 not_started.setdefault(base, f"{image} ({path}): {NOT_STARTED[base]}")
-    return Named(tuple(sorted(started)), tuple(not_started[name] for name in sorted(not_started)))
+        blocks += declared.env
+    return Named(
+        tuple(sorted(started)),
+        tuple(not_started[name] for name in sorted(not_started)),
+        suite_environment(blocks) if started else (),
+    )
 
 
 def image_base(image: str) -> str:
@@ -200,38 +274,56 @@ def image_base(image: str) -> str:
     return last.split("@", 1)[0].split(":", 1)[0].lower()
 
 
-def _declared(path: str, raw: bytes) -> tuple[list[str], list[str]]:
-    """(service images, workflow actions) a file names."""
-    if len(raw) > _MAX_FILE_BYTES:
-        return [], []
-    try:
-        doc = yaml.safe_load(raw)
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return [], []
+@dataclass(frozen=True)
+class _Declared:
+    images: list[str]  # service images
+    actions: list[str]  # workflow steps' actions
+    env: list[Any]  # the env blocks of the jobs and services that run them
+
+
+def _declared(path: str, raw: bytes) -> _Declared:
+    """What one file declares."""
+    doc: Any = None
+    if len(raw) <= _MAX_FILE_BYTES:
+        try:
+            doc = yaml.safe_load(raw)
+        except (yaml.YAMLError, RecursionError, ValueError):
+            doc = None
     if not isinstance(doc, dict):
-        return [], []
+        return _Declared([], [], [])
     if path == _GITLAB:
-        lists = [doc.get("services")]
-        lists += [job.get("services") for job in doc.values() if isinstance(job, dict)]
-        return [image for entry in lists for image in _gitlab_images(entry)], []
+        served = [job for job in doc.values() if isinstance(job, dict) and job.get("services")]
+        lists = [doc.get("services")] + [job.get("services") for job in served]
+        variables = [job.get("variables") for job in served] + [doc.get("variables")]
+        images = [image for entry in lists for image in _gitlab_images(entry)]
+        return _Declared(images, [], variables)
     if not _WORKFLOW.fullmatch(path):
-        return _service_images(doc.get("services")), []
+        images, environments = _services(doc.get("services"), "environment")
+        return _Declared(images, [], environments)
     jobs = doc.get("jobs")
     jobs = [job for job in jobs.values() if isinstance(job, dict)] if isinstance(jobs, dict) else []
-    images = [image for job in jobs for image in _service_images(job.get("services"))]
-    return images, [action for job in jobs for action in _step_actions(job.get("steps"))]
+    images, actions, env = [], [], []
+    for job in jobs:
+        job_images, job_env = _services(job.get("services"), "env")
+        job_actions = _step_actions(job.get("steps"))
+        if job_images or any(action in _BY_ACTION for action in job_actions):
+            env += [job.get("env"), *job_env, doc.get("env")]
+        images += job_images
+        actions += job_actions
+    return _Declared(images, actions, env)
 
 
-def _service_images(block: Any) -> list[str]:
-    """Images of a compose file's or a workflow's ``services:`` mapping."""
+def _services(block: Any, env_key: str) -> tuple[list[str], list[Any]]:
+    """Images of a compose file's or a workflow's ``services:`` mapping, and their env blocks."""
     if not isinstance(block, dict):
-        return []
-    images = []
+        return [], []
+    images, env = [], []
     for service in block.values():
         image = service.get("image") if isinstance(service, dict) else service
         if isinstance(image, str):  # an expression in the tag is fine: the name decides
             images.append(image)
-    return images
+            env.append(service.get(env_key) if isinstance(service, dict) else None)
+    return images, env
 
 
 def _step_actions(steps: Any) -> list[str]:
@@ -250,11 +342,12 @@ def _gitlab_images(entry: Any) -> list[str]:
     return [name for name in names if isinstance(name, str)]
 
 
-def with_services(recipe: str, services: Iterable[str]) -> str:
+def with_services(recipe: str, services: Iterable[str], environment: Iterable[str] = ()) -> str:
     """``recipe`` (any language's Dockerfile whose last stage is the image) starting
-    ``services``: their packages and entrypoint first in the last stage (before the commit's
-    files, so every commit's build shares those layers), the entrypoint and the labels last.
-    ``recipe`` itself for none, so a profile without services renders as it always did."""
+    ``services``: the suite's connection settings (``environment``, "NAME=value"), their
+    packages and entrypoint first in the last stage (before the commit's files, so every
+    commit's build shares those layers), the entrypoint and the labels last. ``recipe`` itself
+    for none, so a profile without services renders as it always did."""
     chosen = _chosen(services)
     if not chosen:
         return recipe
@@ -265,7 +358,7 @@ def with_services(recipe: str, services: Iterable[str]) -> str:
         "apt-get update",
         f"DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages}",
         "rm -rf /var/lib/apt/lists/*",
-        *(line for service in chosen for line in service.prepare),
+        *(line for service in chosen for line in service.build_steps),
     ]
     script = entrypoint_script(chosen)
     write = [f"cat > {ENTRYPOINT} <<'TRAJFORGE'\n{script}TRAJFORGE", f"chmod 755 {ENTRYPOINT}"]
@@ -276,6 +369,7 @@ def with_services(recipe: str, services: Iterable[str]) -> str:
     return "\n".join(
         [
             *lines[: last_stage + 1],
+            *env_lines(environment),
             _run(install),
             _run(write),
             *lines[last_stage + 1 :],

@@ -500,6 +500,7 @@ class _Preparation:
                 exclude_newer=install_set.exclude_newer or None,
                 apt=install_set.apt,
                 services=base.services,
+                service_env=base.service_env,
             )
         profile_id = base.profile_id
         if kind:

@@ -116,8 +116,11 @@ def detect_profile(
     declared = _declarations(texts, used, pyproject, setup_cfg)
     install = list(sets[0].commands)
     services = Named() if legacy else services_at(repo_path, commit, tree)
-    recipe = render_dockerfile(python, install, services=services.started)
-    recipes = [render_dockerfile(python, s.commands, services=services.started) for s in sets]
+    started, env = services.started, services.environment
+    recipe = render_dockerfile(python, install, services=started, service_env=env)
+    recipes = [
+        render_dockerfile(python, s.commands, services=started, service_env=env) for s in sets
+    ]
     flags = layout.flags()
     test_cmd = " ".join((TEST_CMD, *flags))
     # the layout's options key the profile only where there are some: other ids stay as they were
@@ -139,4 +142,5 @@ def detect_profile(
         alternatives=tuple(encode_set(s) for s in sets[1:]),
         declared=tuple(_declared_requirements(texts, pyproject, setup_cfg)),
         services=services.started,
+        service_env=services.environment,
     )
