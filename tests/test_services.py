@@ -84,6 +84,12 @@ jobs:
     steps:
       - uses: actions/checkout@v4
       - uses: Supercharge/redis-github-action@1.8.1
+      - name: tests
+        env:
+          REDIS_URL: redis://localhost:6379/1
+      - name: tests again
+        env:
+          REDIS_URL: redis://localhost:6379/2
 """
 GITLAB = """\
 variables:
@@ -132,6 +138,7 @@ def test_the_files_name_their_services() -> None:
         "POSTGRES_DB=kvtest",
         "POSTGRES_PASSWORD=secret",
         "POSTGRES_USER=kv",
+        "REDIS_URL=redis://localhost:6379/1",
         'TEST_DB_NOTE=a "$HOME" note',
     )
     assert env_lines(['TEST_DB_NOTE=a "$HOME" \\ note']) == [

@@ -145,7 +145,7 @@ def _declared(path: str, raw: bytes) -> _Declared:
         job_images, job_env = _services(job.get("services"), "env")
         job_actions = _step_actions(job.get("steps"))
         if job_images or any(action in _BY_ACTION for action in job_actions):
-            env += [job.get("env"), *job_env, doc.get("env")]
+            env += [job.get("env"), *job_env, *_step_env(job.get("steps")), doc.get("env")]
         images += job_images
         actions += job_actions
     return _Declared(images, actions, env)
@@ -162,6 +162,15 @@ def _services(block: Any, env_key: str) -> tuple[list[str], list[Any]]:
             images.append(image)
             env.append(service.get(env_key) if isinstance(service, dict) else None)
     return images, env
+
+
+def _step_env(steps: Any) -> list[Any]:
+    """A job's steps' ``env:`` blocks, in order (the first step to set a name gives it)."""
+    return (
+        [step.get("env") for step in steps if isinstance(step, dict)]
+        if isinstance(steps, list)
+        else []
+    )
 
 
 def _step_actions(steps: Any) -> list[str]:
