@@ -20,7 +20,7 @@ Harbor (``pip install harbor``; its ``harbor.models.task``) reads a task as a fo
     OUTPUT/<task>/solution/solve.sh           applies gold.patch (the task's patch) in /repo
     OUTPUT/<task>/tests/test.sh               runs trajforge's grader in the container
     OUTPUT/<task>/tests/trajforge/            the grader (``harbor_grade.py`` and the verdict's
-                                              modules; root/: the graded run's files, as a
+                                              modules; programs/: the graded run's files, as a
                                               graded container has them), task.json and
                                               clean.tar (the task's own test files)
 
@@ -87,11 +87,10 @@ MAX_TREE_BYTES = 1024**3
 MAX_LOG_BYTES = 1_000_000
 VERIFIER_SETUP_S = 120  # beyond the probe, the tests and the supervisor's grace: copies, sentinels
 NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]")
-# Harbor's Packager ignores these when it hashes a task (publisher/packager.py DEFAULT_IGNORES):
-# the export writes none of them, so its digests are Harbor's.
 # The modules harbor_grade.py imports beside it (package, file): what decides a verdict on the
 # host, copied. The graded run's own files (``supervised.grader_files``) go under
-# tests/trajforge/root/, laid out as under the grader's root in a container.
+# the task folder's tests/trajforge/programs/, laid out as under the grader's folder in a
+# container.
 VERDICT_MODULES = (
     (pytest_run.HERE, "harbor_grade.py"),
     ("trajforge.verifiers.grader", "channel.py"),

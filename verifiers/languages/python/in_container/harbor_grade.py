@@ -1,12 +1,13 @@
 """The grader inside a Harbor task's container: ``tests/test.sh`` runs this, as root.
 
 ``trajforge export --format harbor`` copies it into every task's ``tests/trajforge/`` beside the
-graded run's files (``root/``: the supervisor, its lockdown, the launcher, the seal, the reporter
-and ``trajforge_pytest`` plugins, as ``supervised.grader_files`` lists them) and the modules that
-decide a verdict (``channel.py``, ``sentinels.py``, ``patch_policy.py``, ``test_ids.py``), with
-``task.json`` (what the export decided: graded tests, the task's starting tree by digest, its
-pytest options, limits) and ``clean.tar`` (the task's own test files and test configuration, test
-patch applied). It does what ``verifiers/patch_verifier.py`` does on the host, in the same order:
+graded run's files (``programs/``: the supervisor, its lockdown, the launcher, the seal, the
+reporter and ``trajforge_pytest`` plugins, as ``supervised.grader_files`` lists them) and the
+modules that decide a verdict (``channel.py``, ``sentinels.py``, ``patch_policy.py``,
+``test_ids.py``), with ``task.json`` (what the export decided: graded tests, the task's starting
+tree by digest, its pytest options, limits) and ``clean.tar`` (the task's own test files and test
+configuration, test patch applied). It does what ``verifiers/patch_verifier.py`` does on the
+host, in the same order:
 
 1. The agent's tree: ``/logs/artifacts/trajforge-repo.tar`` (Harbor's separate verifier: the
    agent's container tarred ``/repo`` and this is a fresh container of the same image), else
@@ -41,7 +42,7 @@ import tarfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GRADER_FILES = "root"  # here: the graded run's files, laid out as under the grader's root
+GRADER_FILES = "programs"  # here: the graded run's files, laid out as in the grader's folder
 SYMLINK, EXECUTABLE, REGULAR = "120000", "100755", "100644"
 VERIFIER = "/logs/verifier"
 
