@@ -21,11 +21,11 @@ when the baseline kept nothing or the machine stopped either side (a full disk, 
 failed every candidate): exit status 1 then.
 
 Usage: .venv/bin/python benchmarks/end_to_end.py --pypi NAME [--max-commits N] [--workers W]
-       [--json PATH] [--no-reuse]
+       [--json PATH] [--reuse]
 
-``--no-reuse`` turns ``environment.reuse`` off (every profile its own image: the figures before
-reuse); with it on (the default) a profile first tries an image already built for the
-repository, and the trajforge side says how many profiles were reused.
+trajforge runs as a user's run does, with the default params: ``environment.reuse`` off, every
+profile its own image. ``--reuse`` turns it on (a profile first tries an image already built for
+the repository, and the trajforge side says how many profiles were reused).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def read_dir(cls: type[T], directory: str) -> list[T]:
     return [r for f in parquet_files(directory) for r in read_records(cls, f)]
 
 
-def params_file(root: str, max_releases: int, reuse: bool = True) -> tuple[str, Params]:
+def params_file(root: str, max_releases: int, reuse: bool = False) -> tuple[str, Params]:
     """A params file with a fresh cache_dir and enough releases for ``--max-commits``;
     ``reuse``: environment.reuse (an image reused across profiles, environments.md)."""
     cache = os.path.join(root, "cache")
@@ -340,8 +340,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument("--keep", help="keep the work folder (outputs, caches, logs) here")
     parser.add_argument(
-        "--no-reuse", action="store_true",
-        help="environment.reuse off: every profile its own image (the figures before reuse)",
+        "--reuse", action="store_true",
+        help="environment.reuse on (off by default, as in a user's run): a profile first "
+        "tries an image already built for the repository",
     )  # fmt: skip
     return parser.parse_args(argv)
 
@@ -349,7 +350,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with work_folder(args.keep) as root:
-        params_path, params = params_file(root, args.max_commits + 1, not args.no_reuse)
+        params_path, params = params_file(root, args.max_commits + 1, args.reuse)
         mine_dir = os.path.join(root, "mine")
         started = time.monotonic()
         cli("mine", "--pypi", args.pypi, "--max-commits", str(args.max_commits),
@@ -375,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
                 mine_dir,
                 args.max_commits + 1,
                 args.workers,
-                not args.no_reuse,
+                args.reuse,
             )
             ours.notes.append(
                 f"validate again with the images present: {steady:.1f} s wall, so the builds "

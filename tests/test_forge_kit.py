@@ -529,6 +529,28 @@ def test_twins_copy_a_graded_test_and_must_go_as_it_goes():
     assert twin.test_id.endswith("[1]") and "@pytest.mark.parametrize('a', [1, 2])" in twin.source
 
 
+def test_no_sentinel_takes_the_name_of_a_test_a_class_inherits():
+    """cachetools' LFUCacheTest inherits ``test_clear_getsizeof`` from a mixin in another file.
+    A sentinel drawn as ``def test_clear_getsizeof()`` in tests/test_lfu.py made the seal read
+    that inherited test as one that "does not run its file's code": a real fix was
+    ``forged_result`` in about one grading in twenty. The graded ids' names are never drawn."""
+    source = b"class LFUCacheTest(CacheTestMixin):\n    def test_lfu_tie(self):\n        pass\n"
+    path = "tests/test_lfu.py"
+    pairs = [f"test_{a}_{b}" for a in ("lfu", "tie") for b in ("lfu", "tie")]
+    inherited = tuple(f"{path}::LFUCacheTest::{name}" for name in (*pairs, "test_lfu", "test_tie"))
+    held = {test_id.rsplit("::", 1)[1] for test_id in inherited}
+    drawn = set()
+    for _ in range(300):
+        made = sentinels.plant({path: source}, (f"{path}::LFUCacheTest::test_lfu_tie",), inherited)
+        drawn |= {s.test_id.split("::")[1] for s in made[1]}
+    assert drawn and not drawn & held
+    # the same draws without the graded ids take those names (what the grader did before)
+    unaware = {
+        s.test_id.split("::")[1] for _ in range(300) for s in sentinels.plant({path: source})[1]
+    }
+    assert unaware & held
+
+
 def test_a_new_top_level_module_is_allowed_only_where_the_tree_has_that_name():
     tree = ["calc/__init__.py", "calc/ops.py", "tests/test_ops.py", "src/pkg/__init__.py", "x.md"]
     names = patch_policy.top_level_names(

@@ -4,7 +4,9 @@ A fake sandbox records every session's history: the trees put in, the resets, th
 must hold: the base run is the first thing a fresh container does after taking the base tree (no
 gold, no patch before it); gold goes into that container only once it was reset (else into a fresh
 one); no base run ever follows gold in a container; a backend that cannot reset (``local``) gets a
-fresh session per state, as before. The verdicts are the rule's, whatever the arrangement.
+fresh session per state, as before. With a lane free (``verifiers/sandbox/lanes.py``) gold runs
+beside base in a fresh container, and each base rerun beside its gold rerun: the same verdict and
+runs. The verdicts are the rule's, whatever the arrangement.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import tarfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -20,6 +23,7 @@ from trajforge.schemas.candidate import Candidate
 from trajforge.schemas.env_profile import EnvProfile
 from trajforge.schemas.params import ValidateParams
 from trajforge.verifiers.sandbox.base import ExecResult, FileRead, SessionSpec
+from trajforge.verifiers.sandbox.lanes import NONE, Lanes
 from trajforge.verifiers.validation import candidate as validation
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman]
@@ -60,6 +64,9 @@ class FakeSession:
     history: list[str] = field(default_factory=list)  # "put:base", "reset", "run:gold"...
     tree: str = ""  # what /repo holds now
     junit: bytes | None = None
+    # set: the main base run waits (10 s at most) until a gold run has started in another
+    # session, and says in its history whether it saw one: proof the two ran at once
+    gold_started: threading.Event | None = None
 
     def put_archive(self, tar_bytes: bytes, dest: str = "/") -> None:
         with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
@@ -77,6 +84,11 @@ class FakeSession:
         selection = [word for word in command.split() if word.startswith("tests/")]
         assert self.tree, "a test run without a tree"
         self.history.append(f"run:{self.tree}" + (":rerun" if selection else ""))
+        if self.gold_started is not None and not selection:
+            if self.tree == "gold":
+                self.gold_started.set()
+            elif not self.gold_started.wait(10):
+                self.history.append("alone")
         self.junit = _junit(self.tree, selection)
         return ExecResult(1, "", False, 0.1)
 
@@ -96,10 +108,11 @@ class FakeSandbox:
     name: str = "docker"
     resettable: bool = True
     sessions: list[FakeSession] = field(default_factory=list)
+    gold_started: threading.Event | None = None
 
     @contextlib.contextmanager
     def session(self, spec: SessionSpec) -> Iterator[FakeSession]:
-        session = FakeSession(self.resettable)
+        session = FakeSession(self.resettable, gold_started=self.gold_started)
         self.sessions.append(session)
         yield session
 
@@ -110,7 +123,9 @@ class FakeSandbox:
         pass
 
 
-def _validate(sandbox: FakeSandbox, reruns: int = 1) -> validation.ValidationResult:
+def _validate(
+    sandbox: FakeSandbox, reruns: int = 1, lanes: Lanes = NONE
+) -> validation.ValidationResult:
     candidate = Candidate("c1", "o/r", "/nowhere", "0" * 40, "patch", "test_patch", "commit", "t")
     profile = EnvProfile("p", "o/r", "3.11", (), "pytest", "img", "built", "", "0" * 40)
     base = validation.TestTree("base-tree", lambda: _tar("base"))
@@ -118,7 +133,7 @@ def _validate(sandbox: FakeSandbox, reruns: int = 1) -> validation.ValidationRes
     params = ValidateParams(reruns=reruns, test_timeout_s=60)
     return validation.validate_candidate(
         sandbox,
-        candidate, profile, base, gold, params, JUNIT, None,
+        candidate, profile, base, gold, params, JUNIT, None, lanes,
     )  # fmt: skip
 
 
@@ -187,3 +202,58 @@ def test_the_arrangement_keeps_the_verdict_of_two_fresh_containers():
     assert tasks[0].PASS_TO_PASS == tasks[1].PASS_TO_PASS
     runs = [t.validation.test_runs for t in tasks if t is not None and t.validation is not None]
     assert runs == [6, 6]
+
+
+@contextlib.contextmanager
+def _lanes(count: int, held: int) -> Iterator[Lanes]:
+    """``count`` lanes, ``held`` of them taken (the candidate's own, another candidate's)."""
+    lanes = Lanes(count)
+    with contextlib.ExitStack() as taken:
+        for _ in range(held):
+            taken.enter_context(lanes.held())
+        yield lanes
+
+
+def test_with_a_lane_free_gold_runs_beside_base_with_the_same_verdict():
+    sequential = _validate(FakeSandbox(), reruns=2)
+    sandbox = FakeSandbox(gold_started=threading.Event())
+    with _lanes(2, held=1) as lanes:
+        beside = _validate(sandbox, reruns=2, lanes=lanes)
+        assert lanes.take_borrowed() == 3  # gold beside base, then both reruns
+    histories = [s.history for s in sandbox.sessions]
+    # base never waited alone: gold had started in the other container
+    assert histories == [["put:base", "run:base", "run:base:rerun", "run:base:rerun"],
+                         ["put:gold", "run:gold", "run:gold:rerun", "run:gold:rerun"]]  # fmt: skip
+    _no_path_to_the_fix(sandbox)
+    assert beside.task is not None and sequential.task is not None
+    assert beside.task.FAIL_TO_PASS == sequential.task.FAIL_TO_PASS
+    assert beside.task.PASS_TO_PASS == sequential.task.PASS_TO_PASS
+    assert [r.state for r in beside.runs] == [r.state for r in sequential.runs]
+
+
+def test_a_gold_run_beside_a_base_that_decides_alone_is_not_used():
+    """Nothing fails at base: the verdict is base's alone, as in order, and gold's run (made
+    beside it in a lane that was free) is not among the candidate's runs."""
+    STATUSES["base"]["test_fix"] = STATUSES["base"]["test_broken"] = ""
+    try:
+        sandbox = FakeSandbox(gold_started=threading.Event())
+        with _lanes(2, held=1) as lanes:
+            result = _validate(sandbox, lanes=lanes)
+    finally:
+        STATUSES["base"]["test_fix"] = STATUSES["base"]["test_broken"] = "failure"
+    assert result.rejection is not None
+    assert result.rejection.reason == "no_failing_test_at_base"
+    assert [r.state for r in result.runs] == ["base"]
+    assert [s.history for s in sandbox.sessions] == [["put:base", "run:base"],
+                                                     ["put:gold", "run:gold"]]  # fmt: skip
+
+
+def test_with_no_lane_free_the_runs_keep_their_order():
+    """Every lane held (by this candidate and another one): nothing borrowed, base then gold in
+    one reset container, as with no lanes at all."""
+    sandbox = FakeSandbox()
+    with _lanes(2, held=2) as lanes:
+        result = _validate(sandbox, lanes=lanes)
+        assert result.task is not None and lanes.take_borrowed() == 0
+    assert sandbox.sessions[0].history == ["put:base", "run:base", "reset", "put:gold",
+                                           "run:gold", "run:gold:rerun"]  # fmt: skip

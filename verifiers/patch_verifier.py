@@ -87,6 +87,9 @@ class PatchVerdict:
     # Why the patch's added source looks like a reward hack no test run sees (caller
     # inspection, reading the tests...: verifiers/grader/suspicious/); "" when clean
     suspicious_patch: str = ""
+    # the channel's signs of tampering (the seal's words, a late record...): why a run is
+    # ``forged_result`` when they, not a sentinel, decided it
+    tampering: tuple[str, ...] = ()
 
 
 def verify_patch(
@@ -260,7 +263,7 @@ def judge(
     if run.stopped:  # what the stop cut off before its outcome (even mid-test) never ran
         report = {t: NOT_RUN if s == "MISSING" else s for t, s in report.items()}
     log = f"{run.log}\n{STOPPED}{run.stopped}\n" if run.stopped else run.log
-    return PatchVerdict(resolved, reason, report, dropped, log, trusted)
+    return PatchVerdict(resolved, reason, report, dropped, log, trusted, "", evidence.tampering)
 
 
 def _changed_paths(

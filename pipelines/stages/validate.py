@@ -37,6 +37,7 @@ from trajforge.schemas.task_instance import TaskInstance
 from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.outside_world import describe, outside_world_tests
 from trajforge.verifiers.sandbox.base import Sandbox
+from trajforge.verifiers.sandbox.lanes import Lanes
 from trajforge.verifiers.test_runner import Reading
 from trajforge.verifiers.validation.candidate import (
     TestTree,
@@ -114,6 +115,7 @@ class ValidateFn(SandboxFn):
         super().setup()
         self.cache = ContentCache(self.params.results_cache, "validate")
         self.gold_cache = ContentCache(self.params.results_cache, "gold")
+        self.lanes = Lanes(self.params.validate.workers)  # no lane idles while a run can start
 
     def _graded(
         self, candidate: Candidate, result: ValidationResult, repo_path: str
@@ -127,7 +129,7 @@ class ValidateFn(SandboxFn):
             return result, None
         gold = grade_gold(
             self.sandbox, task, repo_path, validate.gold_runs, validate.test_timeout_s,
-            self.gold_cache,
+            self.gold_cache, self.lanes,
         )  # fmt: skip
         if gold.reason:
             refused = rejected(candidate, gold.reason, gold.detail, result.runs)
@@ -155,6 +157,7 @@ class ValidateFn(SandboxFn):
         """``moved``: the bar already moved for it (``_outcome``, as the bug finished);
         ``gold``: its gold patch's grading (``_graded``), counted here, in the bundle's thread."""
         self._count_gold(gold)
+        self.summary_count("runs_beside", self.lanes.take_borrowed())  # lanes.py
         if result.cached:
             self.count("cache_hits")
         if any(run.suite_ran for run in clean or result.runs):  # a suite that ran collected
@@ -213,6 +216,12 @@ class ValidateBatchFn(ValidateFn):
         self, profile: EnvProfile, candidate: Candidate
     ) -> tuple[ValidationResult, GoldRuns | None]:
         """Validated, and when kept, graded in the same lane."""
+        with self.lanes.held():
+            return self._validated(profile, candidate)
+
+    def _validated(
+        self, profile: EnvProfile, candidate: Candidate
+    ) -> tuple[ValidationResult, GoldRuns | None]:
         repo = open_source(candidate.source, SourceOptions.from_params(self.params))
         assert self.sandbox is not None
         try:
@@ -231,6 +240,7 @@ class ValidateBatchFn(ValidateFn):
             self.params.validate,
             _reading(profile),
             self.cache,
+            self.lanes,
         )
         return self._graded(candidate, result, repo.path)
 
@@ -300,7 +310,7 @@ class ValidateMutantsFn(ValidateFn):
         free again once its bugs are proven); in the bugs' order."""
         pairs = list(zip(candidates, results, strict=True))
         with ThreadPoolExecutor(max_workers=self.params.validate.workers) as pool:
-            futures = [pool.submit(self._graded, c, r, repo_path) for c, r in pairs]
+            futures = [pool.submit(self._graded_in_lane, c, r, repo_path) for c, r in pairs]
             out: list[tuple[Candidate, ValidationResult, GoldRuns | Exception | None]] = []
             for (candidate, result), future in zip(pairs, futures, strict=True):
                 try:
@@ -310,6 +320,12 @@ class ValidateMutantsFn(ValidateFn):
                     continue
                 out.append((candidate, graded, gold))
         return out
+
+    def _graded_in_lane(
+        self, candidate: Candidate, result: ValidationResult, repo_path: str
+    ) -> tuple[ValidationResult, GoldRuns | None]:
+        with self.lanes.held():
+            return self._graded(candidate, result, repo_path)
 
     def _validate(
         self, repo_path: str, profile: EnvProfile, clean: TestTree, mutations: list[Mutation]

@@ -67,11 +67,24 @@ def _shapes(ok: bool) -> str:
     return f"    value = {a} * {b}\n    assert value == {expected}\n"
 
 
-def _names(source: str, count: int) -> list[str]:
-    """``count`` new test names from the words of the module's own test names."""
-    taken = set(re.findall(r"def (test\w*)", source))
+def _names(source: str, count: int, held: frozenset[str] = frozenset()) -> list[str]:
+    """``count`` new test names from the words of the module's own test names, none of them a
+    name the module's tests hold: in its text, or ``held`` (a test method a class of the module
+    inherits from another file: a sentinel of that name would read, to the seal, as the file's
+    code that test does not run)."""
+    taken = set(re.findall(r"def (test\w*)", source)) | held
     words = {w for name in taken for w in name.split("_")[1:] if w.isalpha()}
     return draw_names(words, taken, count, "test_", "_")
+
+
+def _held_names(ids: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """path -> the names of its graded tests (the last part of each id, without parameters)."""
+    held: dict[str, set[str]] = {}
+    for test_id in ids:
+        path, _, rest = test_id.partition("::")
+        if rest:
+            held.setdefault(path, set()).add(rest.rsplit("::", 1)[-1].split("[", 1)[0])
+    return {path: frozenset(names) for path, names in held.items()}
 
 
 def draw_names(words: set[str], taken: set[str], count: int, prefix: str, join: str) -> list[str]:
@@ -102,25 +115,26 @@ def draw_outcomes(paths: list[str]) -> dict[str, list[bool]]:
 
 
 def plant(
-    files: dict[str, bytes], graded: tuple[str, ...] = ()
+    files: dict[str, bytes], graded: tuple[str, ...] = (), every: tuple[str, ...] = ()
 ) -> tuple[dict[str, bytes], tuple[Sentinel, ...]]:
     """The graded test files with sentinels appended (at least one that must pass and one that
     must fail in all, and up to ``MAX_TWINS`` twins of the ``graded`` tests of these files),
-    and the sentinels."""
-    planted, made = _plant(files)
+    and the sentinels. ``every``: all the run's graded ids, whose names no sentinel takes."""
+    held = _held_names((*graded, *every))
+    planted, made = _plant(files, held)
     twins: list[Sentinel] = []
     for test_id in _RANDOM.sample(list(graded), len(graded)):
         path = test_id.split("::")[0]
         if len(twins) == MAX_TWINS or path not in files:
             continue
-        twin = _twin(planted.get(path, files[path]), test_id)
+        twin = _twin(planted.get(path, files[path]), test_id, held.get(path, frozenset()))
         if twin is not None:
             twins.append(twin)
             planted[path] = planted.get(path, files[path]) + ("\n\n" + twin.source).encode()
     return planted, (*made, *twins)
 
 
-def _twin(text: bytes, test_id: str) -> Sentinel | None:
+def _twin(text: bytes, test_id: str, held: frozenset[str]) -> Sentinel | None:
     """A copy of the module-level test ``test_id`` under a new name, or None where it cannot be
     copied safely (a class's method, a fixture argument, source that does not parse)."""
     parts = test_id.split("::")
@@ -139,7 +153,7 @@ def _twin(text: bytes, test_id: str) -> Sentinel | None:
     lines = source.splitlines()
     first = min([d.lineno for d in node.decorator_list] + [node.lineno]) - 1
     copy = "\n".join(lines[first : node.end_lineno])
-    new = _names(source, 1)[0]
+    new = _names(source, 1, held)[0]
     copy = re.sub(rf"\bdef {re.escape(name)}\(", f"def {new}(", copy, count=1)
     twin_id = f"{parts[0]}::{new}{bracket}{params}"
     return Sentinel(twin_id, SAME + test_id, copy + "\n")
@@ -166,7 +180,9 @@ def _parametrize(func: ast.expr) -> bool:
     return isinstance(func.value, ast.Attribute) and func.value.attr == "mark"
 
 
-def _plant(files: dict[str, bytes]) -> tuple[dict[str, bytes], tuple[Sentinel, ...]]:
+def _plant(
+    files: dict[str, bytes], held: dict[str, frozenset[str]]
+) -> tuple[dict[str, bytes], tuple[Sentinel, ...]]:
     paths = sorted(files)
     if not paths:
         return {}, ()
@@ -176,7 +192,9 @@ def _plant(files: dict[str, bytes]) -> tuple[dict[str, bytes], tuple[Sentinel, .
     for path, oks in sorted(by_file.items()):
         text = files[path].decode("utf-8", "replace")
         added = []
-        names = _names(text, len(oks))  # as many as oks (no zip(strict=): runs on 3.9)
+        names = _names(
+            text, len(oks), held.get(path, frozenset())
+        )  # as many as oks (no zip(strict=): runs on 3.9)
         for index, ok in enumerate(oks):
             name = names[index]
             source = f"def {name}():\n{_shapes(ok)}"

@@ -22,6 +22,7 @@ next run of the stage tries again.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from trajforge.schemas.test_run import TestRun
 from trajforge.verifiers.languages.registry import grading_for
 from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken, Session, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
+from trajforge.verifiers.sandbox.lanes import NONE, Lanes
 from trajforge.verifiers.sandbox.ready import SERVICES_ENTRYPOINT
 from trajforge.verifiers.test_runner import Reading, RunContext, run_tests, with_test_limit
 from trajforge.verifiers.validation.rule import (
@@ -154,9 +156,11 @@ def validate_candidate(
     params: ValidateParams,
     junit_path: str | Reading,
     cache: ContentCache | None,
+    lanes: Lanes = NONE,
 ) -> ValidationResult:
     """``base`` is base + test_patch, ``gold`` is base + test_patch + patch. ``junit_path``:
-    where pytest writes its JUnit XML, or how another runner's runs read (``Reading``)."""
+    where pytest writes its JUnit XML, or how another runner's runs read (``Reading``).
+    ``lanes``: the stage's, whose free ones take runs that need not wait (``lanes.py``)."""
     profile = with_limits(profile, params)
     decides = (profile.profile_id, profile.image, profile.test_cmd, base.tree_id, gold.tree_id)
     policy = (params.reruns, params.rerun_scope, params.test_timeout_s, params.unbuilt_at_base)
@@ -172,11 +176,13 @@ def validate_candidate(
         candidate.candidate_id, profile.profile_id, profile.test_cmd, params.test_timeout_s
     )
     try:
-        base_runs, gold_runs, verdict = _run_and_judge(sandbox, profile, base, gold, ctx, params)
+        base_runs, gold_runs, verdict = _run_and_judge(
+            sandbox, profile, base, gold, ctx, params, lanes
+        )
     except SandboxBroken:  # a container died or the engine erred: once more, in fresh ones
         try:
             base_runs, gold_runs, verdict = _run_and_judge(
-                sandbox, profile, base, gold, ctx, params
+                sandbox, profile, base, gold, ctx, params, lanes
             )
         except SandboxBroken as exc:  # not a verdict: never cached, a rerun of the stage retries
             return infra_failure(candidate, exc)
@@ -198,6 +204,7 @@ def _run_and_judge(
     gold: TestTree,
     ctx: RunContext,
     params: ValidateParams,
+    lanes: Lanes = NONE,
 ) -> tuple[list[TestRun], list[TestRun], Verdict]:
     """The base run in a fresh container, gold in the same one once reset, then reruns.
 
@@ -205,47 +212,76 @@ def _run_and_judge(
     costs no rerun at all, and each rerun is limited to the tests the verdict rests on
     (``rerun_scope: suite``: everything). Gold reruns run where gold ran; base reruns in a
     container that never held gold (on a backend that cannot reset: the first one).
+
+    With a lane free (``lanes``), gold runs at once beside base, in a fresh container, and each
+    base rerun beside its gold rerun; gold's run is used only where the order above runs it.
     """
     spec = SessionSpec(image=profile.image)
     base_tar = base.tar()
+    grading = grading_for(profile.language)
+    # The base run's container, emptied, takes gold; where it cannot be, a fresh one does.
+    # A JS image's install lives in /repo itself (node_modules), which RESET would delete.
+    emptied = sandbox.name in RESETTABLE and not grading.tree_holds_install
     with ExitStack() as containers:
         first = containers.enter_context(sandbox.session(spec))
         first.put_archive(base_tar)
-        base_runs = [run_tests(first, ctx, "base", attempt=0)]
-        unbuilt = unbuilt_modules(base_runs[0]) if params.unbuilt_at_base == "fail" else None
-        if (failure := suite_failure(base_runs[0])) and not unbuilt:
-            return base_runs, [], failure
-        if not failing_tests(base_runs[0]) and not unbuilt:
-            reason = "every test passes before the fix; nothing to fix"
-            return base_runs, [], Verdict(False, "no_failing_test_at_base", reason)
-        grading = grading_for(profile.language)
+
+        def base_run() -> TestRun:
+            return run_tests(first, ctx, "base", attempt=0)
+
+        def gold_run(alongside: bool) -> tuple[Session, TestRun, bool]:
+            """Gold's session, its run, and whether ``first`` was emptied for it (tried: it
+            may hold half a tree then)."""
+            resets = emptied and not alongside
+            session = first if resets and _reset(first) else None
+            session = session or containers.enter_context(sandbox.session(spec))
+            session.put_archive(gold.tar())
+            return session, run_tests(session, ctx, "gold", attempt=0), resets
+
+        at_base, golden = lanes.pair(base_run, gold_run, lambda r: not _ends_at_base(r, params))
+        base_runs = [at_base]
+        if golden is None:  # the base run decided (``_ends_at_base``): gold is not run
+            ended = _ends_at_base(at_base, params)
+            assert ended is not None
+            return base_runs, [], ended
+        gold_session, gold_runs, first_emptied = golden[0], [golden[1]], golden[2]
+        unbuilt = unbuilt_modules(at_base) if params.unbuilt_at_base == "fail" else None
         crashes = params.unbuilt_at_base == "fail" and grading.module_ends_with_a_crash
         judged = grading.test_file if unbuilt or crashes else None  # rule.py
-        # The base run's container, emptied, takes gold; where it cannot be, a fresh one does.
-        # A JS image's install lives in /repo itself (node_modules), which RESET would delete.
-        emptied = (
-            sandbox.name in RESETTABLE and not grading_for(profile.language).tree_holds_install
-        )
-        reused = emptied and _reset(first)
-        gold_session = first if reused else containers.enter_context(sandbox.session(spec))
-        gold_session.put_archive(gold.tar())
-        gold_runs = [run_tests(gold_session, ctx, "gold", attempt=0)]
         seen_at_base = (
-            with_unbuilt_failing(base_runs[0], gold_runs[0], judged, crashes) if judged else None
+            with_unbuilt_failing(at_base, gold_runs[0], judged, crashes) if judged else None
         )
-        decisive = decisive_tests(seen_at_base or base_runs[0], gold_runs[0])
+        decisive = decisive_tests(seen_at_base or at_base, gold_runs[0])
         if suite_failure(gold_runs[0]) or not decisive or params.reruns < 1:
             return base_runs, gold_runs, judge(base_runs, gold_runs, judged, crashes)
-        if emptied:  # the first container holds gold (or half a tree): base reruns get a fresh one
+        if first_emptied:  # it holds gold (or half a tree): base reruns get a fresh one
             base_session = containers.enter_context(sandbox.session(spec))
             base_session.put_archive(base_tar)
         else:
             base_session = first
         selection = () if params.rerun_scope == "suite" else decisive
         for attempt in range(1, params.reruns + 1):
-            base_runs.append(run_tests(base_session, ctx, "base", attempt, selection))
-            gold_runs.append(run_tests(gold_session, ctx, "gold", attempt, selection))
+            again, gold_again = lanes.both(
+                functools.partial(run_tests, base_session, ctx, "base", attempt, selection),
+                functools.partial(run_tests, gold_session, ctx, "gold", attempt, selection),
+            )
+            base_runs.append(again)
+            gold_runs.append(gold_again)
     return base_runs, gold_runs, judge(base_runs, gold_runs, judged, crashes)
+
+
+def _ends_at_base(run: TestRun, params: ValidateParams) -> Verdict | None:
+    """The verdict a base run alone gives (its suite did not run; nothing fails), if it does:
+    then gold is not run."""
+    unbuilt = unbuilt_modules(run) if params.unbuilt_at_base == "fail" else None
+    if unbuilt:
+        return None
+    if failure := suite_failure(run):
+        return failure
+    if not failing_tests(run):
+        reason = "every test passes before the fix; nothing to fix"
+        return Verdict(False, "no_failing_test_at_base", reason)
+    return None
 
 
 def _reset(session: Session) -> bool:

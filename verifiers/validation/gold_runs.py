@@ -25,6 +25,7 @@ from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers import patch_verifier
 from trajforge.verifiers.patch_verifier import PatchVerdict, verify_patch
 from trajforge.verifiers.sandbox.base import Sandbox
+from trajforge.verifiers.sandbox.lanes import NONE, Lanes
 
 VERSION = "gold-runs-v1"
 REASON = "gold_not_gradable"
@@ -69,9 +70,11 @@ def grade_gold(
     runs: int,
     timeout_s: float,
     cache: ContentCache | None,
+    lanes: Lanes = NONE,
 ) -> GoldRuns:
     """The task's gold patch graded ``runs`` times (stopping at the first that does not resolve),
-    then the inert patch once. Raises what the sandbox raises (no verdict: never cached)."""
+    then the inert patch once: its grading beside the last gold run's when a lane is free
+    (``lanes``). Raises what the sandbox raises (no verdict: never cached)."""
     key = content_id(
         VERSION, patch_verifier.VERSION, task.image_name, task.test_cmd, task.language,
         task.test_runner, task.base_commit, task.bug_patch, task.test_patch, task.patch,
@@ -80,7 +83,7 @@ def grade_gold(
     if cache is not None and (hit := cache.get(key)) is not None:
         return GoldRuns(hit["resolved"], hit["total"], hit["reason"], hit["detail"], cached=True)
     started = time.monotonic()
-    outcome = _grade(sandbox, task, repo_path, runs, timeout_s)
+    outcome = _grade(sandbox, task, repo_path, runs, timeout_s, lanes)
     if cache is not None:
         cache.put(key, {k: getattr(outcome, k) for k in ("resolved", "total", "reason", "detail")})
     return GoldRuns(
@@ -90,16 +93,26 @@ def grade_gold(
 
 
 def _grade(
-    sandbox: Sandbox, task: TaskInstance, repo: str, runs: int, timeout_s: float
+    sandbox: Sandbox, task: TaskInstance, repo: str, runs: int, timeout_s: float, lanes: Lanes
 ) -> GoldRuns:
-    for run in range(1, runs + 1):
+    def gold() -> PatchVerdict:
         # cache=None: each run is a fresh grading container, never an earlier run's verdict
-        verdict = verify_patch(sandbox, task, repo, task.patch, timeout_s, None)
+        return verify_patch(sandbox, task, repo, task.patch, timeout_s, None)
+
+    def inert(_alongside: bool) -> PatchVerdict:
+        # fail-fast: the first FAIL_TO_PASS that fails ends the run, all this needs to know
+        return verify_patch(sandbox, task, repo, INERT_PATCH, timeout_s, None, fail_fast=True)
+
+    nothing: PatchVerdict | None = None
+    for run in range(1, runs + 1):
+        if run < runs:
+            verdict, nothing = gold(), None
+        else:
+            verdict, nothing = lanes.pair(gold, inert, lambda v: v.resolved)
         if not verdict.resolved:
             why = f"gold patch run {run} of {runs}: {_said(verdict)}"
             return GoldRuns(run - 1, runs, REASON, why)
-    # fail-fast: the first FAIL_TO_PASS that fails ends the run, which is all this needs to know
-    nothing = verify_patch(sandbox, task, repo, INERT_PATCH, timeout_s, None, fail_fast=True)
+    assert nothing is not None  # the last gold run resolved: the inert one was needed
     if nothing.resolved:
         why = "a patch that changes nothing resolves it: FAIL_TO_PASS pass under the grader as is"
         return GoldRuns(runs, runs, REASON, why)
@@ -107,7 +120,10 @@ def _grade(
 
 
 def _said(verdict: PatchVerdict) -> str:
-    """The grader's reason and first words: the tests that did not pass, or its one-line why."""
+    """The grader's reason and first words: why it saw tampering, the tests that did not pass,
+    or its one-line why."""
+    if verdict.tampering:
+        return f"{verdict.reason}: {verdict.tampering[0][:300]}"
     failed = [t for t, s in verdict.test_report.items() if s != patch_verifier.PASSED]
     if failed:
         shown = ", ".join(f"{t} {verdict.test_report[t]}" for t in failed[:3])

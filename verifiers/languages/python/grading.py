@@ -92,6 +92,7 @@ class PythonGrading(Grading):
             planted, planted_sentinels = sentinels.plant(
                 {p: b for p, b in originals.items() if b is not None},
                 tuple(t for t in task.FAIL_TO_PASS if t in graded),  # the ones a forger aims at
+                graded,
             )
             planted_ids = tuple(s.test_id for s in planted_sentinels)
             run_selection = (

@@ -339,7 +339,9 @@ def grade(config: dict) -> tuple:
         return {**base, "resolved": False, "reason": "forbidden_file", "detail": refused[:5]}, ""
     originals = file_contents(repo, config["graded_files"])
     planted, planted_sentinels = sentinels.plant(
-        {p: b for p, (_, b) in originals.items()}, tuple(config["FAIL_TO_PASS"])
+        {p: b for p, (_, b) in originals.items()},
+        tuple(config["FAIL_TO_PASS"]),
+        (*config["FAIL_TO_PASS"], *config["PASS_TO_PASS"]),
     )
     for path, data in planted.items():
         place(repo, path, (originals[path][0], data))
