@@ -52,6 +52,23 @@ def test_names_are_made_of_the_files_own_words():
     assert seen & words
 
 
+def test_no_sentinel_takes_a_graded_title_the_text_does_not_hold():
+    """A top-level test made in a loop (``for (const w of words) test(`${w} two`, ...)``) has a
+    title no regex reads: its graded id is never drawn as a sentinel's (two reports for one id
+    would be tampering)."""
+    looped = b"for (const w of ['adds', 'keeps']) { test(`${w} order`, () => {}); }\n" + CALC_TESTS
+    path = "__tests__/calc.test.js"
+    held = {f"{a} {b}" for a in ("adds", "keeps", "two", "numbers", "order")
+            for b in ("adds", "keeps", "two", "numbers", "order")}  # fmt: skip
+    graded = tuple(f"{path} > {title}" for title in sorted(held))
+    drawn = set()
+    for _ in range(300):
+        drawn |= {s.test_id for s in js_sentinels.draw({path: looped}, graded)[1]}
+    assert drawn and not drawn & set(graded)
+    unaware = {s.test_id for _ in range(300) for s in js_sentinels.draw({path: looped})[1]}
+    assert unaware & set(graded)
+
+
 def test_no_files_no_sentinels():
     assert js_sentinels.draw({}) == (b"{}", ())
 
