@@ -262,6 +262,12 @@ for _name in [n for n in list(sys.modules) if n.rsplit(".", 1)[-1] == "test_ops"
     _spec.loader.exec_module(_module)
 """
 )
+# The same module compiled under another file name: its tests' code is no code of the graded
+# file at all, so the seal knows them by their place in it (``test_add`` at module level, which
+# the file defines with no decorator).
+ASSERT_STRIPPED_ELSEWHERE = ASSERT_STRIPPED_MODULE.replace(
+    'tree), self.path, "exec")', 'tree), "<stripped>", "exec")'
+)
 # pytest's own function that makes and logs each report, wrapped: only the graded test's word
 # is bent, by its id, so the sentinels keep their true outcomes.
 WRAP_CALL_AND_REPORT = """\
@@ -479,6 +485,10 @@ ROUTES: dict[str, tuple[dict[str, str], str]] = {
     "windows_stdlib_name": ({**NOISE, "msvcrt.py": ASSERT_STRIPPER}, "forbidden_file"),
     "assert_stripped_module": (
         {**NOISE, "calc/__init__.py": ASSERT_STRIPPED_MODULE},
+        "forged_result",
+    ),
+    "assert_stripped_elsewhere": (
+        {**NOISE, "calc/__init__.py": ASSERT_STRIPPED_ELSEWHERE},
         "forged_result",
     ),
     "wrap_call_and_report": ({**NOISE, "calc/__init__.py": WRAP_CALL_AND_REPORT}, "forged_result"),

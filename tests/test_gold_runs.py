@@ -10,7 +10,12 @@ fixes, mined and validated once through the real CLI in real containers:
   fix); now the gold resolves through the grader and wrong fixes, doctest rewrites included, do not;
 - ``sub`` with a test that writes its result beside itself (snapshot style): validate's runs may
   write there, the grader's test user may not (test folders are read-only to it), so the gold
-  cannot pass the grader and the task is rejected ``gold_not_gradable``.
+  cannot pass the grader and the task is rejected ``gold_not_gradable``;
+- ``neg`` with unittest classes as cachetools writes them: a mixin in another file holds
+  ``test_neg_one``, one class of ``tests/test_neg.py`` inherits it and another overrides it. The
+  seal once read the inherited one as a test that "does not run its file's code" (the file
+  defines an undecorated ``test_neg_one``, in the other class), so this gold was
+  ``forged_result`` on every run; a test's place in its file (``Class.name``) decides now.
 """
 
 from __future__ import annotations
@@ -72,7 +77,38 @@ def build_doctest_repo(path: Path) -> None:
     repo.commit("Fix add", {"calc/ops.py": ops + DOUBLE_BUGGY, "tests/test_ops.py": tests})
     more = tests + "\n\ndef test_mul_one():\n    assert mul(7, 1) == 7\n"
     repo.commit("Fix double", {"calc/ops.py": ops + DOUBLE_FIXED, "tests/test_ops.py": more})
-    repo.commit("Add sub", {"calc/ops.py": ops + DOUBLE_FIXED + SUB, "tests/test_sub.py": TEST_SUB})
+    tests_neg = {"tests/neg_mixin.py": NEG_MIXIN, "tests/test_neg.py": TEST_NEG}
+    repo.commit("Add neg", {"calc/ops.py": ops + DOUBLE_FIXED + NEG, **tests_neg})
+    sub = {"calc/ops.py": ops + DOUBLE_FIXED + NEG + SUB, "tests/test_sub.py": TEST_SUB}
+    repo.commit("Add sub", sub)
+
+
+NEG = "\n\ndef neg(a):\n    return -a\n"
+NEG_MIXIN = """\
+from calc import ops
+
+
+class NegMixin:
+    def test_neg_one(self):
+        self.assertEqual(ops.neg(1), -1)
+"""
+TEST_NEG = """\
+import unittest
+
+from neg_mixin import NegMixin
+
+from calc import ops
+
+
+class NegTest(NegMixin, unittest.TestCase):
+    pass
+
+
+class NegTwiceTest(NegMixin, unittest.TestCase):
+    def test_neg_one(self):
+        self.assertEqual(ops.neg(ops.neg(1)), 1)
+"""
+INHERITED = "tests/test_neg.py::NegTest::test_neg_one"
 
 
 # --- the rules, no containers -------------------------------------------------------------------
@@ -167,10 +203,10 @@ def test_validate_keeps_the_doctest_task_and_grades_every_gold(validated):
     doctest = _doctest_task(tasks)
     assert doctest.FAIL_TO_PASS == (DOCTEST,)
     assert "tests/test_ops.py::test_mul_one" in doctest.PASS_TO_PASS
-    assert {t.gold_runs for t in tasks.values()} == {"1/1"} and len(tasks) == 2
+    assert {t.gold_runs for t in tasks.values()} == {"1/1"} and len(tasks) == 3
     summary = json.loads((work / "validate" / "summary.json").read_text())
     assert summary["rejected"] == {"gold_not_gradable": 1}
-    assert summary["gold_graded"] == 3 and summary["gold_runs_ms"] > 0
+    assert summary["gold_graded"] == 4 and summary["gold_runs_ms"] > 0
     # what the run cost: the tests ran in containers, and two tasks share the core-seconds
     cost = re.fullmatch(
         r"(\d+) \((\d+) s x (\d+) cores\): build (\d+), test (\d+), other (\d+)",
@@ -179,8 +215,18 @@ def test_validate_keeps_the_doctest_task_and_grades_every_gold(validated):
     assert cost is not None, summary["core_s"]
     core_s, test_s = int(cost[1]), int(cost[5])
     assert test_s > 0 and "sandbox_run_ms" not in summary
-    assert summary["core_s_per_task"] == pytest.approx(core_s / 2, abs=1)
-    assert summary["tasks_per_core_hour"] == pytest.approx(2 * 3600 / core_s, rel=0.05)
+    assert summary["core_s_per_task"] == pytest.approx(core_s / 3, abs=1)
+    assert summary["tasks_per_core_hour"] == pytest.approx(3 * 3600 / core_s, rel=0.05)
+
+
+@pytest.mark.docker
+def test_a_test_a_class_inherits_is_graded_where_another_class_overrides_it(validated, evaluator):
+    _, tasks = validated
+    (task,) = [t for t in tasks.values() if INHERITED in t.FAIL_TO_PASS]
+    assert "tests/test_neg.py::NegTwiceTest::test_neg_one" in task.FAIL_TO_PASS
+    assert task.gold_runs == "1/1"
+    again = evaluator.evaluate(task, task.patch)
+    assert (again.resolved, again.reason) == (True, "resolved"), again.log
 
 
 @pytest.mark.docker
@@ -217,6 +263,6 @@ def test_a_rerun_grades_nothing_again(validated):
     again = run_cli("validate", "--input", "mine", "--output", "again", cwd=work)
     assert again.returncode == 0, again.stderr
     summary = json.loads((work / "again" / "summary.json").read_text())
-    assert summary["gold_cache_hits"] == summary["gold_graded"] == 3
+    assert summary["gold_cache_hits"] == summary["gold_graded"] == 4
     first = pl.read_parquet(work / "validate" / "tasks" / "*.parquet").sort("instance_id")
     assert first.equals(pl.read_parquet(work / "again" / "tasks" / "*.parquet").sort("instance_id"))

@@ -46,9 +46,11 @@ from operator import is_
 # copy of them taken then, so a test that rebinds ``builtins.getattr`` changes nothing here.
 _getframe = sys._getframe
 _normpath, _isfile = os.path.normpath, os.path.isfile
-_parse, _walk_tree, _FUNCTIONS = ast.parse, ast.walk, (ast.FunctionDef, ast.AsyncFunctionDef)
+_parse, _children = ast.parse, ast.iter_child_nodes
+_FUNCTIONS, _CLASS = (ast.FunctionDef, ast.AsyncFunctionDef), ast.ClassDef
 # launch.py imports every module of _pytest before it loads the seal: the rewriter is pytest's
 _REWRITE = getattr(sys.modules.get("_pytest.assertion.rewrite"), "rewrite_asserts", None)
+_CLASS_NODE = getattr(sys.modules.get("_pytest.python"), "Class", None)  # a collected class
 
 # Audit events no graded run needs, and why each is refused.
 REFUSED = {
@@ -243,14 +245,23 @@ class Integrity:
                 f"{item.nodeid} does not run its file's code"
             )  # fmt: skip
         name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
-        if name in undecorated:
+        if _place(item, name) in undecorated:
             return f"{item.nodeid} does not run its file's code"
         return ""
 
 
+def _place(item, name):
+    """Where the file would define the test: ``Class.name`` (``Outer.Inner.name``) for a method,
+    by the names the classes were collected under (the module's own names for them, whatever
+    class objects they hold now); ``name`` for a function."""
+    chain = item.listchain() if _CLASS_NODE is not None else ()
+    classes = [node.name for node in chain if isinstance(node, _CLASS_NODE)]
+    return ".".join([*classes, name])
+
+
 def _compiled(path, config):
     """(the code objects ``path`` compiles to with pytest's assertion rewriting, as pytest's own
-    import compiles a test module; the names of the functions it defines with no decorator; its
+    import compiles a test module; the places of the functions it defines with no decorator; its
     source, compiled plainly only when a test's code is not among the rewritten ones: one parse
     and one compile per file where there were two of each)."""
     with open(path, "rb") as handle:
@@ -261,9 +272,7 @@ def _compiled(path, config):
         tree = _parse(source, filename=path)
     except SyntaxError:
         return codes, undecorated, b""
-    for node in _walk_tree(tree):
-        if isinstance(node, _FUNCTIONS) and not node.decorator_list:
-            undecorated.add(node.name)
+    _undecorated(tree, undecorated)
     try:
         if _REWRITE is not None:
             _REWRITE(tree, source, path, config)  # the tree is not read again after this
@@ -271,6 +280,24 @@ def _compiled(path, config):
     except Exception:  # an older pytest's signature: the plain code still counts
         pass
     return codes, undecorated, source
+
+
+def _undecorated(tree, found):
+    """The functions with no decorator that ``tree`` defines, by their place: ``name`` in the
+    module's body (inside an ``if`` or a ``try`` too), ``Class.name`` in a class's. A test a class
+    inherits from another file is none of its file's: another class's method of that name, or a
+    module function, is no claim on it. (A stack, not recursion: no nesting depth stops it.)"""
+    stack = [(tree, "")]
+    while stack:
+        node, prefix = stack.pop()
+        for child in _children(node):
+            if isinstance(child, _FUNCTIONS):
+                if not child.decorator_list:
+                    found.add(prefix + child.name)
+            elif isinstance(child, _CLASS):
+                stack.append((child, f"{prefix}{child.name}."))
+            else:
+                stack.append((child, prefix))
 
 
 def _plain(path, source):
