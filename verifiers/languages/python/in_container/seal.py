@@ -254,8 +254,8 @@ def _place(item, name):
     """Where the file would define the test: ``Class.name`` (``Outer.Inner.name``) for a method,
     by the names the classes were collected under (the module's own names for them, whatever
     class objects they hold now); ``name`` for a function."""
-    chain = item.listchain() if _CLASS_NODE is not None else ()
-    classes = [node.name for node in chain if isinstance(node, _CLASS_NODE)]
+    kind = _CLASS_NODE
+    classes = [node.name for node in item.listchain() if kind and isinstance(node, kind)]
     return ".".join([*classes, name])
 
 
