@@ -67,12 +67,19 @@ def fold(summary: Summary, cores: int, core_hour_price: float | None = None) -> 
 
 
 def is_measured(key: str) -> bool:
-    """A cost figure of a summary: measured time, so, like ``seconds``, never the same in two
-    runs (what compares two runs' summaries leaves these out)."""
-    return key == LINE or key.endswith("_per_core_hour") or key.startswith(COST_PREFIXES)
+    """A cost figure of a summary: measured time, or how the lanes happened to be shared, so,
+    like ``seconds``, never the same in two runs (what compares two runs' summaries leaves
+    these out)."""
+    return (
+        key == LINE
+        or key in SCHEDULED
+        or key.endswith("_per_core_hour")
+        or key.startswith(COST_PREFIXES)
+    )
 
 
 COST_PREFIXES = ("core_s_per_", "usd_per_")
+SCHEDULED = ("runs_beside",)  # validate's pairs run at once in a free lane (sandbox/lanes.py)
 
 
 def _one(unit: str) -> str:
