@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
+from conftest import run_cli
 from repo_factory import RepoBuilder
 from trajforge.generators.mining import commits
 from trajforge.generators.mining.commits import list_commits, mine_commit
@@ -147,3 +149,32 @@ def test_unreachable_url_is_a_source_error(tmp_path):
     with pytest.raises(SourceError) as info:
         open_source("file:///nonexistent/repo.git", SourceOptions(cache_dir=str(tmp_path)))
     assert info.value.reason == "repo_unreachable"
+
+
+def _fix_repo(path: Path) -> Path:
+    repo = RepoBuilder(path)
+    repo.commit("init", {"lib.py": "x = 1\n", "tests/test_lib.py": "def test(): pass\n"})
+    test = "from lib import x\n\ndef test():\n    assert x == 2\n"
+    repo.commit("fix x", {"lib.py": "x = 2\n", "tests/test_lib.py": test})
+    return path
+
+
+def test_two_checkouts_that_would_share_a_name_are_one_line_and_one_checkout_is_mined_once(
+    tmp_path,
+):
+    """``/a/repo`` and ``/b/repo`` would both be ``local/repo``: their figures and reach rows
+    would merge, so the run stops before it starts and says which two. The same checkout
+    named twice (a trailing slash, a relative path) is one source, mined once."""
+    first, second = _fix_repo(tmp_path / "a" / "repo"), _fix_repo(tmp_path / "b" / "repo")
+    clash = run_cli("mine", "--repo", str(first), "--repo", str(second),
+                    "--output", str(tmp_path / "clash"), cwd=tmp_path)  # fmt: skip
+    line = clash.stderr.strip()
+    assert clash.returncode != 0 and "\n" not in line and "Traceback" not in line
+    assert str(first) in line and str(second) in line and "local/repo" in line
+    assert not (tmp_path / "clash").exists()
+
+    once = run_cli("mine", "--repo", str(first), "--repo", f"{first}/", "--repo", "a/repo",
+                   "--output", str(tmp_path / "once"), cwd=tmp_path)  # fmt: skip
+    assert once.returncode == 0, once.stderr[-2000:]
+    mined = pq.read_table(tmp_path / "once" / "candidates").to_pylist()
+    assert [c["repo"] for c in mined] == ["local/repo"]

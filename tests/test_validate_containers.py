@@ -257,3 +257,21 @@ def test_with_no_lane_free_the_runs_keep_their_order():
         assert result.task is not None and lanes.take_borrowed() == 0
     assert sandbox.sessions[0].history == ["put:base", "run:base", "reset", "put:gold",
                                            "run:gold", "run:gold:rerun"]  # fmt: skip
+
+
+def test_a_second_run_that_is_not_needed_drops_its_error_and_a_needed_one_raises_it():
+    """``pair``'s contract in both orders: an unneeded second run hands back None (its error
+    too: the sequential order would not have run it); a needed one's error is the caller's."""
+
+    def broken(_alongside: bool) -> str:
+        raise RuntimeError("the second run broke")
+
+    for held in (1, 2):  # a lane free (beside), none free (in order)
+        with _lanes(2, held=held) as lanes:
+            assert lanes.pair(lambda: "base", broken, lambda _: False) == ("base", None)
+            with pytest.raises(RuntimeError, match="second run broke"):
+                lanes.pair(lambda: "base", broken)
+            with pytest.raises(RuntimeError, match="second run broke"):
+                lanes.both(lambda: "base", lambda: broken(False))
+            assert lanes.both(lambda: 1, lambda: 2) == (1, 2)
+            assert lanes.take_borrowed() == (4 if held == 1 else 0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from trajforge.generators.sources.git_source import (
@@ -56,6 +57,48 @@ def pypi_spec(name: str) -> str:
     return f"{PYPI_PREFIX}{name}"
 
 
+def display_name(spec: str) -> str:
+    """The name a source's records carry, read from its spec alone (nothing fetched)."""
+    if spec.startswith(PYPI_PREFIX):
+        return f"pypi/{spec.removeprefix(PYPI_PREFIX)}"
+    if is_url(spec):
+        return repo_name_from_url(redact_source(spec))
+    return f"local/{os.path.basename(_local_path(spec))}"
+
+
+def distinct_sources(specs: list[str], beside: Iterable[str] = ()) -> list[str]:
+    """A stage's sources, each once (the same checkout named twice is one source). Two
+    different sources that would carry one name (``/a/repo`` and ``/b/repo`` are both
+    ``local/repo``) are a ``SourceError``: their per-repository figures and reach rows would
+    merge. ``beside``: the sources whose candidates meet these in validate (mine's, inject's)."""
+    places: dict[str, str] = {}  # name -> where it comes from
+    for spec in [*specs, *beside]:
+        name, where = display_name(spec), _where(spec)
+        if places.setdefault(name, where) != where:
+            raise SourceError(
+                f"sources: {places[name]} and {where} would both be named {name}, so their "
+                "figures would merge; give one checkout another folder name, or pass its URL",
+                reason="duplicate_name",
+            )
+    unique: dict[str, str] = {}
+    for spec in specs:
+        unique.setdefault(_where(spec), spec)
+    return list(unique.values())
+
+
+def _where(spec: str) -> str:
+    """What tells two sources apart: the package, the URL (credentials removed), the real path."""
+    if spec.startswith(PYPI_PREFIX):
+        return spec
+    if is_url(spec):
+        return redact_source(spec)
+    return os.path.realpath(_local_path(spec))
+
+
+def _local_path(spec: str) -> str:
+    return os.path.abspath(os.path.expanduser(spec))
+
+
 @functools.lru_cache(maxsize=64)
 def open_source(spec: str, options: SourceOptions) -> RepoRef:
     """Materialise a source (cached per process: Beam calls this once per bundle); a repository
@@ -77,11 +120,11 @@ def _materialise(spec: str, options: SourceOptions) -> RepoRef:
             name, options.cache_dir, max_releases=options.max_releases, pypi_url=options.pypi_url
         )
         identity = f"{spec}@{redact_source(options.pypi_url)}"
-        return RepoRef(f"pypi/{name}", spec, path, "release", identity)
+        return RepoRef(display_name(spec), spec, path, "release", identity)
     if is_url(spec):
         path = cloned_git_repo(spec, options.cache_dir)
         shown = redact_source(spec)
-        return RepoRef(repo_name_from_url(shown), shown, path, "commit", shown)
+        return RepoRef(display_name(spec), shown, path, "commit", shown)
     path = local_git_repo(spec)
     identity = f"file://{os.path.realpath(path)}"
-    return RepoRef(f"local/{os.path.basename(path)}", path, path, "commit", identity)
+    return RepoRef(display_name(spec), path, path, "commit", identity)

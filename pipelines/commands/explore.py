@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.generators.llm.client import endpoint_configured
-    from trajforge.generators.sources.specs import pypi_spec
+    from trajforge.generators.sources.specs import distinct_sources, pypi_spec
     from trajforge.pipelines.commands import stage_command
     from trajforge.pipelines.commands.measures import image_disk
     from trajforge.pipelines.runtime import tables as t
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.repo or args.pypi:
         explore.repos, explore.pypi = list(args.repo), list(args.pypi)
     explore.commit = args.commit or explore.commit
-    specs = [*explore.repos, *(pypi_spec(name) for name in explore.pypi)]
+    specs = distinct_sources([*explore.repos, *map(pypi_spec, explore.pypi)])
     if not endpoint_configured(params.llm):
         stage_command.say_no_endpoint(
             "explore",

@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.generators.bugs.injector import check_operators, uses_llm
     from trajforge.generators.llm.client import endpoint_configured
-    from trajforge.generators.sources.specs import pypi_spec
+    from trajforge.generators.sources.specs import distinct_sources, pypi_spec
     from trajforge.pipelines.commands import stage_command
     from trajforge.pipelines.stages.inject import InjectBugs
     from trajforge.schemas.errors import ParamsError
@@ -66,7 +66,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             f"inject: mode {inject.mode} has a model rewrite functions, but no endpoint is "
             "configured; set llm.base_url and llm.model (or --base-url and --model)"
         )
-    specs = [*inject.repos, *(pypi_spec(name) for name in inject.pypi)]
+    specs = distinct_sources(
+        [*inject.repos, *map(pypi_spec, inject.pypi)],
+        beside=[*params.sources.repos, *map(pypi_spec, params.sources.pypi)],
+    )
     return stage_command.run_from_sources(
         "inject", "inject", specs, InjectBugs(params), params, args, beam_args
     )

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.generators.mining.commits import check_date
-    from trajforge.generators.sources.specs import pypi_spec
+    from trajforge.generators.sources.specs import distinct_sources, pypi_spec
     from trajforge.pipelines.commands import stage_command
     from trajforge.pipelines.stages.mine import MineRepos
 
@@ -39,7 +39,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     params.mine.until = args.until or params.mine.until
     check_date("--since" if args.since else "mine.since", params.mine.since)
     check_date("--until" if args.until else "mine.until", params.mine.until)
-    specs = [*params.sources.repos, *(pypi_spec(name) for name in params.sources.pypi)]
+    inject = params.inject  # its candidates meet these in validate
+    specs = distinct_sources(
+        [*params.sources.repos, *map(pypi_spec, params.sources.pypi)],
+        beside=[*inject.repos, *map(pypi_spec, inject.pypi)],
+    )
     return stage_command.run_from_sources(
         "mine", "sources", specs, MineRepos(params), params, args, beam_args
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -55,9 +55,28 @@ class Lanes:
         ``needed(first's result)``, as the sequential order has it. The caller holds a lane
         already. The second result is None when it was not run or not needed, so both orders
         hand back the same results."""
-        if not self._free.acquire(blocking=False):
+        beside = self._beside(first, second)
+        if beside is None:
             done = first()
             return done, (second(False) if needed(done) else None)
+        done, later = beside
+        return done, (later.result() if needed(done) else None)
+
+    def both(self, first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+        """``first()`` and ``second()``, at once when a lane is free, else one after the other."""
+        beside = self._beside(first, lambda _alongside: second())
+        if beside is None:
+            return first(), second()
+        done, later = beside
+        return done, later.result()
+
+    def _beside(
+        self, first: Callable[[], A], second: Callable[[bool], B]
+    ) -> tuple[A, Future[B]] | None:
+        """Both run to their end, ``second`` in a free lane; None (nothing run) when no lane is
+        free. ``second``'s error stays in its future: a caller that does not need it drops it."""
+        if not self._free.acquire(blocking=False):
+            return None
         with self._lock:
             self.borrowed += 1
         try:
@@ -67,15 +86,9 @@ class Lanes:
                     done = first()
                 finally:
                     later.exception()  # both finish before either result is handed back
-                return done, (later.result() if needed(done) else None)
+                return done, later
         finally:
             self._free.release()
-
-    def both(self, first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
-        """``first()`` and ``second()``, at once when a lane is free (``pair``, both needed)."""
-        done, other = self.pair(first, lambda _alongside: (second(),))
-        assert other is not None
-        return done, other[0]
 
     def take_borrowed(self) -> int:
         """How many pairs ran at once since the last call (a summary counter)."""

@@ -233,8 +233,10 @@ def _run_and_judge(
             """Gold's session, its run, and whether ``first`` was emptied for it (tried: it
             may hold half a tree then)."""
             resets = emptied and not alongside
-            session = first if resets and _reset(first) else None
-            session = session or containers.enter_context(sandbox.session(spec))
+            if resets and _reset(first):
+                session = first
+            else:
+                session = containers.enter_context(sandbox.session(spec))
             session.put_archive(gold.tar())
             return session, run_tests(session, ctx, "gold", attempt=0), resets
 
