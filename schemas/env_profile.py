@@ -58,6 +58,9 @@ class EnvProfile:
     # The connection settings its CI gives the suite and those services, set as the image's ENV
     # (service_env.py): "DATABASE_URL=postgresql://localhost/app_test"...
     service_env: tuple[str, ...] = ()
+    # The names the suite reaches those services by (compose's service keys: "db"), which each
+    # container of the image maps to 127.0.0.1 (its label; verifiers/sandbox/ready.py)
+    service_hosts: tuple[str, ...] = ()
 
     ARROW_SCHEMA: ClassVar[pa.Schema] = pa.schema(
         [
@@ -90,5 +93,6 @@ class EnvProfile:
             ("image_bytes", pa.int64()),
             ("services", pa.list_(pa.string())),
             ("service_env", pa.list_(pa.string())),
+            ("service_hosts", pa.list_(pa.string())),
         ]
     )

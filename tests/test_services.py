@@ -35,7 +35,15 @@ from trajforge.schemas.params import Params
 from trajforge.verifiers.sandbox import ready as ready_module
 from trajforge.verifiers.sandbox.base import ImageBuild, SandboxBroken, SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox
-from trajforge.verifiers.sandbox.ready import READY_LABEL, USERS_LABEL, ready_file, switches_user
+from trajforge.verifiers.sandbox.ready import (
+    HOSTS_LABEL,
+    READY_LABEL,
+    USERS_LABEL,
+    host_names,
+    hosts,
+    ready_file,
+    switches_user,
+)
 
 COMPOSE = """\
 services:
@@ -122,6 +130,9 @@ def test_the_files_name_their_services() -> None:
         }
     )
     assert named.started == ("mariadb", "memcached", "postgres", "redis")
+    # the names a suite reaches them by: compose's and the workflow's service keys, GitLab's
+    # image names; none for an image that is not started (nginx, PostGIS, an expression)
+    assert named.hosts == ("cache", "db", "mariadb", "memcached", "mysql", "pg", "redis", "store")
     assert named.not_started == (
         "postgis/postgis:16-3.4 (.gitlab-ci.yml): PostGIS is not started (Debian's PostgreSQL "
         "has no PostGIS of the image's version)",
@@ -194,7 +205,7 @@ def test_every_language_starts_them_in_its_image(language, files, tmp_path: Path
     assert lines[-2:] == [
         'ENTRYPOINT ["/usr/local/bin/trajforge-services"]',
         'LABEL trajforge.ready="/run/trajforge-services.ready" trajforge.services="postgres redis" '
-        'trajforge.services-users="postgres"',
+        'trajforge.services-users="postgres" trajforge.service-hosts="cache db"',
     ]
 
 
@@ -205,6 +216,20 @@ def test_a_ready_label_is_waited_on_only_when_it_is_a_plain_path() -> None:
     for hostile in ("relative", "/run/$(reboot)", "/run/../etc/x", "/a b", ""):
         assert ready_file({READY_LABEL: hostile}) is None, hostile
     assert ready_file(None) is None
+
+
+def test_only_host_names_are_mapped_whoever_wrote_the_label() -> None:
+    """A compose file is the repository's and a label the image's: a name that is not a host
+    name, a number, ``localhost`` or the engine's own name is never mapped."""
+    said = ["Db", "cache", "ok_1.svc", "bad name", "$(reboot)", "localhost", "1.2.3.4", "-x",
+            "a" * 70, "host.docker.internal", ""]  # fmt: skip
+    assert host_names(said) == ("cache", "db", "ok_1.svc")
+    label = " ".join(name for name in said if " " not in name)  # a label's names are words
+    assert hosts({HOSTS_LABEL: label}) == dict.fromkeys(
+        ("cache", "db", "ok_1.svc"), "127.0.0.1"
+    )
+    assert hosts({HOSTS_LABEL: ""}) == hosts(None) == {}
+    assert host_names(f"s{i}" for i in range(40)) == tuple(sorted(f"s{i}" for i in range(40)))[:16]
 
 
 def test_only_an_image_that_names_its_services_users_keeps_the_switch() -> None:
@@ -294,6 +319,39 @@ def test_every_session_of_an_image_whose_services_run_as_a_user_may_switch_to_it
             backend.cli("rmi", "-f", tag, check=False)
     assert said[True].strip() == "65534", said
     assert "Operation not permitted" in said[False], said
+
+
+HOSTED = """\
+FROM trajforge-base:py3.11
+LABEL trajforge.service-hosts="db cache b@d localhost"
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.podman
+def test_a_container_reaches_the_services_by_the_names_its_image_gives_them(
+    backend: Backend,
+) -> None:
+    """Docker and podman alike: the names in the image's hosts label are 127.0.0.1 in each of
+    its containers (with no network), so a suite that reaches ``db`` as its compose file names
+    it finds the service the entrypoint started there; a name that is not one is not mapped."""
+    sandbox = backend.sandbox()
+    tag = f"trajforge-test-hosts:{uuid.uuid4().hex[:8]}"
+    try:
+        built = sandbox.build_image(ImageBuild(tag, HOSTED, CONTEXT, timeout_s=300))
+        assert built.ok, built.log
+        with sandbox.session(SessionSpec(tag)) as session:
+            found = session.exec("getent hosts db cache", 30, workdir="/").output
+            table = session.exec("cat /etc/hosts", 30, workdir="/").output
+    finally:
+        sandbox.close()
+        backend.cli("rmi", "-f", tag, check=False)
+    assert sorted(line.split() for line in found.splitlines()) == [
+        ["127.0.0.1", "cache"],
+        ["127.0.0.1", "db"],
+    ], found
+    mapped = [line.split()[1:] for line in table.splitlines() if line.startswith("127.0.0.1")]
+    assert mapped.count(["localhost"]) <= 1 and "b@d" not in table, table  # the engine's own
 
 
 # --- a repository whose suite talks to Redis, memcached and PostgreSQL ---------------------------

@@ -259,6 +259,7 @@ def render_dockerfile(
     apt: Sequence[str] = (),
     services: Sequence[str] = (),
     service_env: Sequence[str] = (),
+    service_hosts: Sequence[str] = (),
 ) -> str:
     """The Dockerfile for a profile: a pure function of its Python, install commands and options.
 
@@ -268,7 +269,8 @@ def render_dockerfile(
     install; the shared libraries they depend on are installed in the final stage too.
     ``services``: what the suite expects running (``services.py``), installed in the final
     stage and started by its entrypoint, with ``service_env`` (``service_env.py``) as the
-    image's ENV; none renders no line of theirs.
+    image's ENV and ``service_hosts`` as the names containers reach them by; none renders no
+    line of theirs.
 
     Three stages, so a new commit pays only for what it changed (``LAYERS``): ``deps`` (the
     test tools, then the dependencies from their declarations alone), ``build`` (the
@@ -328,7 +330,7 @@ def render_dockerfile(
             "",
         ]
     )
-    return with_services(text, services, service_env)
+    return with_services(text, services, service_env, service_hosts)
 
 
 def add_step(recipe: str, install: Sequence[str]) -> str:

@@ -103,7 +103,7 @@ def detected_profile(
 ) -> EnvProfile:
     """The detected (not yet built) profile, keyed by what decides its image; ``services``
     (``services_at``'s at the commit) are started by its image (``with_services``)."""
-    recipe = with_services(recipe, services.started, services.environment)
+    recipe = with_services(recipe, services.started, services.environment, services.hosts)
     profile_id = content_id(profile_format, identity, repo, recipe, test_cmd, evidence, length=16)
     return EnvProfile(
         profile_id=profile_id,
@@ -122,6 +122,7 @@ def detected_profile(
         runtime=detection.runtime,
         services=services.started,
         service_env=services.environment,
+        service_hosts=services.hosts,
     )
 
 

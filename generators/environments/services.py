@@ -6,9 +6,13 @@ GitHub workflow, ``image: memcached`` in ``docker-compose.yml``) has a suite tha
 service is installed from Debian's packages in the image's final stage and started by the
 image's own entrypoint (``ENTRYPOINT``), before any command of any session runs in it: validate's
 runs, the grader's, ``evaluate``'s and ``TaskEnv``'s alike, on every backend that starts a
-container, with no list of services anywhere else. The image says where its entrypoint marks
-the services ready (``READY_LABEL``); a sandbox hands out a container only after that mark
-(``verifiers/sandbox/ready.py``). Sessions keep no network: a service listens on loopback only.
+container, with no list of services anywhere else. A suite that reaches a service by the name
+its compose file or CI gives it (``db``, ``redis``: compose's service keys, a workflow's
+``services:`` keys, GitLab's aliases) finds it there too: the image names those hosts
+(``HOSTS_LABEL``) and every backend maps them to 127.0.0.1 in the container it starts. The
+image says where its entrypoint marks the services ready (``READY_LABEL``); a sandbox hands
+out a container only after that mark (``verifiers/sandbox/ready.py``). Sessions keep no
+network: a service listens on loopback only.
 
 Code under test may reach a service, so each one (``service_catalog.py``) is started so that
 nothing it is told reaches past what the tests' user may do itself. PostgreSQL and MariaDB
@@ -23,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -35,7 +39,14 @@ from trajforge.generators.environments.service_catalog import (
     Service,
 )
 from trajforge.generators.environments.service_env import env_lines, suite_environment
-from trajforge.verifiers.sandbox.ready import READY_FILE, READY_LABEL, SERVICES_LABEL, USERS_LABEL
+from trajforge.verifiers.sandbox.ready import (
+    HOSTS_LABEL,
+    READY_FILE,
+    READY_LABEL,
+    SERVICES_LABEL,
+    USERS_LABEL,
+    host_names,
+)
 from trajforge.verifiers.sandbox.ready import SERVICES_ENTRYPOINT as ENTRYPOINT
 
 LOG_FILE = "/var/log/trajforge-services.log"
@@ -60,6 +71,7 @@ class Named:
     started: tuple[str, ...] = ()
     not_started: tuple[str, ...] = ()
     environment: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()  # the names the files give started services (compose's keys)
 
 
 def declaration_files(paths: Iterable[str]) -> list[str]:
@@ -89,13 +101,15 @@ def services_named(files: Mapping[str, bytes]) -> Named:
     started: set[str] = set()
     not_started: dict[str, str] = {}
     blocks: list[Any] = []
+    hosts: list[str] = []
     for path, raw in sorted(files.items()):
         declared = _declared(path, raw)
         started.update(_BY_ACTION[action] for action in declared.actions if action in _BY_ACTION)
-        for image in declared.images:
+        for image, host in zip(declared.images, declared.hosts, strict=True):
             base = image_base(image)
             if base in _BY_IMAGE:
                 started.add(_BY_IMAGE[base])
+                hosts.append(host)
             elif base in NOT_STARTED:
                 not_started.setdefault(base, f"{image} ({path}): {NOT_STARTED[base]}")
         blocks += declared.env
@@ -103,6 +117,7 @@ def services_named(files: Mapping[str, bytes]) -> Named:
         tuple(sorted(started)),
         tuple(not_started[name] for name in sorted(not_started)),
         suite_environment(blocks) if started else (),
+        host_names(hosts),
     )
 
 
@@ -117,6 +132,7 @@ class _Declared:
     images: list[str]  # service images
     actions: list[str]  # workflow steps' actions
     env: list[Any]  # the env blocks of the jobs and services that run them
+    hosts: list[str] = field(default_factory=list)  # each image's host name, in its order
 
 
 def _declared(path: str, raw: bytes) -> _Declared:
@@ -133,35 +149,38 @@ def _declared(path: str, raw: bytes) -> _Declared:
         served = [job for job in doc.values() if isinstance(job, dict) and job.get("services")]
         lists = [doc.get("services")] + [job.get("services") for job in served]
         variables = [job.get("variables") for job in served] + [doc.get("variables")]
-        images = [image for entry in lists for image in _gitlab_images(entry)]
-        return _Declared(images, [], variables)
+        named = [pair for entry in lists for pair in _gitlab_images(entry)]
+        return _Declared([i for i, _ in named], [], variables, [h for _, h in named])
     if not _WORKFLOW.fullmatch(path):
-        images, environments = _services(doc.get("services"), "environment")
-        return _Declared(images, [], environments)
+        images, environments, hosts = _services(doc.get("services"), "environment")
+        return _Declared(images, [], environments, hosts)
     jobs = doc.get("jobs")
     jobs = [job for job in jobs.values() if isinstance(job, dict)] if isinstance(jobs, dict) else []
-    images, actions, env = [], [], []
+    images, actions, env, hosts = [], [], [], []
     for job in jobs:
-        job_images, job_env = _services(job.get("services"), "env")
+        job_images, job_env, job_hosts = _services(job.get("services"), "env")
         job_actions = _step_actions(job.get("steps"))
         if job_images or any(action in _BY_ACTION for action in job_actions):
             env += [job.get("env"), *job_env, *_step_env(job.get("steps")), doc.get("env")]
         images += job_images
+        hosts += job_hosts
         actions += job_actions
-    return _Declared(images, actions, env)
+    return _Declared(images, actions, env, hosts)
 
 
-def _services(block: Any, env_key: str) -> tuple[list[str], list[Any]]:
-    """Images of a compose file's or a workflow's ``services:`` mapping, and their env blocks."""
+def _services(block: Any, env_key: str) -> tuple[list[str], list[Any], list[str]]:
+    """Images of a compose file's or a workflow's ``services:`` mapping, their env blocks and
+    their keys (the host name a job in a container, or another compose service, reaches)."""
     if not isinstance(block, dict):
-        return [], []
-    images, env = [], []
-    for service in block.values():
+        return [], [], []
+    images, env, hosts = [], [], []
+    for key, service in block.items():
         image = service.get("image") if isinstance(service, dict) else service
         if isinstance(image, str):  # an expression in the tag is fine: the name decides
             images.append(image)
             env.append(service.get(env_key) if isinstance(service, dict) else None)
-    return images, env
+            hosts.append(key if isinstance(key, str) else "")
+    return images, env, hosts
 
 
 def _step_env(steps: Any) -> list[Any]:
@@ -181,20 +200,32 @@ def _step_actions(steps: Any) -> list[str]:
     return [use.split("@", 1)[0].lower() for use in uses if isinstance(use, str)]
 
 
-def _gitlab_images(entry: Any) -> list[str]:
-    """GitLab's ``services:``: a list of image names or of ``{name: image}``."""
+def _gitlab_images(entry: Any) -> list[tuple[str, str]]:
+    """GitLab's ``services:`` (a list of image names or of ``{name: image, alias: host}``) as
+    (image, host): the host is the alias, else the image's name, as GitLab names it."""
     if not isinstance(entry, list):
         return []
-    names = [item.get("name") if isinstance(item, dict) else item for item in entry]
-    return [name for name in names if isinstance(name, str)]
+    pairs = []
+    for item in entry:
+        image = item.get("name") if isinstance(item, dict) else item
+        alias = item.get("alias") if isinstance(item, dict) else None
+        if isinstance(image, str):
+            pairs.append((image, alias if isinstance(alias, str) else image_base(image)))
+    return pairs
 
 
-def with_services(recipe: str, services: Iterable[str], environment: Iterable[str] = ()) -> str:
+def with_services(
+    recipe: str,
+    services: Iterable[str],
+    environment: Iterable[str] = (),
+    hosts: Iterable[str] = (),
+) -> str:
     """``recipe`` (any language's Dockerfile whose last stage is the image) starting
     ``services``: the suite's connection settings (``environment``, "NAME=value"), their
     packages and entrypoint first in the last stage (before the commit's files, so every
-    commit's build shares those layers), the entrypoint and the labels last. ``recipe`` itself
-    for none, so a profile without services renders as it always did."""
+    commit's build shares those layers), the entrypoint and the labels last, ``hosts`` (the
+    names the suite reaches them by) among them. ``recipe`` itself for none, so a profile
+    without services renders as it always did."""
     chosen = _chosen(services)
     if not chosen:
         return recipe
@@ -213,6 +244,8 @@ def with_services(recipe: str, services: Iterable[str], environment: Iterable[st
     users = " ".join(sorted({service.user for service in chosen if service.user}))
     labels = f'{READY_LABEL}="{READY_FILE}" {SERVICES_LABEL}="{names}"'
     labels += f' {USERS_LABEL}="{users}"' if users else ""
+    names_of_hosts = " ".join(host_names(hosts))
+    labels += f' {HOSTS_LABEL}="{names_of_hosts}"' if names_of_hosts else ""
     return "\n".join(
         [
             *lines[: last_stage + 1],

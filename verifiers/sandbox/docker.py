@@ -66,7 +66,13 @@ from trajforge.verifiers.sandbox.containers import (
     split_image,
 )
 from trajforge.verifiers.sandbox.containers import says as _says
-from trajforge.verifiers.sandbox.ready import not_ready, ready_file, switches_user, wait_argv
+from trajforge.verifiers.sandbox.ready import (
+    hosts,
+    not_ready,
+    ready_file,
+    switches_user,
+    wait_argv,
+)
 
 SCRATCH = "/tmp"
 READ_CHUNK = 1024 * 1024
@@ -698,30 +704,32 @@ class DockerSandbox:
                 raise SandboxBroken(not_ready(spec.image, path))
         return container
 
-    def _switches_user(self, spec: SessionSpec) -> bool:
-        """Whether a session keeps GRADING_CAPABILITIES: a grading one, or any of an image whose
-        entrypoint starts a service as its own user (read from the image: a tag names one)."""
-        if spec.grading:
-            return True
+    def _image_labels(self, image: str) -> dict[str, str]:
+        """An image's labels ({} when it is not here: the run says what is missing)."""
         import docker.errors
 
         try:
             with _engine("reading an image's labels"):
-                image = self.client.images.get(spec.image)
+                found = self.client.images.get(image)
         except docker.errors.ImageNotFound:
-            return False  # the run says what is missing
-        return switches_user((image.attrs.get("Config") or {}).get("Labels"))
+            return {}
+        return dict((found.attrs.get("Config") or {}).get("Labels") or {})
 
     def _run(self, spec: SessionSpec):
         import docker.errors
         from docker.types import DriverConfig, Mount
 
+        labels = self._image_labels(spec.image)
+        # A grading session, or any of an image whose entrypoint starts a service as its own
+        # user, keeps GRADING_CAPABILITIES (read from the image: a tag names one).
+        switches = spec.grading or switches_user(labels)
         options: dict = dict(
             detach=True,
             init=True,
             network_mode="bridge" if spec.network else "none",
             cap_drop=["ALL"],
-            cap_add=list(GRADING_CAPABILITIES) if self._switches_user(spec) else None,
+            cap_add=list(GRADING_CAPABILITIES) if switches else None,
+            extra_hosts=hosts(labels) or None,  # the names its suite reaches services by
             security_opt=["no-new-privileges"],
             mem_limit=self.limits.memory,
             memswap_limit=self.limits.memory,

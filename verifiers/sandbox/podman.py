@@ -74,6 +74,7 @@ from trajforge.verifiers.sandbox.containers import (
 # The registry naming rules are Docker's own (a name's registry host, its tag).
 from trajforge.verifiers.sandbox.ready import (
     WAIT_S,
+    hosts,
     not_ready,
     ready_file,
     switches_user,
@@ -434,8 +435,11 @@ class PodmanSandbox:
             # What podman adds to every container's environment and Docker does not.
             "--unsetenv", "TERM", "--unsetenv", "container",
         ]  # fmt: skip
-        if spec.grading or switches_user(self._image_labels(spec.image)):
+        labels = self._image_labels(spec.image)
+        if spec.grading or switches_user(labels):
             args += [arg for cap in GRADING_CAPABILITIES for arg in ("--cap-add", cap)]
+        for name, address in hosts(labels).items():  # the names its suite reaches services by
+            args += ["--add-host", f"{name}:{address}"]
         for key, value in owner_labels(self.owner, self.owner_start).items():
             args += ["--label", f"{key}={value}"]
         if not spec.network:  # test sessions; image builds keep their whole disk for installs

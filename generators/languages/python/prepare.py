@@ -501,6 +501,7 @@ class _Preparation:
                 apt=install_set.apt,
                 services=base.services,
                 service_env=base.service_env,
+                service_hosts=base.service_hosts,
             )
         profile_id = base.profile_id
         if kind:

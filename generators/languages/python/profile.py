@@ -8,6 +8,7 @@ files: a release commit that only bumps the version keeps its image.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 
@@ -116,11 +117,14 @@ def detect_profile(
     declared = _declarations(texts, used, pyproject, setup_cfg)
     install = list(sets[0].commands)
     services = Named() if legacy else services_at(repo_path, commit, tree)
-    started, env = services.started, services.environment
-    recipe = render_dockerfile(python, install, services=started, service_env=env)
-    recipes = [
-        render_dockerfile(python, s.commands, services=started, service_env=env) for s in sets
-    ]
+    render = functools.partial(
+        render_dockerfile,
+        services=services.started,
+        service_env=services.environment,
+        service_hosts=services.hosts,
+    )
+    recipe = render(python, install)
+    recipes = [render(python, s.commands) for s in sets]
     flags = layout.flags()
     test_cmd = " ".join((TEST_CMD, *flags))
     # the layout's options key the profile only where there are some: other ids stay as they were
@@ -143,4 +147,5 @@ def detect_profile(
         declared=tuple(_declared_requirements(texts, pyproject, setup_cfg)),
         services=services.started,
         service_env=services.environment,
+        service_hosts=services.hosts,
     )
