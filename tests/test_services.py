@@ -225,9 +225,7 @@ def test_only_host_names_are_mapped_whoever_wrote_the_label() -> None:
             "a" * 70, "host.docker.internal", ""]  # fmt: skip
     assert host_names(said) == ("cache", "db", "ok_1.svc")
     label = " ".join(name for name in said if " " not in name)  # a label's names are words
-    assert hosts({HOSTS_LABEL: label}) == dict.fromkeys(
-        ("cache", "db", "ok_1.svc"), "127.0.0.1"
-    )
+    assert hosts({HOSTS_LABEL: label}) == dict.fromkeys(("cache", "db", "ok_1.svc"), "127.0.0.1")
     assert hosts({HOSTS_LABEL: ""}) == hosts(None) == {}
     assert host_names(f"s{i}" for i in range(40)) == tuple(sorted(f"s{i}" for i in range(40)))[:16]
 
