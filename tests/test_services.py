@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -28,16 +29,20 @@ from trajforge.generators.environments.services import (
     declaration_files,
     image_base,
     services_named,
+    with_services,
 )
 from trajforge.generators.languages.python.profile import detect_profile
 from trajforge.generators.languages.registry import language_named
+from trajforge.pipelines.release.harbor import services_sh
 from trajforge.schemas.params import Params
 from trajforge.verifiers.sandbox import ready as ready_module
 from trajforge.verifiers.sandbox.base import ImageBuild, SandboxBroken, SessionSpec
 from trajforge.verifiers.sandbox.docker import DockerSandbox
 from trajforge.verifiers.sandbox.ready import (
     HOSTS_LABEL,
+    READY_FILE,
     READY_LABEL,
+    SERVICES_ENTRYPOINT,
     USERS_LABEL,
     host_names,
     hosts,
@@ -352,6 +357,44 @@ def test_a_container_reaches_the_services_by_the_names_its_image_gives_them(
     assert mapped.count(["localhost"]) <= 1 and "b@d" not in table, table  # the engine's own
 
 
+def docker(*args: str, check: bool = True) -> str:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check).stdout
+
+
+# An image whose entrypoint marks its services ready three seconds after it starts.
+ANSWERS_LATE = f"""\
+FROM trajforge-base:py3.11
+RUN printf '#!/bin/sh\\nsleep 3\\ntouch {READY_FILE}\\nexec "$@"\\n' > {SERVICES_ENTRYPOINT} \\
+    && chmod 755 {SERVICES_ENTRYPOINT}
+ENTRYPOINT ["{SERVICES_ENTRYPOINT}"]
+"""
+
+
+@pytest.mark.docker
+def test_a_harbor_graders_script_waits_for_the_services_and_maps_their_hosts() -> None:
+    """Harbor runs an image's entrypoint (its own command after it) but neither waits for the
+    services' mark nor maps their hosts: a task folder's ``test.sh`` does both, as root, before
+    it grades; an image without services gets no such line."""
+    assert services_sh(render_dockerfile("3.11", ["pip install -e ."])) == ""
+    recipe = with_services("FROM trajforge-base:py3.11\n", ["redis"], (), ["db", "cache"])
+    script = services_sh(recipe)
+    tag = f"trajforge-test-harbor-services:{uuid.uuid4().hex[:8]}"
+    subprocess.run(["docker", "build", "-q", "-t", tag, "-"], input=ANSWERS_LATE.encode(),
+                   check=True, capture_output=True)  # fmt: skip
+    box = ""
+    try:  # as Harbor's compose runs it: no network, `sh -c "sleep infinity"` after the entrypoint
+        box = docker("run", "-d", "--network", "none", tag, "sh", "-c", "sleep infinity").strip()
+        said = docker("exec", box, "sh", "-c", f"{script}{script}test -e {READY_FILE} && "
+                      "getent hosts db cache && grep -c ' db$' /etc/hosts")  # fmt: skip
+    finally:
+        docker("rm", "-f", box, check=False) if box else None
+        docker("rmi", "-f", tag, check=False)
+    lines = said.splitlines()
+    assert sorted(line.split() for line in lines[:2]) == [["127.0.0.1", "cache"],
+                                                          ["127.0.0.1", "db"]], said  # fmt: skip
+    assert lines[2:] == ["1"], said  # run twice (a verifier retried), mapped once
+
+
 # --- a repository whose suite talks to Redis, memcached and PostgreSQL ---------------------------
 
 PYPROJECT = """\
@@ -386,6 +429,7 @@ def bump(key):
 '''
 TESTS = """\
 import os
+import socket
 import subprocess
 
 from kv import ask, bump
@@ -393,6 +437,10 @@ from kv import ask, bump
 
 def test_redis_answers():
     assert ask(6379, b"PING\\r\\n") == b"+PONG\\r\\n"
+    # and by the name the compose file gives it (``cache:``), as a compose app reaches it
+    with socket.create_connection(("cache", 6379), timeout=5) as conn:
+        conn.sendall(b"PING\\r\\n")
+        assert conn.recv(64) == b"+PONG\\r\\n"
 
 
 def test_memcached_answers():
@@ -544,6 +592,7 @@ def test_a_suite_that_needs_four_services_gives_a_task_the_grader_resolves(work:
     assert task["gold_runs"] == "1/1"
     profiles = pl.read_parquet(work / "val" / "profiles" / "*.parquet").to_dicts()
     assert [p["services"] for p in profiles] == [["mariadb", "memcached", "postgres", "redis"]]
+    assert profiles[0]["service_hosts"] == ["cache", "db", "memcached", "mysql", "pg", "store"]
 
     # The grader, through evaluate: the fix resolves; a patch that fixes nothing does not, nor
     # one that asks Redis to plant code for it (PLANT).

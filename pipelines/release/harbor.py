@@ -73,6 +73,13 @@ from trajforge.verifiers.languages.python.pytest_run import ImageFacts
 from trajforge.verifiers.patch_verifier import VERSION as GRADER_VERSION
 from trajforge.verifiers.sandbox.base import BASE_ENV, REPO_DIR
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive, scratch_objects
+from trajforge.verifiers.sandbox.ready import (
+    HOSTS_LABEL,
+    READY_FILE,
+    SERVICES_ENTRYPOINT,
+    WAIT_S,
+    host_names,
+)
 
 STAGE = "export"
 TASK_SCHEMA = "1.4"  # harbor.models.task.config.TaskConfig.schema_version
@@ -126,8 +133,24 @@ if [ ! -x /venv/bin/python ]; then
     echo "trajforge: this image has no /venv/bin/python: reward 0" >&2
     exit 0
 fi
-exec /venv/bin/python -I -B "$here/trajforge/harbor_grade.py" "$here/trajforge/task.json"
+{services}exec /venv/bin/python -I -B "$here/trajforge/harbor_grade.py" "$here/trajforge/task.json"
 """
+
+# An image that starts services for its suite (``services.py``: its entrypoint) marks when they
+# answer, and names the hosts its suite reaches them by. Harbor runs the entrypoint but neither
+# waits for the mark nor maps the names, as trajforge's sandboxes do (``sandbox/ready.py``), so
+# the grader's script does both first, as root.
+SERVICES_SH = """\
+i=0
+while [ ! -e {ready} ] && [ "$i" -lt {tenths} ]; do i=$((i+1)); sleep 0.1; done
+[ -e {ready} ] || echo "trajforge: the services did not mark {ready} ready" >&2
+"""
+HOST_SH = """\
+awk '{{ for (i = 2; i <= NF; i++) if ($i == "{name}") found = 1 }} END {{ exit !found }}' \\
+    /etc/hosts 2>/dev/null \\
+    || echo "127.0.0.1 {name}" >> /etc/hosts || true
+"""
+_HOSTS = re.compile(re.escape(HOSTS_LABEL) + r'="([^"]*)"')
 
 SOLVE_SH = """\
 #!/bin/sh
@@ -344,11 +367,22 @@ def write_task(task: TaskInstance, root: str, params: Params, image: str) -> tup
     }
     data = (json.dumps(config, indent=1, sort_keys=True) + "\n").encode()
     _write(os.path.join(grader, "task.json"), data)
-    _write(
-        os.path.join(tests, "test.sh"), TEST_SH.format(instance_id=task.instance_id).encode(), 0o755
-    )
+    test_sh = TEST_SH.format(instance_id=task.instance_id, services=services_sh(task.env_recipe))
+    _write(os.path.join(tests, "test.sh"), test_sh.encode(), 0o755)
     _write(os.path.join(folder, "task.toml"), task_toml(task, name, params, by_digest).encode())
     return name, by_digest
+
+
+def services_sh(recipe: str) -> str:
+    """``test.sh``'s lines for an image whose entrypoint starts services (none for others, so
+    their folders stay as they were): wait for the mark, map the hosts (``host_names`` only)."""
+    if f'ENTRYPOINT ["{SERVICES_ENTRYPOINT}"]' not in recipe.splitlines():
+        return ""
+    lines = SERVICES_SH.format(ready=READY_FILE, tenths=WAIT_S * 10)
+    named = _HOSTS.search(recipe)
+    for name in host_names(named.group(1).split() if named else ()):
+        lines += HOST_SH.format(name=name)
+    return lines
 
 
 def _instruction(task: TaskInstance) -> str:
