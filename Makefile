@@ -51,6 +51,7 @@ lint: typecheck-links
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python scripts/check_layers.py
+	$(BIN)/python scripts/check_container_python.py
 	$(BIN)/mypy
 
 # mypy reads the package as installed (trajforge.<folder>, and trajforge itself: pipelines/api/)

@@ -241,8 +241,10 @@ def _settle(caller: int, child: int, writer: int) -> None:
             with contextlib.suppress(OSError):
                 os.killpg(child, signal.SIGKILL)
         time.sleep(POLL_S)
-    code = os.waitstatus_to_exitcode(state)
-    code = 128 - code if code < 0 else code
+    # a shell's status (128 + the signal for a killed child); the project's Python may be 3.8,
+    # which has no os.waitstatus_to_exitcode (a supervisor dead on it read as exit 70 for
+    # every bug run, and every bug as breaks_collection)
+    code = 128 + os.WTERMSIG(state) if os.WIFSIGNALED(state) else os.WEXITSTATUS(state)
     with contextlib.suppress(OSError), open(LOG, "a", encoding="utf-8") as log:
         log.write(f"{caller} {code}\n")
     with contextlib.suppress(OSError):
