@@ -31,7 +31,7 @@ pytestmark = pytest.mark.docker
 PACKAGE = {
     "name": "calc",
     "version": "1.0.0",
-    "engines": {"node": ">=18"},
+    "engines": {"node": ">=20"},  # 20.19: Error's own prepareStackTrace (reads its frames)
     "scripts": {"test": "mocha --recursive --reporter spec test/"},
     "devDependencies": {"mocha": "10.4.0"},
 }
@@ -54,11 +54,22 @@ const { mul } = require('../src/calc');
 it('setup ran first', () => { assert.strictEqual(global.CALC_SETUP, true); });
 it('squares', () => { assert.strictEqual(mul(4, 4), 16); });
 it.skip('cubes', () => {});
+// as depd (express, body-parser) reads its caller: V8's frames through Error.prepareStackTrace
+it('reads its frames', () => {
+  const prep = Error.prepareStackTrace;
+  Error.prepareStackTrace = (_, frames) => frames;
+  const held = {};
+  Error.captureStackTrace(held);
+  const frames = held.stack;
+  Error.prepareStackTrace = prep;
+  assert.strictEqual(typeof frames[0].getFileName(), 'string');
+});
 """
 SETUP = "global.CALC_SETUP = true;\n"
 F2P = ("test/calc.test.js > calc sums > adds",)
 P2P = (
     "test/calc.test.js > calc > multiplies",
+    "test/more.test.js > reads its frames",
     "test/more.test.js > setup ran first",
     "test/more.test.js > squares",
 )

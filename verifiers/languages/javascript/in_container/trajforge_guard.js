@@ -83,13 +83,22 @@ function freezeDeep(object) {
 // may still add properties.
 const INTRINSICS = ['Object', 'Array', 'Number', 'String', 'Boolean', 'Symbol', 'BigInt', 'Reflect',
   'JSON', 'Math', 'Promise', 'Date', 'RegExp', 'Error', 'Map', 'Set', 'WeakMap', 'WeakSet'];
+// V8's stack API is set, not called, by the libraries that use it: depd (which express and
+// body-parser load) and source-map-support assign Error.prepareStackTrace to read their
+// callers' frames. Node 20.19 gives Error an own prepareStackTrace, which fixing made
+// read-only, so every suite that loads depd failed to load under the grader alone. Writable
+// it gives code nothing it lacks: `new Error().stack` names the same callers, and an
+// assertion's outcome never goes through it (a hook that throws still fails the test).
+const SET_BY_LIBRARIES = { Error: ['prepareStackTrace'] };
 function fixIntrinsics() {
   for (const name of INTRINSICS) {
     const object = globalThis[name];
     if (!object) continue;
+    const settable = SET_BY_LIBRARIES[name] || [];
     for (const key of Reflect.ownKeys(object)) {
       const said = Object.getOwnPropertyDescriptor(object, key);
-      if (said && typeof said.value === 'function' && key !== 'prototype') fix(object, key);
+      if (said && typeof said.value === 'function' && key !== 'prototype' &&
+          !settable.includes(key)) fix(object, key);
     }
   }
   for (const key of ['call', 'apply', 'bind']) fix(Function.prototype, key);
