@@ -58,6 +58,7 @@ from trajforge.schemas.errors import UserError
 from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
+from trajforge.verifiers.code_digest import verifier_digest
 from trajforge.verifiers.grader import rules, suspicious
 from trajforge.verifiers.grader.sentinels import Sentinel
 from trajforge.verifiers.grader.supervised import SupervisedRun
@@ -185,16 +186,16 @@ def _verify(
         return PatchVerdict(False, "patch_does_not_apply", dropped=dropped)
     variant = language.verdict_variant(task)
     key = content_id(
-        VERSION, task.image_name, task.test_cmd, tree.tree, rules.selection(graded), timeout_s,
-        *variant,
+        VERSION, verifier_digest(), task.image_name, task.test_cmd, tree.tree,
+        rules.selection(graded), timeout_s, *variant,
     )  # fmt: skip
     if (verdict := _cached(cache, key, dropped)) is not None:
         return verdict
     if fail_fast and task.FAIL_TO_PASS:
         failing = tuple(task.FAIL_TO_PASS)
         first_key = content_id(
-            VERSION, FAIL_FAST, task.image_name, task.test_cmd, tree.tree, failing, timeout_s,
-            *variant,
+            VERSION, verifier_digest(), FAIL_FAST, task.image_name, task.test_cmd, tree.tree,
+            failing, timeout_s, *variant,
         )  # fmt: skip
         first = _cached(cache, first_key, dropped)
         if first is None:

@@ -36,6 +36,7 @@ from trajforge.schemas.rejection import Rejection
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance, Validation
 from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.code_digest import verifier_digest
 from trajforge.verifiers.languages.registry import grading_for
 from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken, Session, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import apply_patches, archive
@@ -169,7 +170,7 @@ def validate_candidate(
     crash_rule = (
         ("crashed-modules",) if grading_for(profile.language).module_ends_with_a_crash else ()
     )
-    key = content_id(CACHE_VERSION, *decides, *policy, *crash_rule, length=32)
+    key = content_id(CACHE_VERSION, verifier_digest(), *decides, *policy, *crash_rule, length=32)
     if cache is not None and (hit := cache.get(key)) is not None:
         return from_cache(hit, candidate)
     ctx = Reading.of(junit_path).context(

@@ -31,6 +31,7 @@ from trajforge.schemas.params import ValidateParams
 from trajforge.schemas.records import content_id, from_row, to_row
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.test_run import TestRun
+from trajforge.verifiers.code_digest import verifier_digest
 from trajforge.verifiers.sandbox.base import Sandbox, SandboxBroken, SessionSpec
 from trajforge.verifiers.sandbox.git_tree import archive
 from trajforge.verifiers.test_runner import Reading, RunContext, run_tests
@@ -97,7 +98,8 @@ def validate_by_full_runs(
         return reading.context(candidate_id, profile.profile_id, profile.test_cmd, timeout_s)
 
     snapshot = f"snapshot-{clean.tree_id[:16]}"
-    clean_key = content_id(VERSION, "clean", *_decides(profile, clean), params.test_timeout_s)
+    decides = _decides(profile, clean)
+    clean_key = content_id(VERSION, verifier_digest(), "clean", *decides, params.test_timeout_s)
     known = cache.get(clean_key) if cache is not None else None
     made: list[TestRun] = []
     if known is not None:
@@ -242,4 +244,4 @@ def _cache_key(
     profile: EnvProfile, clean: TestTree, mutation: Mutation, params: ValidateParams
 ) -> str:
     decides = (*_decides(profile, clean), mutation.tree_id, params.reruns)
-    return content_id(VERSION, *decides, params.test_timeout_s, length=32)
+    return content_id(VERSION, verifier_digest(), *decides, params.test_timeout_s, length=32)

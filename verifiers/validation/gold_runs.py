@@ -23,6 +23,7 @@ from trajforge.schemas.records import content_id
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers import patch_verifier
+from trajforge.verifiers.code_digest import verifier_digest
 from trajforge.verifiers.patch_verifier import PatchVerdict, verify_patch
 from trajforge.verifiers.sandbox.base import Sandbox
 from trajforge.verifiers.sandbox.lanes import NONE, Lanes
@@ -76,9 +77,9 @@ def grade_gold(
     then the inert patch once: its grading beside the last gold run's when a lane is free
     (``lanes``). Raises what the sandbox raises (no verdict: never cached)."""
     key = content_id(
-        VERSION, patch_verifier.VERSION, task.image_name, task.test_cmd, task.language,
-        task.test_runner, task.base_commit, task.bug_patch, task.test_patch, task.patch,
-        task.FAIL_TO_PASS, task.PASS_TO_PASS, timeout_s, runs, length=32,
+        VERSION, patch_verifier.VERSION, verifier_digest(), task.image_name, task.test_cmd,
+        task.language, task.test_runner, task.base_commit, task.bug_patch, task.test_patch,
+        task.patch, task.FAIL_TO_PASS, task.PASS_TO_PASS, timeout_s, runs, length=32,
     )  # fmt: skip
     if cache is not None and (hit := cache.get(key)) is not None:
         return GoldRuns(hit["resolved"], hit["total"], hit["reason"], hit["detail"], cached=True)

@@ -65,6 +65,7 @@ from trajforge.schemas.params import ValidateParams
 from trajforge.schemas.records import content_id, from_row, to_row
 from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.test_run import TestRun, TestStatus
+from trajforge.verifiers.code_digest import verifier_digest
 from trajforge.verifiers.languages.python.clean_exclusions import (
     failed_modules,
     without_modules,
@@ -408,7 +409,8 @@ def _baseline(
 ) -> tuple[CleanBaseline, bool]:  # fmt: skip
     """The clean baseline from the cache, else run in ``slot`` and cached; whether it was
     cached. Either way its covered lines are remembered for inject (schemas/coverage_sites.py)."""
-    key = content_id(VERSION, "clean", *_decides(slot.profile, clean), params.test_timeout_s)
+    decides = _decides(slot.profile, clean)
+    key = content_id(VERSION, verifier_digest(), "clean", *decides, params.test_timeout_s)
     known = cache.get(key) if cache is not None else None
     if known is not None:
         baseline = _baseline_from_cache(known)
@@ -685,7 +687,7 @@ def _cache_key(
 ) -> str:
     decides = (*_decides(profile, clean), mutation.tree_id)
     how = (params.mutant_mode, params.audit_share, params.audit_seed)
-    return content_id(VERSION, *decides, params.test_timeout_s, *how, length=32)
+    return content_id(VERSION, verifier_digest(), *decides, params.test_timeout_s, *how, length=32)
 
 
 def _baseline_to_cache(baseline: CleanBaseline) -> dict:
