@@ -16,6 +16,11 @@ fixes, mined and validated once through the real CLI in real containers:
   seal once read the inherited one as a test that "does not run its file's code" (the file
   defines an undecorated ``test_neg_one``, in the other class), so this gold was
   ``forged_result`` on every run; a test's place in its file (``Class.name``) decides now.
+
+From the first commit on, ``tests/test_order.py`` has a test that passes only after another one
+ran (which fails everywhere, so it is never graded), as Django suites whose ungraded tests leave
+rows behind: it is PASS_TO_PASS in validate's full runs and fails in the grader's run of the
+graded tests alone. Each task ships without it (in ``flaky_tests``) instead of being rejected.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ def build_doctest_repo(path: Path) -> None:
         "calc/__init__.py": "",
         "calc/ops.py": OPS_BUGGY + DOUBLE_BUGGY,
         "tests/test_ops.py": TESTS_BASE,
+        "tests/test_order.py": TEST_ORDER,
     }
     repo.commit("Initial calc, doctests on", files)
     tests = TESTS_BASE.replace("import mul", "import add, mul") + TEST_ADD
@@ -83,6 +89,20 @@ def build_doctest_repo(path: Path) -> None:
     repo.commit("Add sub", sub)
 
 
+ORDERED = "tests/test_order.py::test_b_finds_the_row"
+# A test that passes only when the one before it ran: that one fails everywhere (never graded).
+TEST_ORDER = """\
+ROWS = []
+
+
+def test_a_leaves_a_row():
+    ROWS.append("row")
+    raise AssertionError("fails before and after every fix")
+
+
+def test_b_finds_the_row():
+    assert ROWS == ["row"]
+"""
 NEG = "\n\ndef neg(a):\n    return -a\n"
 NEG_MIXIN = """\
 from calc import ops
@@ -207,6 +227,10 @@ def test_validate_keeps_the_doctest_task_and_grades_every_gold(validated):
     summary = json.loads((work / "validate" / "summary.json").read_text())
     assert summary["rejected"] == {"gold_not_gradable": 1}
     assert summary["gold_graded"] == 4 and summary["gold_runs_ms"] > 0
+    # the test that needs an ungraded one before it: set aside by the grader's run, not graded
+    for task in tasks.values():
+        assert ORDERED in task.flaky_tests and ORDERED not in task.PASS_TO_PASS, task.instance_id
+    assert summary["gold_set_aside_tests"] == 3
     # what the run cost: the tests ran in containers, and two tasks share the core-seconds
     cost = re.fullmatch(
         r"(\d+) \((\d+) s x (\d+) cores\): build (\d+), test (\d+), other (\d+)",

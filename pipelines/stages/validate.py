@@ -135,6 +135,12 @@ class ValidateFn(SandboxFn):
             refused = rejected(candidate, gold.reason, gold.detail, result.runs)
             return dataclasses.replace(refused, cached=result.cached), gold
         shipped = dataclasses.replace(task, gold_runs=gold.column)
+        if gold.set_aside:  # PASS_TO_PASS the grader's own run fails with the fix (gold_runs.py)
+            shipped = dataclasses.replace(
+                shipped,
+                PASS_TO_PASS=tuple(t for t in task.PASS_TO_PASS if t not in gold.set_aside),
+                flaky_tests=tuple(sorted({*task.flaky_tests, *gold.set_aside})),
+            )
         return dataclasses.replace(result, task=shipped), gold
 
     def _count_gold(self, gold: GoldRuns | None) -> None:
@@ -142,6 +148,8 @@ class ValidateFn(SandboxFn):
         if gold is None:
             return
         self.summary_count("gold_graded")
+        if gold.set_aside:
+            self.summary_count("gold_set_aside_tests", len(gold.set_aside))
         if gold.cached:
             self.summary_count("gold_cache_hits")
         self.summary_count("gold_runs_ms", round(gold.seconds * 1000))

@@ -10,12 +10,21 @@ patch that changes nothing the tests read (one new, inert file: the task's start
 once, which must not resolve: a task whose FAIL_TO_PASS pass under the grader without a fix would
 reward doing nothing. Any other outcome is ``gold_not_gradable`` with the grader's reason.
 
+The grader runs the graded tests alone, not the whole suite validate ran. A PASS_TO_PASS test
+that passed in validate's runs only because a test outside the graded ones ran before it
+(Django suites whose ungraded tests leave rows behind: django-autocomplete-light's
+``test_no_data`` finds 0 of 4) fails there with every patch, the fix included. When the first
+gold run fails on such tests alone (every FAIL_TO_PASS passed, no tampering, one test or at most a
+quarter of PASS_TO_PASS), they are set aside (``set_aside``: the task ships without them, in its
+``flaky_tests``) and the gold patch is graded again on the rest; anything else still rejects.
+
 The outcome is cached by everything that decides it (the task's trees, tests, command, image,
 the grader's version and the number of runs), so a rerun of validate grades nothing again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -24,7 +33,7 @@ from trajforge.schemas.storage import ContentCache
 from trajforge.schemas.task_instance import TaskInstance
 from trajforge.verifiers import patch_verifier
 from trajforge.verifiers.code_digest import verifier_digest
-from trajforge.verifiers.patch_verifier import PatchVerdict, verify_patch
+from trajforge.verifiers.patch_verifier import PASSED, PatchVerdict, verify_patch
 from trajforge.verifiers.sandbox.base import Sandbox
 from trajforge.verifiers.sandbox.lanes import NONE, Lanes
 
@@ -52,6 +61,8 @@ class GoldRuns:
     detail: str = ""
     seconds: float = 0.0  # the grading's time (0 for a cached outcome)
     cached: bool = False
+    # PASS_TO_PASS tests the grader's own run fails with the gold patch (see the module doc)
+    set_aside: tuple[str, ...] = ()
 
     @property
     def column(self) -> str:
@@ -81,16 +92,22 @@ def grade_gold(
         task.language, task.test_runner, task.base_commit, task.bug_patch, task.test_patch,
         task.patch, task.FAIL_TO_PASS, task.PASS_TO_PASS, timeout_s, runs, length=32,
     )  # fmt: skip
+    fields = ("resolved", "total", "reason", "detail")
     if cache is not None and (hit := cache.get(key)) is not None:
-        return GoldRuns(hit["resolved"], hit["total"], hit["reason"], hit["detail"], cached=True)
+        aside = tuple(hit.get("set_aside", ()))
+        return GoldRuns(*(hit[k] for k in fields), cached=True, set_aside=aside)
     started = time.monotonic()
     outcome = _grade(sandbox, task, repo_path, runs, timeout_s, lanes)
+    if outcome.reason and outcome.set_aside:  # failed on tests its selection leaves alone
+        aside = outcome.set_aside
+        narrowed = dataclasses.replace(
+            task, PASS_TO_PASS=tuple(t for t in task.PASS_TO_PASS if t not in aside)
+        )
+        outcome = _grade(sandbox, narrowed, repo_path, runs, timeout_s, lanes)
+        outcome = dataclasses.replace(outcome, set_aside=() if outcome.reason else aside)
     if cache is not None:
-        cache.put(key, {k: getattr(outcome, k) for k in ("resolved", "total", "reason", "detail")})
-    return GoldRuns(
-        outcome.resolved, outcome.total, outcome.reason, outcome.detail,
-        time.monotonic() - started,
-    )  # fmt: skip
+        cache.put(key, {**{k: getattr(outcome, k) for k in fields}, "set_aside": outcome.set_aside})
+    return dataclasses.replace(outcome, seconds=time.monotonic() - started)
 
 
 def _grade(
@@ -112,7 +129,8 @@ def _grade(
             verdict, nothing = lanes.pair(gold, inert, lambda v: v.resolved)
         if not verdict.resolved:
             why = f"gold patch run {run} of {runs}: {_said(verdict)}"
-            return GoldRuns(run - 1, runs, REASON, why)
+            aside = _outside_its_selection(task, verdict) if run == 1 else ()
+            return GoldRuns(run - 1, runs, REASON, why, set_aside=aside)
     assert nothing is not None  # the last gold run resolved: the inert one was needed
     if nothing.resolved:
         why = "a patch that changes nothing resolves it: FAIL_TO_PASS pass under the grader as is"
@@ -120,12 +138,25 @@ def _grade(
     return GoldRuns(runs, runs)
 
 
+def _outside_its_selection(task: TaskInstance, verdict: PatchVerdict) -> tuple[str, ...]:
+    """The PASS_TO_PASS tests a gold run failed, when they are all it failed, nothing was
+    tampered with and they are one test or at most a quarter of PASS_TO_PASS (see the module
+    doc); else none: a broader failure is the grader's or the task's, and rejects."""
+    if verdict.reason != "tests_failed" or verdict.tampering:
+        return ()
+    failed = sorted(t for t, status in verdict.test_report.items() if status != PASSED)
+    kept = set(task.PASS_TO_PASS)
+    if not failed or any(t not in kept for t in failed) or len(failed) > max(1, len(kept) // 4):
+        return ()
+    return tuple(failed)
+
+
 def _said(verdict: PatchVerdict) -> str:
     """The grader's reason and first words: why it saw tampering, the tests that did not pass,
     or its one-line why."""
     if verdict.tampering:
         return f"{verdict.reason}: {verdict.tampering[0][:300]}"
-    failed = [t for t, s in verdict.test_report.items() if s != patch_verifier.PASSED]
+    failed = [t for t, s in verdict.test_report.items() if s != PASSED]
     if failed:
         shown = ", ".join(f"{t} {verdict.test_report[t]}" for t in failed[:3])
         more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""

@@ -64,11 +64,23 @@ it('reads its frames', () => {
   Error.prepareStackTrace = prep;
   assert.strictEqual(typeof frames[0].getFileName(), 'string');
 });
+// as express 4 gives its router a method for HTTP's BIND, and code before classes its
+// constructor: an own property over an intrinsic the grader fixed
+it('gives a function its own bind', () => {
+  const router = function () {};
+  router.bind = () => 'route';
+  assert.strictEqual(router.bind(), 'route');
+  function Deferred() {}
+  Deferred.prototype = Object.create(Promise.prototype);
+  Deferred.prototype.constructor = Deferred;
+  assert.strictEqual(new Deferred().constructor, Deferred);
+});
 """
 SETUP = "global.CALC_SETUP = true;\n"
 F2P = ("test/calc.test.js > calc sums > adds",)
 P2P = (
     "test/calc.test.js > calc > multiplies",
+    "test/more.test.js > gives a function its own bind",
     "test/more.test.js > reads its frames",
     "test/more.test.js > setup ran first",
     "test/more.test.js > squares",

@@ -80,7 +80,12 @@ function freezeDeep(object) {
 // assertion (and its caller's stack, to bend the graded ones alone): the statics of the
 // built-in constructors (`Object.is`, `Object.keys`, `Array.isArray`, `Reflect.apply`...) and
 // Function.prototype's call, apply and bind, Promise.prototype's then. Fixed, not frozen: code
-// may still add properties.
+// may still add properties. Fixed as accessors (`fixShadowable`), not as read-only values: a
+// read-only inherited property refuses an assignment to an object that inherits it (the
+// "override mistake"), and ordinary code makes those: express 4 gives its router a `bind`
+// method for HTTP's BIND (`proto[method] = ...` on a function), code before classes sets
+// `Sub.prototype.constructor`. Such an assignment makes the object's own property, as it would
+// with nothing fixed; one on the intrinsic itself changes nothing.
 const INTRINSICS = ['Object', 'Array', 'Number', 'String', 'Boolean', 'Symbol', 'BigInt', 'Reflect',
   'JSON', 'Math', 'Promise', 'Date', 'RegExp', 'Error', 'Map', 'Set', 'WeakMap', 'WeakSet'];
 // V8's stack API is set, not called, by the libraries that use it: depd (which express and
@@ -98,12 +103,16 @@ function fixIntrinsics() {
     for (const key of Reflect.ownKeys(object)) {
       const said = Object.getOwnPropertyDescriptor(object, key);
       if (said && typeof said.value === 'function' && key !== 'prototype' &&
-          !settable.includes(key)) fix(object, key);
+          !settable.includes(key)) fixShadowable(object, key, object);
     }
   }
-  for (const key of ['call', 'apply', 'bind']) fix(Function.prototype, key);
+  for (const key of ['call', 'apply', 'bind']) {
+    fixShadowable(Function.prototype, key, Function.prototype);
+  }
   // what `await` looks up on a promise an async test returns
-  for (const key of ['then', 'catch', 'finally', 'constructor']) fix(Promise.prototype, key);
+  for (const key of ['then', 'catch', 'finally', 'constructor']) {
+    fixShadowable(Promise.prototype, key, Promise.prototype);
+  }
 }
 
 // node:assert (and assert.strict, node:assert/strict) and node:test, as every require sees them.
@@ -333,7 +342,9 @@ function tapChild() {
       const stop = require('events').EventEmitter.prototype;
       for (let proto = loaded.Test.prototype; proto && proto !== stop && proto !== Object.prototype;
         proto = Object.getPrototypeOf(proto)) {
-        for (const key of Reflect.ownKeys(proto)) fixShadowable(proto, key, loaded);
+        for (const key of Reflect.ownKeys(proto)) {
+          if (key !== 'constructor') fixShadowable(proto, key, loaded);
+        }
       }
       fixAll(loaded.Test);
       // the TAP object's own copies of Test's methods (bound, for `const { test } = require('tap')`);
@@ -347,13 +358,14 @@ function tapChild() {
   };
 }
 
-// A prototype's method (Test's and its bases' up to EventEmitter) fixed against replacement while node-tap's own instances may still set
-// theirs (its constructor assigns some of them: a non-writable one there would throw): an
-// assignment through an instance defines the instance's own property, except on `root` (the
-// TAP object the module exports, which the tests' code holds); one on the prototype is ignored.
+// `proto[key]` fixed against replacement while the objects that inherit it may still set their
+// own (node-tap's constructor assigns some of Test's methods; express sets a router's `bind`: a
+// non-writable one there would throw): an assignment through an heir defines the heir's own
+// property, except on `root` (node-tap's exported TAP object, which the tests' code holds); one
+// on `proto` itself is ignored. Reads get the value `proto[key]` had.
 function fixShadowable(proto, key, root) {
   const said = Object.getOwnPropertyDescriptor(proto, key);
-  if (!said || !said.configurable || !('value' in said) || key === 'constructor') return;
+  if (!said || !said.configurable || !('value' in said)) return;
   const value = said.value;
   Object.defineProperty(proto, key, {
     get() { return value; },
