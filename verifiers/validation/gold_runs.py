@@ -95,7 +95,8 @@ def grade_gold(
     fields = ("resolved", "total", "reason", "detail")
     if cache is not None and (hit := cache.get(key)) is not None:
         aside = tuple(hit.get("set_aside", ()))
-        return GoldRuns(*(hit[k] for k in fields), cached=True, set_aside=aside)
+        said = (hit["resolved"], hit["total"], hit["reason"], hit["detail"])
+        return GoldRuns(*said, cached=True, set_aside=aside)
     started = time.monotonic()
     outcome = _grade(sandbox, task, repo_path, runs, timeout_s, lanes)
     if outcome.reason and outcome.set_aside:  # failed on tests its selection leaves alone
