@@ -69,8 +69,14 @@ def test_a_python_project_with_a_package_json_stays_python(tmp_path):
         ({"yarn.lock": "__metadata:\n  version: 6\n"}, "yarn-berry", "yarn.lock", ""),
         ({"pnpm-lock.yaml": "lockfileVersion: '6.0'\n"}, "pnpm", "pnpm-lock.yaml", "pnpm@8"),
         ({"pnpm-lock.yaml": "lockfileVersion: '9.0'\n"}, "pnpm", "pnpm-lock.yaml", "pnpm@9"),
+        # pnpm 10's settings file (no packages: pnpm 9 refuses it), and a workspace pnpm 9 reads
+        ({"pnpm-lock.yaml": "lockfileVersion: '9.0'\n",
+          "pnpm-workspace.yaml": "onlyBuiltDependencies: [esbuild]\n"},
+         "pnpm", "pnpm-lock.yaml", "pnpm@10"),
+        ({"pnpm-lock.yaml": "lockfileVersion: '9.0'\n", "pnpm-workspace.yaml": "packages: [a]\n"},
+         "pnpm", "pnpm-lock.yaml", "pnpm@9"),
     ],
-)
+)  # fmt: skip
 def test_the_lock_file_decides_the_package_manager(tmp_path, files, manager, lockfile, spec):
     package = {"name": "x", "devDependencies": {"jest": "^29"}}
     repo = _js_repo(tmp_path, {"package.json": json.dumps(package), **files})

@@ -21,6 +21,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
+import yaml
 from trajforge.generators.languages.base import Detection, ReportError
 from trajforge.generators.languages.javascript.node_choice import choose_node
 from trajforge.generators.languages.javascript.recipe import render_js_dockerfile
@@ -185,7 +186,9 @@ def _pin(repo_dir: str, package: dict[str, Any], manager: str) -> str:
 
 
 def _pnpm_for_lock(repo_dir: str) -> str:
-    """The pnpm major that reads the lock file's format (5.3: 6, 5.4: 7, 6.x: 8, 9.x: 9)."""
+    """The pnpm major that reads the lock file's format (5.3: 6, 5.4: 7, 6.x: 8, 9.x: 9, or 10
+    when ``pnpm-workspace.yaml`` is pnpm 10's settings file with no ``packages``, which pnpm 9
+    refuses: "packages field missing or empty", as ai/nanoid's)."""
     path = os.path.join(repo_dir, "pnpm-lock.yaml")
     if not os.path.isfile(path):
         return ""
@@ -195,10 +198,23 @@ def _pnpm_for_lock(repo_dir: str) -> str:
         return ""
     major, minor = int(match.group(1)), int(match.group(2) or 0)
     if major >= 9:
-        return "pnpm@9"
+        return f"pnpm@{NEWEST_PNPM}" if _settings_only_workspace(repo_dir) else "pnpm@9"
     if major >= 6:
         return "pnpm@8"
     return "pnpm@7" if minor >= 4 else "pnpm@6"
+
+
+def _settings_only_workspace(repo_dir: str) -> bool:
+    """Whether ``pnpm-workspace.yaml`` exists and names no ``packages`` (pnpm 10's settings)."""
+    path = os.path.join(repo_dir, "pnpm-workspace.yaml")
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            said = yaml.safe_load(handle.read(256 * 1024))
+    except (yaml.YAMLError, OSError, RecursionError, ValueError):
+        return False
+    return not (isinstance(said, dict) and said.get("packages"))
 
 
 def _berry_pin(pinned: Any) -> bool:

@@ -19,9 +19,13 @@ PROJECT_DIR = "/repo"  # where the recipe installs (its WORKDIR)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _BUILDKIT = re.compile(r"^#\d+ \d+\.\d+ ")  # BuildKit's step and time prefix
 _NPM = re.compile(r"npm (?:ERR!|error)\s?(.*)")
+# The classic builder's last words echo the failing RUN's whole script, over several lines: the
+# recipe's text, never the cause (its last line was read as one).
+_ECHOED = re.compile(r"(?:error: )?The command '.*?' returned a non-zero code: \d+", re.S)
 _NPM_NOISE = ("code ", "errno ", "syscall ", "path ", "A complete log", "Log files", "/tmp/")
 _OTHER = (
     re.compile(r"ERR_PNPM_\w+.*"),
+    re.compile(r"^ERROR\s+.*"),  # pnpm's " ERROR  <why>" (BuildKit's own says "ERROR:")
     re.compile(r"Usage Error: .*"),  # yarn berry refusing its configuration
     re.compile(r"(?:^|\s)error (?!Command failed).*"),
     re.compile(r"YN\d{4}: .*(?:Error|error|failed|not found).*"),
@@ -62,6 +66,7 @@ def _lines(log: str) -> list[str]:
     # Docker's classic builder wraps each stderr chunk as ESC[91m chunk ESC[0m and a newline:
     # joined back, npm's lines are whole again.
     text = _ANSI.sub("", log.replace("\x1b[0m\n", ""))
+    text = _ECHOED.sub("", text)
     stripped = (_BUILDKIT.sub("", line).strip() for line in text.splitlines())
     return [line for line in stripped if line]
 

@@ -59,6 +59,16 @@ node_modules/.pnpm/electron@28.0.0/node_modules/electron postinstall: RequestErr
 node_modules/.pnpm/electron@28.0.0/node_modules/electron postinstall: Failed
  ELIFECYCLE  Command failed with exit code 1.
 """  # noqa: E501
+# pnpm 9 on pnpm 10's settings file, then Docker's classic builder echoing the failing RUN's
+# script over several lines (its last line once read as the cause)
+PNPM_REFUSED = """\
++ pnpm install --frozen-lockfile
+\x1b[91m ERROR\x1b[0m  packages field missing or empty
+For help, run: pnpm help install
+error: The command '/bin/sh -ec set -x
+pnpm install --frozen-lockfile
+mkdir -p /tmp/trajforge-out && find . -name node_modules -prune -print0' returned a non-zero code: 1
+"""
 NPM_404 = """\
 npm error code E404
 npm error 404 Not Found - GET https://registry.npmjs.org/trajforge-no-such-package-0b6f
@@ -78,6 +88,7 @@ npm error 404 'trajforge-no-such-package-0b6f@1.0.0' is not in this registry.
         (PNPM, "electron postinstall: RequestError: getaddrinfo EAI_AGAIN github.com"),
         (NPM_404, "E404: 404 Not Found - GET https://registry.npmjs.org/"
          "trajforge-no-such-package-0b6f"),
+        (PNPM_REFUSED, "ERROR packages field missing or empty"),
         ("", "the build said nothing"),
     ],
 )  # fmt: skip
