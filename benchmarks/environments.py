@@ -74,6 +74,14 @@ from trajforge.verifiers.sandbox.git_tree import archive, resolve_commit
 from trajforge.verifiers.test_runner import RunContext, run_tests
 from trajforge.verifiers.validation.rule import suite_failure
 
+try:  # validate's own rule (issue 43); an older trajforge measured as "before" has none
+    from trajforge.verifiers.languages.python.clean_exclusions import (
+        failed_modules,
+        without_modules,
+    )
+except ImportError:  # pragma: no cover - the older venv
+    failed_modules = without_modules = None  # type: ignore[assignment]
+
 MODES = ("legacy", "new")
 LEVELS = ("installed", "collected", "clean_pass", "task")
 NO_TESTS = ("no_tests", "no_tests_at_commit")  # "collected" in Repo2Run's sense: nothing to run
@@ -302,6 +310,13 @@ def measure(
             return out
         out.prepare_s = time.monotonic() - started
         run = clean_run(sandbox, built, repo, timeout_s)
+        if not legacy and failed_modules is not None and (modules := failed_modules(run)):
+            # as validate's clean run does (clean_exclusions.py): the modules that fail to import
+            # there are left out, named, and the rest of the suite decides
+            built = without_modules(built, modules)
+            out.excluded, out.test_cmd = list(built.excluded), built.test_cmd
+            count("excluded_at_clean", len(modules))
+            run = clean_run(sandbox, built, repo, timeout_s)
         out.run_s = run.duration_s
         statuses = collections.Counter(t.status for t in run.tests)
         out.tests, out.passed = len(run.tests), statuses["PASSED"]
