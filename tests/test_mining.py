@@ -159,22 +159,23 @@ def _fix_repo(path: Path) -> Path:
     return path
 
 
-def test_two_checkouts_that_would_share_a_name_are_one_line_and_one_checkout_is_mined_once(
-    tmp_path,
-):
-    """``/a/repo`` and ``/b/repo`` would both be ``local/repo``: their figures and reach rows
-    would merge, so the run stops before it starts and says which two. The same checkout
-    named twice (a trailing slash, a relative path) is one source, mined once."""
+def test_two_checkouts_that_share_a_name_are_said_and_one_checkout_is_mined_once(tmp_path):
+    """``/a/repo`` and ``/b/repo`` are both ``local/repo``: they stay two sources (their tasks
+    and images are keyed by where each comes from: test_hardening_security), and one line says
+    their per-repository figures merge. The same checkout named twice (a trailing slash, a
+    relative path) is one source, mined once."""
     first, second = _fix_repo(tmp_path / "a" / "repo"), _fix_repo(tmp_path / "b" / "repo")
-    clash = run_cli("mine", "--repo", str(first), "--repo", str(second),
-                    "--output", str(tmp_path / "clash"), cwd=tmp_path)  # fmt: skip
-    line = clash.stderr.strip()
-    assert clash.returncode != 0 and "\n" not in line and "Traceback" not in line
-    assert str(first) in line and str(second) in line and "local/repo" in line
-    assert not (tmp_path / "clash").exists()
+    both = run_cli("mine", "--repo", str(first), "--repo", str(second),
+                   "--output", str(tmp_path / "both"), cwd=tmp_path)  # fmt: skip
+    assert both.returncode == 0, both.stderr[-2000:]
+    said = [line for line in both.stderr.splitlines() if "both named local/repo" in line]
+    assert len(said) == 1 and str(first) in said[0] and str(second) in said[0], both.stderr
+    mined = pq.read_table(tmp_path / "both" / "candidates").to_pylist()
+    assert sorted(c["source"] for c in mined) == sorted([str(first), str(second)])
 
     once = run_cli("mine", "--repo", str(first), "--repo", f"{first}/", "--repo", "a/repo",
                    "--output", str(tmp_path / "once"), cwd=tmp_path)  # fmt: skip
     assert once.returncode == 0, once.stderr[-2000:]
+    assert "both named" not in once.stderr
     mined = pq.read_table(tmp_path / "once" / "candidates").to_pylist()
     assert [c["repo"] for c in mined] == ["local/repo"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trajforge.generators.sources.git_source import (
@@ -66,19 +66,19 @@ def display_name(spec: str) -> str:
     return f"local/{os.path.basename(_local_path(spec))}"
 
 
-def distinct_sources(specs: list[str], beside: Iterable[str] = ()) -> list[str]:
+def distinct_sources(specs: list[str], warn: Callable[[str], None]) -> list[str]:
     """A stage's sources, each once (the same checkout named twice is one source). Two
-    different sources that would carry one name (``/a/repo`` and ``/b/repo`` are both
-    ``local/repo``) are a ``SourceError``: their per-repository figures and reach rows would
-    merge. ``beside``: the sources whose candidates meet these in validate (mine's, inject's)."""
+    different sources that carry one name (``/a/repo`` and ``/b/repo`` are both
+    ``local/repo``) stay two sources, their tasks and images apart (keyed by where each comes
+    from); ``warn`` hears one line naming both, since per-repository figures merge by name."""
     places: dict[str, str] = {}  # name -> where it comes from
-    for spec in [*specs, *beside]:
+    for spec in specs:
         name, where = display_name(spec), _where(spec)
         if places.setdefault(name, where) != where:
-            raise SourceError(
-                f"sources: {places[name]} and {where} would both be named {name}, so their "
-                "figures would merge; give one checkout another folder name, or pass its URL",
-                reason="duplicate_name",
+            warn(
+                f"sources: {places[name]} and {where} are both named {name}: their tasks stay "
+                "apart, their per-repository figures merge; give one checkout another folder "
+                "name to tell them apart"
             )
     unique: dict[str, str] = {}
     for spec in specs:

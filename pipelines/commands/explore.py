@@ -32,7 +32,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.repo or args.pypi:
         explore.repos, explore.pypi = list(args.repo), list(args.pypi)
     explore.commit = args.commit or explore.commit
-    specs = distinct_sources([*explore.repos, *map(pypi_spec, explore.pypi)])
+    specs = distinct_sources([*explore.repos, *map(pypi_spec, explore.pypi)], options.warn(NAME))
     if not endpoint_configured(params.llm):
         stage_command.say_no_endpoint(
             "explore",

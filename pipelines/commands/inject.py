@@ -66,10 +66,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             f"inject: mode {inject.mode} has a model rewrite functions, but no endpoint is "
             "configured; set llm.base_url and llm.model (or --base-url and --model)"
         )
-    specs = distinct_sources(
-        [*inject.repos, *map(pypi_spec, inject.pypi)],
-        beside=[*params.sources.repos, *map(pypi_spec, params.sources.pypi)],
-    )
+    specs = distinct_sources([*inject.repos, *map(pypi_spec, inject.pypi)], options.warn(NAME))
     return stage_command.run_from_sources(
         "inject", "inject", specs, InjectBugs(params), params, args, beam_args
     )

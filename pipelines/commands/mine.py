@@ -39,10 +39,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     params.mine.until = args.until or params.mine.until
     check_date("--since" if args.since else "mine.since", params.mine.since)
     check_date("--until" if args.until else "mine.until", params.mine.until)
-    inject = params.inject  # its candidates meet these in validate
     specs = distinct_sources(
-        [*params.sources.repos, *map(pypi_spec, params.sources.pypi)],
-        beside=[*inject.repos, *map(pypi_spec, inject.pypi)],
+        [*params.sources.repos, *map(pypi_spec, params.sources.pypi)], options.warn(NAME)
     )
     return stage_command.run_from_sources(
         "mine", "sources", specs, MineRepos(params), params, args, beam_args

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Callable
 
 from trajforge.schemas.errors import UserError
 from trajforge.schemas.params import DASK, Params, is_dask, load_params
@@ -175,3 +177,8 @@ def endpoint_overrides(args: argparse.Namespace, params: Params) -> None:
     if args.model:
         params.llm.model = args.model
     params.check()
+
+
+def warn(stage: str) -> Callable[[str], None]:
+    """A stage's one-line warnings, on stderr (the run goes on)."""
+    return lambda line: print(f"{stage}: {line}", file=sys.stderr)
